@@ -1,0 +1,459 @@
+"""Evaluator configuration: frozen, keyword-only, validated value objects.
+
+A configuration is built once and never changes; a change is a new object
+(:meth:`EvaluatorConfig.replace`). Every field is checked on construction and
+a bad value raises :class:`~crag_heuristic.ConfigError` naming the field by
+its dotted path (``"weights.keyword_overlap"``) and the value. Nothing here
+reads the environment.
+
+Named profiles:
+
+``synapse``
+    weights 0.30 keyword overlap / 0.40 semantic coherence / 0.15 length
+    adequacy / 0.15 source diversity; RELEVANT above 0.75, PARTIAL above 0.50.
+``crag``
+    the same signals with the bands of the CRAG paper (Yan et al., 2024):
+    CORRECT above 0.7, AMBIGUOUS above 0.3, INCORRECT otherwise.
+
+More profiles are TOML files in ``crag_heuristic/profiles/`` (for instance
+ones fitted by ``crag-heuristic calibrate``); :func:`available_profiles`
+lists them all. A configuration loads from a dict, a TOML, JSON or YAML file,
+or a profile name, and any field can be overridden per call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_type_hints
+
+from ._exceptions import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "CoherenceConfig",
+    "EvaluatorConfig",
+    "KeywordConfig",
+    "LengthConfig",
+    "RefineConfig",
+    "SignalWeights",
+    "Thresholds",
+    "available_profiles",
+    "load_config",
+]
+
+_WEIGHT_SUM_TOLERANCE = 1e-6
+
+
+def _check_number(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    integer: bool = False,
+) -> None:
+    """Raise ConfigError unless ``value`` is a finite number within the bounds."""
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
+        raise ConfigError(name, value, f"must be {kind}")
+    if not math.isfinite(value):
+        raise ConfigError(name, value, "must be finite")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ConfigError(name, value, f"must be {'>' if low_open else '>='} {low}")
+    if high is not None and value > high:
+        raise ConfigError(name, value, f"must be <= {high}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SignalWeights:
+    """How much each signal counts in the weighted score.
+
+    Weights are non-negative and sum to 1, so the score stays in [0, 1].
+    """
+
+    keyword_overlap: float = 0.30
+    semantic_coherence: float = 0.40
+    length_adequacy: float = 0.15
+    source_diversity: float = 0.15
+
+    def __post_init__(self) -> None:
+        for name in _SIGNAL_NAMES:
+            _check_number(name, getattr(self, name), low=0.0)
+        total = sum(getattr(self, name) for name in _SIGNAL_NAMES)
+        if abs(total - 1.0) > _WEIGHT_SUM_TOLERANCE:
+            raise ConfigError("weights", self.as_dict(), f"must sum to 1 (they sum to {total:.6g})")
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in _SIGNAL_NAMES}
+
+
+_SIGNAL_NAMES = ("keyword_overlap", "semantic_coherence", "length_adequacy", "source_diversity")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Thresholds:
+    """Verdict bands: RELEVANT if score > ``relevant``, PARTIAL if > ``partial``.
+
+    Both lie in [0, 1] with ``partial <= relevant``.
+    """
+
+    relevant: float = 0.75
+    partial: float = 0.50
+
+    def __post_init__(self) -> None:
+        _check_number("relevant", self.relevant, low=0.0, high=1.0)
+        _check_number("partial", self.partial, low=0.0, high=1.0)
+        if self.partial > self.relevant:
+            raise ConfigError("partial", self.partial, f"must be <= relevant ({self.relevant})")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KeywordConfig:
+    """Keyword overlap: how query terms are weighted and pooled.
+
+    Attributes:
+        use_idf: weight query terms by inverse document frequency when corpus
+            statistics are given (uniform weights otherwise).
+        aggregate: the set-level value: ``"best"`` (the best single chunk's
+            coverage: one chunk must hold the evidence) or ``"pooled"`` (the
+            coverage of all chunks' terms together).
+    """
+
+    use_idf: bool = True
+    aggregate: Literal["best", "pooled"] = "best"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.use_idf, bool):
+            raise ConfigError("use_idf", self.use_idf, "must be true or false")
+        if self.aggregate not in ("best", "pooled"):
+            raise ConfigError("aggregate", self.aggregate, "must be 'best' or 'pooled'")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CoherenceConfig:
+    """Semantic coherence: from the retriever's scores mapped to [0, 1].
+
+    With ``m`` the mean, ``t`` the top, ``g`` the head-tail gap and ``v`` the
+    variance of the similarities::
+
+        coherence = (mean*m + top*t + gap*g) / (mean + top + gap) * (1 - min(v, variance_cap))
+
+    The defaults (mean 1, top 0, gap 0, cap 0.3) give ``m * (1 - min(v, 0.3))``:
+    high mean and low dispersion.
+
+    Attributes:
+        mean, top, gap: non-negative weights of the three levels (not all 0).
+        variance_cap: the most the variance can take off (in [0, 1]).
+        cosine_floor, cosine_ceiling: the cosine band mapped onto [0, 1].
+        bm25_saturation: the BM25 score that maps to 0.5.
+    """
+
+    mean: float = 1.0
+    top: float = 0.0
+    gap: float = 0.0
+    variance_cap: float = 0.3
+    cosine_floor: float = 0.0
+    cosine_ceiling: float = 1.0
+    bm25_saturation: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("mean", "top", "gap"):
+            _check_number(name, getattr(self, name), low=0.0)
+        if self.mean + self.top + self.gap <= 0:
+            raise ConfigError("mean", self.mean, "mean, top and gap cannot all be 0")
+        _check_number("variance_cap", self.variance_cap, low=0.0, high=1.0)
+        _check_number("cosine_floor", self.cosine_floor, low=-1.0, high=1.0)
+        _check_number("cosine_ceiling", self.cosine_ceiling, low=-1.0, high=1.0)
+        if self.cosine_ceiling <= self.cosine_floor:
+            raise ConfigError(
+                "cosine_ceiling",
+                self.cosine_ceiling,
+                f"must be > cosine_floor ({self.cosine_floor})",
+            )
+        _check_number("bm25_saturation", self.bm25_saturation, low=0.0, low_open=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LengthConfig:
+    """Length adequacy: ``min(1, n_words * tokens_per_word / min_tokens)`` per chunk."""
+
+    min_tokens: int = 100
+    tokens_per_word: float = 1.3
+
+    def __post_init__(self) -> None:
+        _check_number("min_tokens", self.min_tokens, low=1, integer=True)
+        _check_number("tokens_per_word", self.tokens_per_word, low=0.0, low_open=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RefineConfig:
+    """Knowledge refinement: which sentence strips to keep.
+
+    Attributes:
+        strip_threshold: keep strips whose score is at least this (in [0, 1]).
+        token_budget: the most (estimated) tokens the refined text may hold.
+    """
+
+    strip_threshold: float = 0.2
+    token_budget: int = 512
+
+    def __post_init__(self) -> None:
+        _check_number("strip_threshold", self.strip_threshold, low=0.0, high=1.0)
+        _check_number("token_budget", self.token_budget, low=1, integer=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvaluatorConfig:
+    """Everything the evaluator and refinement need. Frozen; keyword-only.
+
+    Attributes:
+        name: a label carried into each :class:`~crag_heuristic.Evaluation`.
+        weights: signal weights (non-negative, summing to 1).
+        thresholds: the verdict bands for the whole set.
+        chunk_thresholds: the bands for single chunks (default: ``thresholds``).
+        keyword, coherence, length, refine: per-signal settings.
+
+    Build one with keywords, from a profile (:meth:`from_profile`), from a
+    dict (:meth:`from_dict`) or from a file (:meth:`from_file`).
+    """
+
+    name: str = "synapse"
+    weights: SignalWeights = field(default_factory=SignalWeights)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    chunk_thresholds: Thresholds | None = None
+    keyword: KeywordConfig = field(default_factory=KeywordConfig)
+    coherence: CoherenceConfig = field(default_factory=CoherenceConfig)
+    length: LengthConfig = field(default_factory=LengthConfig)
+    refine: RefineConfig = field(default_factory=RefineConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("name", self.name, "must be a non-empty string")
+        for name, cls in _SECTIONS.items():
+            value = getattr(self, name)
+            if not isinstance(value, cls) and not (name == "chunk_thresholds" and value is None):
+                raise ConfigError(name, value, f"must be a {cls.__name__}")
+
+    @property
+    def effective_chunk_thresholds(self) -> Thresholds:
+        """``chunk_thresholds`` if set, else ``thresholds``."""
+        return self.chunk_thresholds or self.thresholds
+
+    # -- building -------------------------------------------------------------------------
+
+    @classmethod
+    def from_profile(cls, name: str) -> EvaluatorConfig:
+        """A named profile: ``synapse``, ``crag``, or a bundled profile file.
+
+        Raises:
+            ConfigError: for an unknown name (the message lists the known ones).
+        """
+        if not isinstance(name, str):
+            raise ConfigError("profile", name, "must be a string")
+        if name in _BUILTIN_PROFILES:
+            return cls.from_dict(_BUILTIN_PROFILES[name])
+        bundled = _bundled_profile_files()
+        if name in bundled:
+            return cls.from_file(bundled[name])
+        known = ", ".join(available_profiles())
+        raise ConfigError("profile", name, f"unknown profile; known: {known}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluatorConfig:
+        """Build from a (nested) dict such as a parsed TOML file.
+
+        A ``profile`` key names the profile the other keys override; without
+        it the defaults (``synapse``) are the base. Unknown keys are errors.
+
+        Raises:
+            ConfigError: naming the first bad field by its dotted path.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError("<root>", data, "a configuration must be a mapping")
+        data = dict(data)
+        profile = data.pop("profile", None)
+        if profile is not None:
+            base = cls.from_profile(profile)
+            if "name" not in data:
+                data["name"] = profile if not data else f"{profile}+overrides"
+            return base.replace(**data)
+        return _build(cls, data, "")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> EvaluatorConfig:
+        """Load from a ``.toml``, ``.json``, ``.yaml`` or ``.yml`` file.
+
+        Raises:
+            ConfigError: unreadable file, unknown suffix, bad syntax or values.
+        """
+        return cls.from_dict(_read_file(Path(path)))
+
+    def replace(self, **overrides: Any) -> EvaluatorConfig:
+        """A copy with some fields replaced; nested sections merge from dicts.
+
+        ``config.replace(thresholds={"relevant": 0.8})`` keeps
+        ``thresholds.partial`` and changes only ``relevant``.
+        """
+        merged = _deep_merge(self.to_dict(), overrides, "")
+        return _build(EvaluatorConfig, merged, "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON/TOML-ready dict that :meth:`from_dict` turns back into this config."""
+        return dataclasses.asdict(self)
+
+    def fingerprint(self) -> str:
+        """A stable hex digest of the settings (``name`` excluded), for cache keys."""
+        payload = self.to_dict()
+        payload.pop("name")
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+_SECTIONS: dict[str, type] = {
+    "weights": SignalWeights,
+    "thresholds": Thresholds,
+    "chunk_thresholds": Thresholds,
+    "keyword": KeywordConfig,
+    "coherence": CoherenceConfig,
+    "length": LengthConfig,
+    "refine": RefineConfig,
+}
+
+_BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
+    "synapse": {"name": "synapse"},
+    "crag": {"name": "crag", "thresholds": {"relevant": 0.7, "partial": 0.3}},
+}
+
+
+def _bundled_profile_files() -> dict[str, Path]:
+    folder = resources.files("crag_heuristic") / "profiles"
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".toml"):
+            found[entry.name[: -len(".toml")]] = Path(str(entry))
+    return found
+
+
+def available_profiles() -> list[str]:
+    """The names :meth:`EvaluatorConfig.from_profile` accepts, sorted."""
+    return sorted({*_BUILTIN_PROFILES, *_bundled_profile_files()})
+
+
+def load_config(
+    source: EvaluatorConfig | Mapping[str, Any] | str | Path | None = None,
+    **overrides: Any,
+) -> EvaluatorConfig:
+    """Resolve anything that names a configuration, then apply overrides.
+
+    ``source`` may be a config (returned as is), a dict, a path to a
+    TOML/JSON/YAML file, a profile name, or ``None`` for the defaults.
+    """
+    if source is None:
+        config = EvaluatorConfig()
+    elif isinstance(source, EvaluatorConfig):
+        config = source
+    elif isinstance(source, Mapping):
+        config = EvaluatorConfig.from_dict(source)
+    elif isinstance(source, Path) or (
+        isinstance(source, str) and (source.endswith(_SUFFIXES) or "/" in source)
+    ):
+        config = EvaluatorConfig.from_file(source)
+    elif isinstance(source, str):
+        config = EvaluatorConfig.from_profile(source)
+    else:
+        raise ConfigError("<root>", source, "expected a config, dict, path or profile name")
+    return config.replace(**overrides) if overrides else config
+
+
+_SUFFIXES = (".toml", ".json", ".yaml", ".yml")
+
+
+def _read_file(path: Path) -> Mapping[str, Any]:
+    suffix = path.suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise ConfigError("<file>", str(path), f"unknown suffix; use one of {', '.join(_SUFFIXES)}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError("<file>", str(path), f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        if suffix == ".toml":
+            data: Any = tomllib.loads(raw.decode("utf-8"))
+        elif suffix == ".json":
+            data = json.loads(raw.decode("utf-8"))
+        else:
+            import yaml
+
+            data = yaml.safe_load(raw.decode("utf-8"))
+    except Exception as exc:
+        raise ConfigError("<file>", str(path), f"cannot parse: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ConfigError("<file>", str(path), "the file must hold a mapping at top level")
+    return data
+
+
+def _deep_merge(base: dict[str, Any], overrides: Mapping[str, Any], path: str) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overrides.items():
+        here = f"{path}{key}"
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(dict(out[key]), value, here + ".")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            out[key] = dataclasses.asdict(value)
+        else:
+            out[key] = value
+    return out
+
+
+_T = TypeVar("_T")
+
+
+def _build(cls: type[_T], data: Mapping[str, Any], path: str) -> _T:
+    """Build dataclass ``cls`` from ``data``, naming bad fields by dotted path."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(path.rstrip(".") or "<root>", data, "must be a mapping")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints = get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), fields, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(fields)}"
+            raise ConfigError(f"{path}{key}", value, "unknown field" + hint)
+        section = _section_type(hints[key])
+        if section is not None and isinstance(value, Mapping):
+            value = _build(section, value, f"{path}{key}.")
+        kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except ConfigError as exc:
+        where = path.rstrip(".")
+        if where and where.rsplit(".", 1)[-1] == exc.field:  # about the whole section
+            raise ConfigError(where, exc.value, exc.reason) from None
+        if path and not exc.field.startswith(path):
+            raise ConfigError(f"{path}{exc.field}", exc.value, exc.reason) from None
+        raise
+
+
+def _section_type(hint: Any) -> type | None:
+    candidates = [hint, *get_args(hint)]
+    for candidate in candidates:
+        if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+            return candidate
+    return None

@@ -1,0 +1,196 @@
+"""Knowledge refinement: decompose chunks into strips, keep the relevant, recompose.
+
+The "decompose-then-recompose" step of Corrective RAG (Yan et al., 2024,
+section 4.4): each chunk is split into sentence strips; each strip is scored
+against the query; the strips scoring at least a threshold are kept, within a
+token budget, and put back together in their original order.
+
+A strip's score is its keyword overlap with the query (IDF-weighted when
+corpus statistics are given). When more strips pass than the budget holds,
+the highest-scoring win (ties: earlier first); a strip that does not fit is
+skipped and smaller ones may still fill the budget. The output keeps the
+input order of chunks and of strips within a chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._config import EvaluatorConfig
+from .._corpus import CorpusStats
+from .._exceptions import ConfigError
+from .._text import Analyzer, split_sentences
+from .._types import Chunk, check_chunks
+from . import signals as sig
+
+__all__ = ["Refinement", "Strip", "refine"]
+
+
+@dataclass(frozen=True, slots=True)
+class Strip:
+    """One sentence strip of a chunk.
+
+    Attributes:
+        chunk_id: the chunk it comes from.
+        index: its position among that chunk's strips (from 0).
+        text: the sentence.
+        score: keyword overlap with the query, in [0, 1].
+        tokens: estimated tokens.
+        kept: whether it made it into the refined text.
+    """
+
+    chunk_id: str
+    index: int
+    text: str
+    score: float
+    tokens: float
+    kept: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "index": self.index,
+            "text": self.text,
+            "score": self.score,
+            "tokens": self.tokens,
+            "kept": self.kept,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Refinement:
+    """The outcome of knowledge refinement.
+
+    Attributes:
+        strips: every strip, kept or not, in input order.
+        chunks: one chunk per input chunk that kept a strip: same id, score,
+            source and parent, text made of its kept strips, and
+            ``metadata["refined_strips"]`` listing their indices.
+        text: the kept strips joined by spaces (the generator's context).
+        tokens: estimated tokens of ``text``.
+        token_budget: the budget used.
+        threshold: the strip threshold used.
+    """
+
+    strips: tuple[Strip, ...]
+    chunks: tuple[Chunk, ...]
+    text: str
+    tokens: float
+    token_budget: int
+    threshold: float
+
+    @property
+    def kept(self) -> tuple[Strip, ...]:
+        """The kept strips, in order."""
+        return tuple(strip for strip in self.strips if strip.kept)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "token_budget": self.token_budget,
+            "threshold": self.threshold,
+            "strips": [strip.to_dict() for strip in self.strips],
+            "chunks": [chunk.to_dict() for chunk in self.chunks],
+        }
+
+
+def refine(
+    query: str,
+    chunks: Sequence[Chunk],
+    *,
+    corpus_stats: CorpusStats | None = None,
+    analyzer: Analyzer | None = None,
+    config: EvaluatorConfig | None = None,
+    token_budget: int | None = None,
+    threshold: float | None = None,
+) -> Refinement:
+    """Keep the sentence strips of ``chunks`` that bear on ``query``.
+
+    Args:
+        query: the query (non-blank string).
+        chunks: chunks to refine, in the order they should appear.
+        corpus_stats: document frequencies for IDF weights, if known.
+        analyzer: the analyzer; a default one if omitted.
+        config: supplies ``refine.strip_threshold``, ``refine.token_budget``
+            and ``length.tokens_per_word`` (defaults if omitted).
+        token_budget: overrides ``config.refine.token_budget``.
+        threshold: overrides ``config.refine.strip_threshold``.
+
+    Returns:
+        A :class:`Refinement`. When no strip passes, its text is empty and its
+        chunk list is empty: the caller decides whether to fall back.
+
+    Raises:
+        InvalidQueryError, InvalidChunkError: bad input.
+        ConfigError: a budget or threshold out of range.
+    """
+    from .evaluator import check_query
+
+    check_query(query)
+    check_chunks(chunks)
+    cfg = config or EvaluatorConfig()
+    budget = cfg.refine.token_budget if token_budget is None else token_budget
+    cut = cfg.refine.strip_threshold if threshold is None else threshold
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ConfigError("refine.token_budget", budget, "must be an integer >= 1")
+    if isinstance(cut, bool) or not isinstance(cut, int | float) or not 0.0 <= cut <= 1.0:
+        raise ConfigError("refine.strip_threshold", cut, "must be a number in [0, 1]")
+    analyzer = analyzer or Analyzer()
+    terms = analyzer.query_terms(query)
+    use_idf = corpus_stats is not None and cfg.keyword.use_idf
+    weights = [corpus_stats.idf(t) if use_idf else 1.0 for t in terms.terms]  # type: ignore[union-attr]
+    per_word = cfg.length.tokens_per_word
+
+    candidates: list[tuple[int, int, str, float, float]] = []
+    for c_index, chunk in enumerate(chunks):
+        for s_index, sentence in enumerate(split_sentences(chunk.text)):
+            stats = analyzer.analyze(sentence)
+            score = sig.keyword_overlap(terms.terms, weights, stats.match_set(terms))
+            candidates.append((c_index, s_index, sentence, score, stats.n_tokens * per_word))
+
+    # Greedy by score (ties: input order), skipping strips that do not fit.
+    # A threshold of 0 keeps everything that fits; otherwise a strip must match something.
+    passing = [
+        i for i, cand in enumerate(candidates) if cut == 0 or (cand[3] >= cut and cand[3] > 0)
+    ]
+    order = sorted(passing, key=lambda i: (-candidates[i][3], i))
+    kept: set[int] = set()
+    used = 0.0
+    for i in order:
+        tokens = candidates[i][4]
+        if used + tokens <= budget:
+            kept.add(i)
+            used += tokens
+
+    strips = tuple(
+        Strip(
+            chunk_id=chunks[c].id,
+            index=s,
+            text=text,
+            score=score,
+            tokens=tokens,
+            kept=i in kept,
+        )
+        for i, (c, s, text, score, tokens) in enumerate(candidates)
+    )
+    kept_strips = [strip for strip in strips if strip.kept]
+    by_chunk: dict[str, list[Strip]] = {}
+    for strip in kept_strips:
+        by_chunk.setdefault(strip.chunk_id, []).append(strip)
+    refined = []
+    for chunk in chunks:
+        mine = by_chunk.get(chunk.id)
+        if mine:
+            metadata = {**chunk.metadata, "refined_strips": [strip.index for strip in mine]}
+            refined.append(chunk.replace(text=" ".join(s.text for s in mine), metadata=metadata))
+    return Refinement(
+        strips=strips,
+        chunks=tuple(refined),
+        text=" ".join(strip.text for strip in kept_strips),
+        tokens=sum(strip.tokens for strip in kept_strips),
+        token_budget=budget,
+        threshold=float(cut),
+    )

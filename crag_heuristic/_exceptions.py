@@ -1,0 +1,235 @@
+"""The exceptions crag-heuristic raises, all in one place.
+
+Every error the library raises on purpose derives from :class:`CragError`, so a
+caller can catch the whole family with one ``except``. The tree::
+
+    CragError
+    ├── ConfigError                  a configuration field has a bad value (also ValueError)
+    ├── InputError                   the caller passed something unusable (also ValueError)
+    │   ├── InvalidQueryError        empty, whitespace-only or non-string query
+    │   └── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
+    │       └── DuplicateChunkError  two chunks share an id
+    ├── RetrieverError               the wrapped retriever failed or answered nonsense
+    ├── WebSearchError               the web fallback failed (the router records it, never hides it)
+    │   ├── WebSearchTimeout         the search engine did not answer in time
+    │   ├── WebSearchHTTPError       an HTTP status the client cannot use (status_code)
+    │   │   ├── WebSearchRateLimited 429 after the bounded retries
+    │   │   └── WebSearchFormatDisabled  403: the instance does not serve format=json
+    │   ├── WebSearchResponseError   a 200 whose body is not the expected JSON
+    │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
+    └── CacheError                   the cache backend failed (the router records it and goes on)
+
+Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
+``status_code`` ...) so that callers and logs need not parse messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CacheError",
+    "CircuitOpenError",
+    "ConfigError",
+    "CragError",
+    "DuplicateChunkError",
+    "InputError",
+    "InvalidChunkError",
+    "InvalidQueryError",
+    "RetrieverError",
+    "WebSearchError",
+    "WebSearchFormatDisabled",
+    "WebSearchHTTPError",
+    "WebSearchRateLimited",
+    "WebSearchResponseError",
+    "WebSearchTimeout",
+]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class CragError(Exception):
+    """Base class of every error raised by crag-heuristic."""
+
+
+class ConfigError(CragError, ValueError):
+    """A configuration value is invalid.
+
+    Attributes:
+        field: dotted path of the offending field, e.g. ``"weights.keyword_overlap"``.
+        value: the rejected value.
+        reason: what was expected.
+    """
+
+    def __init__(self, field: str, value: Any, reason: str) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"invalid config field {field!r} = {_short(value)}: {reason}")
+
+
+class InputError(CragError, ValueError):
+    """The caller passed an argument the library cannot use."""
+
+
+class InvalidQueryError(InputError):
+    """The query is not a non-empty string.
+
+    Attributes:
+        query: the rejected query (may be any type).
+    """
+
+    def __init__(self, query: Any, reason: str) -> None:
+        self.query = query
+        self.reason = reason
+        super().__init__(f"invalid query {_short(query)}: {reason}")
+
+
+class InvalidChunkError(InputError):
+    """A chunk has a field the evaluator cannot use.
+
+    Attributes:
+        chunk_id: the id of the chunk, or ``None`` when the id itself is bad.
+        field: the name of the offending field (``"id"``, ``"score"`` ...).
+        value: the rejected value.
+        index: position of the chunk in the list passed in, when known.
+    """
+
+    def __init__(
+        self,
+        field: str,
+        value: Any,
+        reason: str,
+        *,
+        chunk_id: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        self.chunk_id = chunk_id
+        self.index = index
+        where = []
+        if index is not None:
+            where.append(f"#{index}")
+        if chunk_id is not None:
+            where.append(f"id={chunk_id!r}")
+        prefix = f"chunk {' '.join(where)}: " if where else "chunk: "
+        super().__init__(f"{prefix}invalid {field} {_short(value)}: {reason}")
+
+
+class DuplicateChunkError(InvalidChunkError):
+    """Two chunks passed together share the same id."""
+
+    def __init__(self, chunk_id: str, first_index: int, index: int) -> None:
+        self.first_index = first_index
+        super().__init__(
+            "id",
+            chunk_id,
+            f"duplicate of chunk #{first_index}; chunk ids must be unique",
+            chunk_id=chunk_id,
+            index=index,
+        )
+
+
+class RetrieverError(CragError):
+    """The wrapped retriever failed, or returned something unusable.
+
+    Attributes:
+        retriever: a short name of the retriever (its class name).
+    """
+
+    def __init__(self, message: str, *, retriever: str | None = None) -> None:
+        self.retriever = retriever
+        super().__init__(message)
+
+
+class WebSearchError(CragError):
+    """The web search fallback failed.
+
+    The router never lets this escape a query: it keeps the original chunks and
+    records the error on the result (``CRAGResult.web_error``).
+
+    Attributes:
+        query: the web query that failed, when known.
+        url: the endpoint that was called, when known.
+    """
+
+    def __init__(self, message: str, *, query: str | None = None, url: str | None = None) -> None:
+        self.query = query
+        self.url = url
+        super().__init__(message)
+
+
+class WebSearchTimeout(WebSearchError):
+    """The search engine did not answer within the client's timeout."""
+
+
+class WebSearchHTTPError(WebSearchError):
+    """The search engine answered with an unusable HTTP status.
+
+    Attributes:
+        status_code: the HTTP status.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        query: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.status_code = status_code
+        super().__init__(message, query=query, url=url)
+
+
+class WebSearchRateLimited(WebSearchHTTPError):
+    """HTTP 429, still there after the bounded retries."""
+
+
+class WebSearchFormatDisabled(WebSearchHTTPError):
+    """HTTP 403 on ``format=json``: the instance does not serve JSON.
+
+    Enable it in the instance's ``settings.yml``::
+
+        search:
+          formats: [html, json]
+    """
+
+
+class WebSearchResponseError(WebSearchError):
+    """A successful status whose body is not the JSON a search API returns."""
+
+
+class CircuitOpenError(WebSearchError):
+    """Calls are suspended after repeated failures.
+
+    Attributes:
+        retry_after: seconds until the next call is allowed through.
+    """
+
+    def __init__(self, message: str, *, retry_after: float, url: str | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, url=url)
+
+
+class CacheError(CragError):
+    """The cache backend failed (connection, timeout, memory, bad payload).
+
+    The router treats the cache as optional: it records the error on the
+    result (``CRAGResult.cache_error``) and carries on without it.
+
+    Attributes:
+        backend: a short name of the backend (``"redis"``, ``"memory"``).
+        operation: ``"get"`` or ``"set"``.
+    """
+
+    def __init__(self, message: str, *, backend: str, operation: str) -> None:
+        self.backend = backend
+        self.operation = operation
+        super().__init__(message)

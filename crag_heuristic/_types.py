@@ -1,0 +1,410 @@
+"""The data model: chunks in, evaluations out.
+
+Everything here is a frozen dataclass or an enum, validated on construction,
+and converts to and from plain JSON-ready dicts (``to_dict`` / ``from_dict``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._exceptions import InvalidChunkError
+
+__all__ = [
+    "Chunk",
+    "ChunkEvaluation",
+    "Evaluation",
+    "ScoreKind",
+    "Signals",
+    "Verdict",
+]
+
+# Float error allowed below zero for distances before a score is rejected.
+_NEGATIVE_TOLERANCE = 1e-6
+
+
+class ScoreKind(str, enum.Enum):
+    """What a chunk's ``score`` means, so the evaluator can map it to [0, 1].
+
+    The evaluator never guesses: each kind has one documented conversion to a
+    similarity in [0, 1] (see ``crag_heuristic._scores``).
+
+    ========================  =====================================================
+    kind                      meaning and conversion
+    ========================  =====================================================
+    ``COSINE``                cosine similarity in [-1, 1]; negatives clip to 0
+    ``INNER_PRODUCT``         unbounded dot product of unnormalised vectors;
+                              squashed with a logistic (declare ``COSINE`` if your
+                              vectors are unit-normalised: then IP *is* cosine)
+    ``SQUARED_L2``            squared Euclidean distance between unit vectors, as
+                              FAISS ``METRIC_L2`` returns it: cos = 1 - d / 2
+    ``L2``                    plain Euclidean distance between unit vectors:
+                              cos = 1 - d**2 / 2
+    ``DISTANCE``              any other non-negative distance: 1 / (1 + d)
+    ``BM25``                  a BM25 score (>= 0): s / (s + saturation)
+    ``PROBABILITY``           already a relevance probability in [0, 1]
+    ``RRF``                   a reciprocal-rank-fusion score: rank evidence only
+    ``WEB``                   a web engine's score: not comparable across queries
+    ``UNKNOWN``               not declared
+    ========================  =====================================================
+
+    For ``RRF``, ``WEB`` and ``UNKNOWN`` the score-based signal (semantic
+    coherence) is reported as unavailable and its weight is shared among the
+    other signals; the evaluation says so in its reasoning.
+    """
+
+    COSINE = "cosine"
+    INNER_PRODUCT = "inner_product"
+    SQUARED_L2 = "squared_l2"
+    L2 = "l2"
+    DISTANCE = "distance"
+    BM25 = "bm25"
+    PROBABILITY = "probability"
+    RRF = "rrf"
+    WEB = "web"
+    UNKNOWN = "unknown"
+
+    @property
+    def is_distance(self) -> bool:
+        """True when lower scores mean more similar."""
+        return self in (ScoreKind.SQUARED_L2, ScoreKind.L2, ScoreKind.DISTANCE)
+
+    @property
+    def is_comparable(self) -> bool:
+        """True when the score has a query-independent meaning the evaluator can use."""
+        return self not in (ScoreKind.RRF, ScoreKind.WEB, ScoreKind.UNKNOWN)
+
+
+class Verdict(str, enum.Enum):
+    """The gate's decision on a retrieved set (or on one chunk).
+
+    ``CORRECT``, ``AMBIGUOUS`` and ``INCORRECT`` are aliases in the vocabulary
+    of the CRAG paper (Yan et al., 2024): ``Verdict.CORRECT is Verdict.RELEVANT``.
+    """
+
+    RELEVANT = "relevant"
+    PARTIAL = "partial"
+    IRRELEVANT = "irrelevant"
+    CORRECT = "relevant"  # noqa: PIE796 - aliases by design
+    AMBIGUOUS = "partial"  # noqa: PIE796
+    INCORRECT = "irrelevant"  # noqa: PIE796
+
+    @property
+    def rank(self) -> int:
+        """2 for RELEVANT, 1 for PARTIAL, 0 for IRRELEVANT (for comparisons)."""
+        return _VERDICT_RANK[self.value]
+
+
+_VERDICT_RANK = {"relevant": 2, "partial": 1, "irrelevant": 0}
+
+
+def _check_optional_str(name: str, value: Any, chunk_id: str | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidChunkError(name, value, "must be a string or None", chunk_id=chunk_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrieved passage.
+
+    Args:
+        id: unique id of the chunk within a result list (non-empty string).
+        text: the passage text.
+        score: the retriever's score for this chunk against the query, or
+            ``None`` when there is none. Must be finite; distances and BM25
+            scores must not be negative.
+        score_kind: what ``score`` means (see :class:`ScoreKind`). A string such
+            as ``"cosine"`` is accepted and converted.
+        source: where the chunk comes from: a file path, a URL or a document id.
+            Chunks of one document should share it (used by source diversity).
+        metadata: free JSON-serialisable data, carried through untouched.
+        parent_id: the id of a larger enclosing chunk, for parent expansion.
+
+    Raises:
+        InvalidChunkError: on a field of the wrong type or value.
+    """
+
+    id: str
+    text: str
+    score: float | None = None
+    score_kind: ScoreKind = ScoreKind.UNKNOWN
+    source: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    parent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise InvalidChunkError("id", self.id, "must be a non-empty string")
+        text: Any = self.text  # typed str, but callers may pass anything
+        if not isinstance(text, str):
+            hint = "; decode bytes to str first" if isinstance(text, bytes | bytearray) else ""
+            raise InvalidChunkError("text", text, "must be a string" + hint, chunk_id=self.id)
+        try:
+            kind = ScoreKind(self.score_kind)
+        except ValueError:
+            allowed = ", ".join(k.value for k in ScoreKind)
+            raise InvalidChunkError(
+                "score_kind", self.score_kind, f"must be one of: {allowed}", chunk_id=self.id
+            ) from None
+        object.__setattr__(self, "score_kind", kind)
+        object.__setattr__(self, "score", _check_score(self.score, kind, self.id))
+        _check_optional_str("source", self.source, self.id)
+        _check_optional_str("parent_id", self.parent_id, self.id)
+        if not isinstance(self.metadata, Mapping):
+            raise InvalidChunkError(
+                "metadata", self.metadata, "must be a mapping", chunk_id=self.id
+            )
+
+    @property
+    def source_key(self) -> str:
+        """The source used for diversity: ``source``, else ``parent_id``, else ``id``."""
+        return self.source or self.parent_id or self.id
+
+    def replace(self, **changes: Any) -> Chunk:
+        """A copy with some fields changed (validated again)."""
+        values = {name: getattr(self, name) for name in _CHUNK_FIELDS}
+        values.update(changes)
+        return Chunk(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; :meth:`from_dict` reverses it."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "score": self.score,
+            "score_kind": self.score_kind.value,
+            "source": self.source,
+            "metadata": dict(self.metadata),
+            "parent_id": self.parent_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Chunk:
+        """Build a chunk from a dict with the keys of :meth:`to_dict`.
+
+        ``_id`` is accepted for ``id`` (BEIR corpora), and a ``title`` is
+        prefixed to the text when present. Unknown keys go into ``metadata``.
+
+        Raises:
+            InvalidChunkError: when a field is missing or invalid.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidChunkError("chunk", data, "must be a JSON object / mapping")
+        raw = dict(data)
+        chunk_id = raw.pop("id", None)
+        if chunk_id is None:
+            chunk_id = raw.pop("_id", None)
+        if isinstance(chunk_id, int) and not isinstance(chunk_id, bool):
+            chunk_id = str(chunk_id)
+        if "text" not in raw:
+            raise InvalidChunkError("text", None, "missing", chunk_id=chunk_id)
+        text = raw.pop("text")
+        title = raw.pop("title", None)
+        if isinstance(title, str) and title.strip() and isinstance(text, str):
+            text = f"{title.strip()}\n{text}"
+        metadata = raw.pop("metadata", None) or {}
+        known = {
+            "score": raw.pop("score", None),
+            "score_kind": raw.pop("score_kind", ScoreKind.UNKNOWN),
+            "source": raw.pop("source", None),
+            "parent_id": raw.pop("parent_id", None),
+        }
+        if not isinstance(metadata, Mapping):
+            raise InvalidChunkError("metadata", metadata, "must be a mapping", chunk_id=chunk_id)
+        if raw:
+            metadata = {**metadata, **raw}
+        return cls(id=chunk_id, text=text, metadata=metadata, **known)
+
+
+_CHUNK_FIELDS = ("id", "text", "score", "score_kind", "source", "metadata", "parent_id")
+
+
+def _check_score(score: Any, kind: ScoreKind, chunk_id: str) -> float | None:
+    if score is None:
+        return None
+    if isinstance(score, bool) or not _is_real(score):
+        raise InvalidChunkError("score", score, "must be a real number or None", chunk_id=chunk_id)
+    value = float(score)
+    if not math.isfinite(value):
+        raise InvalidChunkError(
+            "score", score, "must be finite (not NaN or inf)", chunk_id=chunk_id
+        )
+    non_negative = kind.is_distance or kind in (
+        ScoreKind.BM25,
+        ScoreKind.PROBABILITY,
+        ScoreKind.RRF,
+    )
+    if non_negative and value < 0:
+        if value < -_NEGATIVE_TOLERANCE:
+            raise InvalidChunkError(
+                "score", score, f"a {kind.value} score cannot be negative", chunk_id=chunk_id
+            )
+        value = 0.0
+    if kind is ScoreKind.PROBABILITY and value > 1 + _NEGATIVE_TOLERANCE:
+        raise InvalidChunkError(
+            "score", score, "a probability must be in [0, 1]", chunk_id=chunk_id
+        )
+    return value
+
+
+def _is_real(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, str | bytes | complex)
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """The four named signals, each in [0, 1], or ``None`` when unavailable.
+
+    Attributes:
+        keyword_overlap: how much of the query's content the text covers.
+        semantic_coherence: how strong and consistent the retriever's scores are.
+        length_adequacy: whether there is enough text to hold an answer.
+        source_diversity: distinct sources over chunks.
+    """
+
+    keyword_overlap: float | None
+    semantic_coherence: float | None
+    length_adequacy: float | None
+    source_diversity: float | None
+
+    NAMES = ("keyword_overlap", "semantic_coherence", "length_adequacy", "source_diversity")
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {name: getattr(self, name) for name in self.NAMES}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Signals:
+        return cls(**{name: _opt_float(data.get(name)) for name in cls.NAMES})
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEvaluation:
+    """The grade of one chunk (the per-document grading of CRAG).
+
+    Attributes:
+        chunk_id: the chunk's id.
+        score: the weighted score in [0, 1].
+        verdict: the chunk's own verdict against the chunk thresholds.
+        signals: the chunk's signal values.
+        similarity: the chunk's retriever score mapped to [0, 1], or ``None``.
+    """
+
+    chunk_id: str
+    score: float
+    verdict: Verdict
+    signals: Signals
+    similarity: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "score": self.score,
+            "verdict": self.verdict.value,
+            "signals": self.signals.as_dict(),
+            "similarity": self.similarity,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ChunkEvaluation:
+        return cls(
+            chunk_id=str(data["chunk_id"]),
+            score=float(data["score"]),
+            verdict=Verdict(data["verdict"]),
+            signals=Signals.from_dict(data["signals"]),
+            similarity=_opt_float(data.get("similarity")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The evaluator's decision on a retrieved set, with its evidence.
+
+    Attributes:
+        verdict: RELEVANT, PARTIAL or IRRELEVANT for the whole set.
+        score: the weighted score in [0, 1] that the verdict thresholds.
+        signals: the set-level value of each signal.
+        chunks: one :class:`ChunkEvaluation` per input chunk, in input order.
+        reasoning: a short human-readable explanation.
+        profile: the name of the configuration that produced it.
+        details: extra evidence (coherence parts, score kinds, query terms,
+            warnings), JSON-ready.
+    """
+
+    verdict: Verdict
+    score: float
+    signals: Signals
+    chunks: tuple[ChunkEvaluation, ...]
+    reasoning: str
+    profile: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def chunk(self, chunk_id: str) -> ChunkEvaluation:
+        """The grade of the chunk with this id (``KeyError`` if absent)."""
+        for grade in self.chunks:
+            if grade.chunk_id == chunk_id:
+                return grade
+        raise KeyError(chunk_id)
+
+    def kept_ids(self, minimum: Verdict = Verdict.PARTIAL) -> list[str]:
+        """Ids of the chunks whose own verdict is at least ``minimum``, in order."""
+        return [grade.chunk_id for grade in self.chunks if grade.verdict.rank >= minimum.rank]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; :meth:`from_dict` reverses it."""
+        return {
+            "verdict": self.verdict.value,
+            "score": self.score,
+            "signals": self.signals.as_dict(),
+            "chunks": [grade.to_dict() for grade in self.chunks],
+            "reasoning": self.reasoning,
+            "profile": self.profile,
+            "details": dict(self.details),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Evaluation:
+        return cls(
+            verdict=Verdict(data["verdict"]),
+            score=float(data["score"]),
+            signals=Signals.from_dict(data["signals"]),
+            chunks=tuple(ChunkEvaluation.from_dict(item) for item in data["chunks"]),
+            reasoning=str(data["reasoning"]),
+            profile=str(data["profile"]),
+            details=dict(data.get("details") or {}),
+        )
+
+
+def check_chunks(chunks: Any) -> Sequence[Chunk]:
+    """Validate a chunk list: a sequence of :class:`Chunk` with unique ids.
+
+    Raises:
+        InvalidChunkError: an element is not a Chunk.
+        DuplicateChunkError: two chunks share an id.
+    """
+    from ._exceptions import DuplicateChunkError, InputError
+
+    if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
+        raise InputError(f"chunks must be a sequence of Chunk, got {type(chunks).__name__}")
+    seen: dict[str, int] = {}
+    for index, chunk in enumerate(chunks):
+        if not isinstance(chunk, Chunk):
+            raise InvalidChunkError(
+                "chunk", chunk, f"must be a Chunk, got {type(chunk).__name__}", index=index
+            )
+        first = seen.setdefault(chunk.id, index)
+        if first != index:
+            raise DuplicateChunkError(chunk.id, first, index)
+    return chunks

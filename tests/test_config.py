@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crag_heuristic import (
+    ConfigError,
+    EvaluatorConfig,
+    SignalWeights,
+    Thresholds,
+    available_profiles,
+    load_config,
+)
+
+
+def test_synapse_profile_is_the_default() -> None:
+    config = EvaluatorConfig()
+    assert config == EvaluatorConfig.from_profile("synapse")
+    assert config.weights.as_dict() == {
+        "keyword_overlap": 0.30,
+        "semantic_coherence": 0.40,
+        "length_adequacy": 0.15,
+        "source_diversity": 0.15,
+    }
+    assert (config.thresholds.relevant, config.thresholds.partial) == (0.75, 0.50)
+
+
+def test_crag_profile_uses_the_papers_bands() -> None:
+    config = EvaluatorConfig.from_profile("crag")
+    assert (config.thresholds.relevant, config.thresholds.partial) == (0.7, 0.3)
+    assert config.name == "crag"
+
+
+def test_profiles_are_listed() -> None:
+    assert {"synapse", "crag"} <= set(available_profiles())
+
+
+def test_unknown_profile_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="synapse") as info:
+        EvaluatorConfig.from_profile("nope")
+    assert info.value.field == "profile" and info.value.value == "nope"
+
+
+def test_config_is_frozen_and_keyword_only() -> None:
+    config = EvaluatorConfig()
+    with pytest.raises(AttributeError):
+        config.name = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Thresholds(0.8, 0.5)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "value"),
+    [
+        (
+            {
+                "weights": {
+                    "keyword_overlap": -0.1,
+                    "semantic_coherence": 0.6,
+                    "length_adequacy": 0.25,
+                    "source_diversity": 0.25,
+                }
+            },
+            "weights.keyword_overlap",
+            -0.1,
+        ),
+        ({"weights": {"keyword_overlap": 0.5}}, "weights", None),
+        ({"weights": {"keyword_overlap": "0.3"}}, "weights.keyword_overlap", "0.3"),
+        ({"thresholds": {"relevant": 1.5}}, "thresholds.relevant", 1.5),
+        ({"thresholds": {"relevant": 0.4, "partial": 0.6}}, "thresholds.partial", 0.6),
+        ({"thresholds": {"relevnt": 0.4}}, "thresholds.relevnt", 0.4),
+        (
+            {"coherence": {"cosine_floor": 0.5, "cosine_ceiling": 0.5}},
+            "coherence.cosine_ceiling",
+            0.5,
+        ),
+        ({"coherence": {"mean": 0, "top": 0, "gap": 0}}, "coherence.mean", 0),
+        ({"length": {"min_tokens": 0}}, "length.min_tokens", 0),
+        ({"length": {"min_tokens": 10.5}}, "length.min_tokens", 10.5),
+        ({"keyword": {"aggregate": "sum"}}, "keyword.aggregate", "sum"),
+        ({"keyword": {"use_idf": "yes"}}, "keyword.use_idf", "yes"),
+        ({"refine": {"token_budget": -5}}, "refine.token_budget", -5),
+        ({"nonsense": 1}, "nonsense", 1),
+        ({"thresholds": 0.5}, "thresholds", 0.5),
+        ({"name": ""}, "name", ""),
+    ],
+)
+def test_errors_name_the_field_and_the_value(data: dict, field: str, value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        EvaluatorConfig.from_dict(data)
+    assert info.value.field == field
+    if value is not None:
+        assert info.value.value == value
+    assert field in str(info.value)
+
+
+def test_nan_weight_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="finite"):
+        SignalWeights(keyword_overlap=float("nan"))
+
+
+def test_unknown_key_suggests_the_closest() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'thresholds'"):
+        EvaluatorConfig.from_dict({"thresholdz": {}})
+
+
+def test_replace_merges_nested_sections() -> None:
+    config = EvaluatorConfig().replace(thresholds={"relevant": 0.9}, name="strict")
+    assert config.thresholds == Thresholds(relevant=0.9, partial=0.5)
+    assert config.name == "strict"
+    assert config.replace(chunk_thresholds={"relevant": 0.6}).effective_chunk_thresholds == (
+        Thresholds(relevant=0.6, partial=0.5)
+    )
+
+
+def test_profile_key_in_a_dict_is_the_base() -> None:
+    config = EvaluatorConfig.from_dict({"profile": "crag", "thresholds": {"partial": 0.2}})
+    assert (config.thresholds.relevant, config.thresholds.partial) == (0.7, 0.2)
+    assert config.name == "crag+overrides"
+
+
+def test_to_dict_round_trips() -> None:
+    config = EvaluatorConfig.from_profile("crag").replace(chunk_thresholds={"relevant": 0.8})
+    assert EvaluatorConfig.from_dict(config.to_dict()) == config
+
+
+def test_fingerprint_is_stable_and_ignores_the_name() -> None:
+    a = EvaluatorConfig()
+    assert a.fingerprint() == EvaluatorConfig().fingerprint()
+    assert a.fingerprint() == a.replace(name="other").fingerprint()
+    assert a.fingerprint() != a.replace(thresholds={"relevant": 0.8}).fingerprint()
+    assert len(a.fingerprint()) == 16
+
+
+TOML = """
+profile = "crag"
+[weights]
+keyword_overlap = 0.5
+semantic_coherence = 0.3
+length_adequacy = 0.1
+source_diversity = 0.1
+"""
+
+
+def test_loads_toml_json_and_yaml(tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text(TOML)
+    data = {"thresholds": {"relevant": 0.8, "partial": 0.4}}
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    (tmp_path / "c.yaml").write_text("thresholds:\n  relevant: 0.8\n  partial: 0.4\n")
+    toml = EvaluatorConfig.from_file(tmp_path / "c.toml")
+    assert toml.weights.keyword_overlap == 0.5 and toml.thresholds.relevant == 0.7
+    assert EvaluatorConfig.from_file(tmp_path / "c.json") == EvaluatorConfig.from_file(
+        tmp_path / "c.yaml"
+    )
+
+
+def test_file_errors_are_config_errors(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("weights = [")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "c.ini").write_text("")
+    for name, pattern in [
+        ("bad.toml", "cannot parse"),
+        ("list.json", "mapping"),
+        ("c.ini", "suffix"),
+        ("missing.toml", "cannot read"),
+    ]:
+        with pytest.raises(ConfigError, match=pattern):
+            EvaluatorConfig.from_file(tmp_path / name)
+
+
+def test_load_config_resolves_every_form(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text('{"profile": "crag"}')
+    assert load_config(None) == EvaluatorConfig()
+    assert load_config("crag").thresholds.relevant == 0.7
+    assert load_config(tmp_path / "c.json").thresholds.relevant == 0.7
+    assert load_config(str(tmp_path / "c.json")).thresholds.relevant == 0.7
+    assert load_config({"thresholds": {"relevant": 0.8}}).thresholds.relevant == 0.8
+    assert load_config("synapse", thresholds={"partial": 0.4}).thresholds.partial == 0.4
+    with pytest.raises(ConfigError):
+        load_config(42)  # type: ignore[arg-type]
