@@ -1,0 +1,98 @@
+"""The seams of the pipeline: what a retriever, a web searcher and a cache must do.
+
+Each is a :class:`typing.Protocol`, so any object with the right methods fits,
+without inheriting from anything here. Sync and async halves are separate
+protocols: a component may offer one or both, and the router uses what is
+there (an async call on a sync-only component runs it in a worker thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ._corpus import CorpusStats
+from ._types import Chunk
+
+__all__ = [
+    "AsyncCache",
+    "AsyncRetriever",
+    "AsyncWebSearcher",
+    "Cache",
+    "ParentFetcher",
+    "Retriever",
+    "StatsProvider",
+    "WebSearcher",
+]
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Finds the ``k`` chunks most similar to a query, best first.
+
+    Each chunk must carry its score and declare its :class:`ScoreKind`.
+    Errors should be raised as :class:`~crag_heuristic.RetrieverError`.
+    """
+
+    def search(self, query: str, k: int) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class AsyncRetriever(Protocol):
+    """The async half of :class:`Retriever`."""
+
+    async def asearch(self, query: str, k: int) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class StatsProvider(Protocol):
+    """A retriever that knows its corpus's document frequencies (for IDF weights)."""
+
+    def corpus_stats(self) -> CorpusStats | None: ...
+
+
+@runtime_checkable
+class ParentFetcher(Protocol):
+    """A retriever that can return the parent chunks of given chunk ids."""
+
+    def get_parents(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class WebSearcher(Protocol):
+    """Searches the web; results are chunks with ``source`` = URL.
+
+    Failures must raise :class:`~crag_heuristic.WebSearchError` (or a
+    subclass); an empty list means the engine answered with no results.
+    """
+
+    def search(self, query: str, max_results: int = 5) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class AsyncWebSearcher(Protocol):
+    """The async half of :class:`WebSearcher`."""
+
+    async def asearch(self, query: str, max_results: int = 5) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class Cache(Protocol):
+    """A string key -> JSON text store with per-entry time to live.
+
+    ``get`` returns ``None`` on a miss. Backend failures raise
+    :class:`~crag_heuristic.CacheError`; callers treat the cache as optional.
+    """
+
+    def get(self, key: str) -> str | None: ...
+
+    def set(self, key: str, value: str, ttl: float | None = None) -> None: ...
+
+
+@runtime_checkable
+class AsyncCache(Protocol):
+    """The async half of :class:`Cache`."""
+
+    async def aget(self, key: str) -> str | None: ...
+
+    async def aset(self, key: str, value: str, ttl: float | None = None) -> None: ...
