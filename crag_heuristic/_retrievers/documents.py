@@ -1,0 +1,71 @@
+"""Turning what users keep in their docstores into :class:`Chunk` objects.
+
+A docstore entry may be a :class:`Chunk`, a mapping or a plain string:
+
+* a ``Chunk`` is used as is (its score is replaced by the search score);
+* a mapping may hold ``text`` (or ``page_content``, LangChain's name, or
+  ``title`` + ``text`` as in BEIR corpora), ``id`` / ``_id``, ``source``,
+  ``parent_id`` and ``metadata``; a ``source`` inside ``metadata`` is used when
+  there is no top-level one (LangChain keeps it there);
+* a string is the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._exceptions import RetrieverError
+from .._types import Chunk, ScoreKind
+
+__all__ = ["to_chunk"]
+
+
+def to_chunk(
+    entry: Any,
+    *,
+    default_id: str,
+    score: float | None,
+    score_kind: ScoreKind,
+    extra_metadata: Mapping[str, Any] | None = None,
+    retriever: str,
+) -> Chunk:
+    """Build a chunk from a docstore entry, with the search score attached.
+
+    Raises:
+        RetrieverError: the entry is of an unusable type or has no text.
+    """
+    extra = dict(extra_metadata or {})
+    if isinstance(entry, Chunk):
+        return entry.replace(
+            score=score, score_kind=score_kind, metadata={**entry.metadata, **extra}
+        )
+    if isinstance(entry, str):
+        return Chunk(id=default_id, text=entry, score=score, score_kind=score_kind, metadata=extra)
+    if isinstance(entry, Mapping):
+        text = entry.get("text", entry.get("page_content"))
+        if not isinstance(text, str):
+            raise RetrieverError(
+                f"docstore entry {default_id!r} has no string 'text' or 'page_content'",
+                retriever=retriever,
+            )
+        title = entry.get("title")
+        if isinstance(title, str) and title.strip():
+            text = f"{title.strip()}\n{text}"
+        metadata = dict(entry.get("metadata") or {})
+        source = entry.get("source", metadata.get("source"))
+        chunk_id = entry.get("id", entry.get("_id", default_id))
+        return Chunk(
+            id=str(chunk_id),
+            text=text,
+            score=score,
+            score_kind=score_kind,
+            source=None if source is None else str(source),
+            metadata={**metadata, **extra},
+            parent_id=entry.get("parent_id"),
+        )
+    raise RetrieverError(
+        f"docstore entry {default_id!r} is a {type(entry).__name__}; "
+        "expected a Chunk, a mapping or a string",
+        retriever=retriever,
+    )

@@ -1,0 +1,408 @@
+"""A retriever over a user's existing ``faiss.Index`` and docstore.
+
+Score semantics are explicit. The retriever reads ``index.metric_type`` and
+whether the stored vectors are unit-normalised (declared, or detected by
+reading back a sample of vectors where the index type allows it), and
+converts every raw FAISS score with the right formula:
+
+=====================  =============  =====================================================
+metric                 unit vectors?  chunk score and kind
+=====================  =============  =====================================================
+``METRIC_INNER_PRODUCT``  yes         the inner product *is* the cosine: ``COSINE``
+``METRIC_INNER_PRODUCT``  no / unknown  raw inner product: ``INNER_PRODUCT``
+``METRIC_L2``          yes            FAISS returns the SQUARED distance ``d``; for unit
+                                      vectors ``d = 2 - 2 cos``, so ``cos = 1 - d / 2``:
+                                      ``COSINE``
+``METRIC_L2``          no / unknown   Euclidean distance ``sqrt(d)``: ``DISTANCE``
+any other metric       -              the raw distance: ``DISTANCE``
+=====================  =============  =====================================================
+
+The raw score and the metric stay in each chunk's metadata (``raw_score``,
+``metric``, ``faiss_id``), and :attr:`FaissRetriever.score_semantics` says in
+words which conversion applies. FAISS answers ``-1`` ids when fewer than
+``k`` vectors qualify (IVF lists, selectors): those are dropped, so a search
+may return fewer than ``k`` chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._corpus import CorpusStats
+from .._evaluator.evaluator import check_query
+from .._exceptions import InputError, RetrieverError
+from .._text import Analyzer
+from .._types import Chunk, ScoreKind
+from .documents import to_chunk
+
+__all__ = ["FaissRetriever", "FaissScores", "detect_unit_vectors"]
+
+Embedder = Callable[[str], Any]
+_NORM_TOLERANCE = 1e-3
+_SAMPLE = 64
+
+
+def _metric_name(metric: int) -> str:
+    import faiss
+
+    names = {
+        faiss.METRIC_INNER_PRODUCT: "inner_product",
+        faiss.METRIC_L2: "l2",
+        faiss.METRIC_L1: "l1",
+        faiss.METRIC_Linf: "linf",
+    }
+    return names.get(metric, f"metric_{metric}")
+
+
+def _sample_vectors(index: Any, n: int) -> npt.NDArray[np.float32] | None:
+    """Read back up to ``n`` stored vectors, or ``None`` where the type cannot.
+
+    Only index types known to support it are asked (some FAISS types abort
+    the process on ``reconstruct_n``): flat indexes, HNSW over flat storage,
+    and ID maps around those. For the others (IVF, PQ ...) declare
+    ``normalized`` yourself.
+    """
+    import faiss
+
+    idx = faiss.downcast_index(index)
+    if isinstance(idx, faiss.IndexIDMap | faiss.IndexIDMap2):
+        idx = faiss.downcast_index(idx.index)
+    if isinstance(idx, faiss.IndexHNSW):
+        idx = faiss.downcast_index(idx.storage)
+    m = min(n, int(idx.ntotal))
+    if m == 0:
+        return None
+    if not isinstance(idx, faiss.IndexFlat):
+        return None
+    try:
+        return np.asarray(idx.reconstruct_n(0, m), dtype=np.float32)
+    except RuntimeError:
+        return None
+
+
+def detect_unit_vectors(index: Any) -> bool | None:
+    """True if a sample of the stored vectors has unit norm, False if not,
+    ``None`` when the index type cannot give vectors back."""
+    sample = _sample_vectors(index, _SAMPLE)
+    if sample is None:
+        return None
+    norms = np.linalg.norm(sample, axis=1)
+    return bool(np.all(np.abs(norms - 1.0) <= _NORM_TOLERANCE))
+
+
+class FaissScores:
+    """The conversion of raw FAISS scores for one metric (see the module doc).
+
+    Args:
+        metric: ``index.metric_type``.
+        normalized: whether the stored vectors are unit-normalised
+            (``None``: unknown, treated as not).
+
+    Attributes:
+        kind: the :class:`ScoreKind` of converted scores.
+        semantics: the conversion in words, for logs and results.
+        metric_name: ``"inner_product"``, ``"l2"``, ...
+    """
+
+    def __init__(self, metric: int, normalized: bool | None) -> None:
+        import faiss
+
+        self.metric = int(metric)
+        self.normalized = normalized
+        self.metric_name = _metric_name(self.metric)
+        self._ip = self.metric == faiss.METRIC_INNER_PRODUCT
+        self._l2 = self.metric == faiss.METRIC_L2
+        why = "not unit vectors" if normalized is False else "unit norm not known"
+        if self._ip and normalized:
+            self.kind, self.semantics = ScoreKind.COSINE, "cosine: inner product of unit vectors"
+        elif self._ip:
+            self.kind = ScoreKind.INNER_PRODUCT
+            self.semantics = f"raw inner product ({why}; not a cosine)"
+        elif self._l2 and normalized:
+            self.kind = ScoreKind.COSINE
+            self.semantics = "cosine = 1 - d/2 from squared L2 of unit vectors"
+        elif self._l2:
+            self.kind, self.semantics = ScoreKind.DISTANCE, f"Euclidean distance sqrt(d) ({why})"
+        else:
+            self.kind, self.semantics = ScoreKind.DISTANCE, f"raw {self.metric_name} distance"
+
+    def __call__(self, raw: float) -> float:
+        """One raw FAISS score converted to :attr:`kind`.
+
+        Raises:
+            ValueError: a non-finite raw score.
+        """
+        if not math.isfinite(raw):
+            raise ValueError(f"FAISS returned a non-finite score {raw}")
+        if self._ip:
+            return raw
+        if self._l2:
+            squared = max(raw, 0.0)
+            return 1.0 - squared / 2.0 if self.normalized else math.sqrt(squared)
+        return max(raw, 0.0)
+
+
+class FaissRetriever:
+    """Search a ``faiss.Index``; return chunks from a docstore, scores converted.
+
+    Args:
+        index: any ``faiss.Index`` (flat, IVF, HNSW, ID map ...), already filled.
+        docstore: FAISS id -> entry, as a sequence (position = id) or a
+            mapping (int keys, or str keys of the ids). Entries are chunks,
+            mappings or strings (see ``crag_heuristic._retrievers.documents``).
+        embed: the query embedder: a callable ``str -> vector``, or an object
+            with ``embed_query`` (LangChain ``Embeddings``).
+        normalized: whether the stored vectors are unit-normalised. ``None``
+            detects it from a sample where possible (see module doc).
+        normalize_query: scale the query vector to unit norm before the
+            search; defaults to ``normalized``.
+        corpus_stats: document frequencies for the evaluator; by default they
+            are computed once, lazily, from the docstore texts
+            (``stats_from_docstore=False`` turns that off).
+        parents: parent id -> entry, for :meth:`get_parents`.
+        search_params: a ``faiss.SearchParameters`` passed to every search
+            (e.g. ``SearchParametersIVF(nprobe=...)`` or an ID selector).
+        analyzer: the analyzer for corpus statistics (must match the evaluator's).
+
+    Raises:
+        InputError: when an argument is unusable (wrong types, empty docstore
+            for a non-empty index, a docstore that is too short).
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        docstore: Sequence[Any] | Mapping[Any, Any],
+        embed: Embedder | Any,
+        *,
+        normalized: bool | None = None,
+        normalize_query: bool | None = None,
+        corpus_stats: CorpusStats | None = None,
+        stats_from_docstore: bool = True,
+        parents: Mapping[str, Any] | None = None,
+        search_params: Any = None,
+        analyzer: Analyzer | None = None,
+        name: str = "faiss",
+    ) -> None:
+        if not hasattr(index, "search") or not hasattr(index, "metric_type"):
+            raise InputError(f"index must be a faiss.Index, got {type(index).__name__}")
+        if isinstance(docstore, str | bytes) or not isinstance(docstore, Sequence | Mapping):
+            raise InputError("docstore must be a sequence or a mapping of FAISS id -> document")
+        if isinstance(docstore, Sequence) and len(docstore) < index.ntotal:
+            raise InputError(
+                f"docstore holds {len(docstore)} entries but the index has {index.ntotal} vectors"
+            )
+        if hasattr(embed, "embed_query"):
+            embed = embed.embed_query
+        if not callable(embed):
+            raise InputError("embed must be a callable str -> vector or have embed_query()")
+        self.index = index
+        self.docstore = docstore
+        self._embed = embed
+        self.normalized = detect_unit_vectors(index) if normalized is None else bool(normalized)
+        self.scores = FaissScores(index.metric_type, self.normalized)
+        self.normalize_query = (
+            bool(self.normalized) if normalize_query is None else bool(normalize_query)
+        )
+        self.search_params = search_params
+        self.name = name
+        self._analyzer = analyzer
+        self._parents = parents
+        self._stats = corpus_stats
+        self._stats_from_docstore = stats_from_docstore and corpus_stats is None
+        self._stats_lock = threading.Lock()
+
+    @property
+    def score_kind(self) -> ScoreKind:
+        """The kind of the scores this retriever returns."""
+        return self.scores.kind
+
+    @property
+    def score_semantics(self) -> str:
+        """How raw FAISS scores are converted, in words."""
+        return self.scores.semantics
+
+    def __repr__(self) -> str:
+        return (
+            f"FaissRetriever(index={type(self.index).__name__}, ntotal={self.index.ntotal}, "
+            f"scores={self.score_semantics!r})"
+        )
+
+    # -- search ---------------------------------------------------------------------------
+
+    def embed_query(self, query: str) -> npt.NDArray[np.float32]:
+        """The query vector as a float32 array of shape (1, d).
+
+        Raises:
+            RetrieverError: the embedder failed or returned a bad vector.
+        """
+        try:
+            raw = self._embed(query)
+        except Exception as exc:
+            raise RetrieverError(f"the embedder failed: {exc!r}", retriever=self.name) from exc
+        try:
+            vector = np.asarray(raw, dtype=np.float32).reshape(1, -1)
+        except (TypeError, ValueError) as exc:
+            raise RetrieverError(
+                f"the embedder returned {type(raw).__name__}, not a vector", retriever=self.name
+            ) from exc
+        if vector.shape[1] != self.index.d:
+            raise RetrieverError(
+                f"the embedder returned {vector.shape[1]} dimensions; the index has {self.index.d}",
+                retriever=self.name,
+            )
+        if not np.all(np.isfinite(vector)):
+            raise RetrieverError("the query vector has NaN or inf values", retriever=self.name)
+        if self.normalize_query:
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                vector = vector / norm
+        return np.ascontiguousarray(vector, dtype=np.float32)
+
+    def search(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
+        """The ``k`` nearest chunks, best first (fewer when FAISS has fewer).
+
+        Raises:
+            InvalidQueryError: blank query.
+            InputError: ``k`` is not a positive integer.
+            RetrieverError: the embedder, FAISS or the docstore failed.
+        """
+        check_query(query)
+        _check_k(k)
+        if self.index.ntotal == 0:
+            return []
+        vector = self.embed_query(query)
+        params = search_params if search_params is not None else self.search_params
+        try:
+            if params is not None:
+                distances, ids = self.index.search(vector, k, params=params)
+            else:
+                distances, ids = self.index.search(vector, k)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise RetrieverError(f"FAISS search failed: {exc}", retriever=self.name) from exc
+        return self.to_chunks(distances[0], ids[0])
+
+    async def asearch(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
+        """:meth:`search` in a worker thread (FAISS releases the GIL)."""
+        return await asyncio.to_thread(self.search, query, k, search_params=search_params)
+
+    def to_chunks(self, distances: Sequence[float], ids: Sequence[int]) -> list[Chunk]:
+        """Convert one row of FAISS output to chunks (``-1`` ids dropped)."""
+        chunks = []
+        seen: set[str] = set()
+        for raw, faiss_id in zip(distances, ids, strict=True):
+            faiss_id = int(faiss_id)
+            if faiss_id < 0:
+                continue
+            raw = float(raw)
+            try:
+                score = self.scores(raw)
+            except ValueError as exc:
+                raise RetrieverError(str(exc), retriever=self.name) from None
+            chunk = to_chunk(
+                self._entry(faiss_id),
+                default_id=str(faiss_id),
+                score=score,
+                score_kind=self.scores.kind,
+                extra_metadata={
+                    "faiss_id": faiss_id,
+                    "raw_score": raw,
+                    "metric": self.scores.metric_name,
+                },
+                retriever=self.name,
+            )
+            if chunk.id in seen:  # two vectors for one document: keep the best
+                continue
+            seen.add(chunk.id)
+            chunks.append(chunk)
+        return chunks
+
+    def _entry(self, faiss_id: int) -> Any:
+        store = self.docstore
+        try:
+            if isinstance(store, Mapping):
+                if faiss_id in store:
+                    return store[faiss_id]
+                return store[str(faiss_id)]
+            return store[faiss_id]
+        except (KeyError, IndexError):
+            raise RetrieverError(
+                f"FAISS id {faiss_id} has no entry in the docstore", retriever=self.name
+            ) from None
+
+    # -- corpus statistics and parents ----------------------------------------------------
+
+    def corpus_stats(self) -> CorpusStats | None:
+        """Document frequencies of the docstore's texts (computed once, lazily)."""
+        if self._stats is None and self._stats_from_docstore:
+            with self._stats_lock:
+                if self._stats is None:
+                    entries = (
+                        self.docstore.values()
+                        if isinstance(self.docstore, Mapping)
+                        else self.docstore
+                    )
+                    texts = [
+                        to_chunk(
+                            e,
+                            default_id="-",
+                            score=None,
+                            score_kind=ScoreKind.UNKNOWN,
+                            retriever=self.name,
+                        ).text
+                        for e in entries
+                    ]
+                    if texts:
+                        self._stats = CorpusStats.from_texts(texts, self._analyzer)
+        return self._stats
+
+    def get_parents(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """The parent chunks of ``chunks`` (those with a known ``parent_id``).
+
+        A parent takes the best score among its children and lists them in
+        ``metadata["children"]``; order follows the first child's position.
+        """
+        if not self._parents:
+            return []
+        best: dict[str, Chunk] = {}
+        children: dict[str, list[str]] = {}
+        for chunk in chunks:
+            pid = chunk.parent_id
+            if pid is None or pid not in self._parents:
+                continue
+            children.setdefault(pid, []).append(chunk.id)
+            current = best.get(pid)
+            if current is None or _better(chunk, current):
+                best[pid] = chunk
+        parents = []
+        for pid, child in best.items():
+            parent = to_chunk(
+                self._parents[pid],
+                default_id=pid,
+                score=child.score,
+                score_kind=child.score_kind,
+                extra_metadata={"children": children[pid]},
+                retriever=self.name,
+            )
+            parents.append(parent)
+        return parents
+
+
+def _better(a: Chunk, b: Chunk) -> bool:
+    if a.score is None:
+        return False
+    if b.score is None:
+        return True
+    return a.score < b.score if a.score_kind.is_distance else a.score > b.score
+
+
+def _check_k(k: Any) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}")

@@ -1,0 +1,231 @@
+"""FaissRetriever on real FAISS indexes: score conversion per metric, ids, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import faiss
+import numpy as np
+import pytest
+
+from crag_heuristic import (
+    Chunk,
+    Evaluator,
+    InputError,
+    InvalidQueryError,
+    RetrieverError,
+    ScoreKind,
+)
+from crag_heuristic._retrievers import FaissRetriever, FaissScores, detect_unit_vectors
+
+
+def make(index: faiss.Index, vectors: np.ndarray, docs: list, **kwargs: object) -> FaissRetriever:
+    index.add(vectors)
+    queries = {"q": vectors[3] * 0.9 + vectors[5] * 0.1}
+    return FaissRetriever(index, docs, lambda q: queries.get(q, vectors[0]), **kwargs)
+
+
+def test_inner_product_of_unit_vectors_is_cosine(unit_vectors: np.ndarray, docs: list) -> None:
+    retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
+    assert retriever.normalized is True and retriever.score_kind is ScoreKind.COSINE
+    chunks = retriever.search("q", 5)
+    query = unit_vectors[3] * 0.9 + unit_vectors[5] * 0.1
+    query = query / np.linalg.norm(query)  # normalize_query defaults to normalized
+    expected = sorted((float(v @ query), i) for i, v in enumerate(unit_vectors))[::-1][:5]
+    assert [c.id for c in chunks] == [f"d{i}" for _, i in expected]
+    assert [c.score for c in chunks] == pytest.approx([s for s, _ in expected], abs=1e-5)
+    assert chunks[0].metadata["metric"] == "inner_product"
+
+
+def test_squared_l2_of_unit_vectors_converts_to_the_same_cosines(
+    unit_vectors: np.ndarray, docs: list
+) -> None:
+    ip = make(faiss.IndexFlatIP(16), unit_vectors, docs).search("q", 8)
+    l2_retriever = make(faiss.IndexFlatL2(16), unit_vectors, docs)
+    assert l2_retriever.score_kind is ScoreKind.COSINE
+    assert "1 - d/2" in l2_retriever.score_semantics
+    l2 = l2_retriever.search("q", 8)
+    assert [c.id for c in l2] == [c.id for c in ip]
+    assert [c.score for c in l2] == pytest.approx([c.score for c in ip], abs=1e-5)
+    # FAISS gave SQUARED distances: d = 2 - 2 cos
+    for chunk in l2:
+        assert chunk.metadata["raw_score"] == pytest.approx(2 - 2 * chunk.score, abs=1e-5)
+    # and the evaluator sees identical similarities whichever index it was
+    a = Evaluator().evaluate("document topic", ip)
+    b = Evaluator().evaluate("document topic", l2)
+    assert a.score == pytest.approx(b.score, abs=1e-6)
+
+
+def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list) -> None:
+    rng = np.random.default_rng(1)
+    x = (rng.normal(size=(40, 16)) * 3).astype("float32")
+    retriever = make(faiss.IndexFlatL2(16), x, docs)
+    assert retriever.normalized is False and retriever.score_kind is ScoreKind.DISTANCE
+    chunk = retriever.search("q", 1)[0]
+    query = x[3] * 0.9 + x[5] * 0.1
+    best = min(range(40), key=lambda i: float(np.linalg.norm(x[i] - query)))
+    assert chunk.id == f"d{best}"
+    assert chunk.score == pytest.approx(float(np.linalg.norm(x[best] - query)), rel=1e-4)
+
+
+def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(docs: list) -> None:
+    x = (np.random.default_rng(2).normal(size=(40, 16)) * 3).astype("float32")
+    retriever = make(faiss.IndexFlatIP(16), x, docs)
+    assert retriever.score_kind is ScoreKind.INNER_PRODUCT
+    assert "not a cosine" in retriever.score_semantics
+    chunk = retriever.search("q", 1)[0]
+    assert chunk.score == pytest.approx(
+        float(x[int(chunk.metadata["faiss_id"])] @ (x[3] * 0.9 + x[5] * 0.1)), rel=1e-4
+    )
+
+
+def test_declared_normalisation_wins_over_detection(unit_vectors: np.ndarray, docs: list) -> None:
+    retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs, normalized=False)
+    assert retriever.score_kind is ScoreKind.INNER_PRODUCT
+
+
+def test_detection_by_index_type(unit_vectors: np.ndarray) -> None:
+    flat = faiss.IndexFlatIP(16)
+    flat.add(unit_vectors)
+    hnsw = faiss.IndexHNSWFlat(16, 8)
+    hnsw.add(unit_vectors)
+    idmap = faiss.IndexIDMap(faiss.IndexFlatL2(16))
+    idmap.add_with_ids(unit_vectors, np.arange(40, dtype="int64") * 10)
+    ivf = faiss.IndexIVFFlat(faiss.IndexFlatL2(16), 16, 2)
+    ivf.train(np.tile(unit_vectors, (4, 1)))
+    ivf.add(unit_vectors)
+    assert detect_unit_vectors(flat) is True
+    assert detect_unit_vectors(hnsw) is True
+    assert detect_unit_vectors(idmap) is True
+    assert detect_unit_vectors(ivf) is None  # cannot tell: the user declares it
+    assert detect_unit_vectors(faiss.IndexFlatL2(16)) is None  # empty
+
+
+def test_ivf_returns_fewer_than_k_without_minus_one_ids(
+    unit_vectors: np.ndarray, docs: list
+) -> None:
+    ivf = faiss.IndexIVFFlat(faiss.IndexFlatL2(16), 16, 8, faiss.METRIC_INNER_PRODUCT)
+    ivf.train(np.tile(unit_vectors, (8, 1)))
+    ivf.add(unit_vectors)
+    ivf.nprobe = 1
+    retriever = FaissRetriever(ivf, docs, lambda q: unit_vectors[0], normalized=True)
+    chunks = retriever.search("q", 40)
+    raw_ids = ivf.search(unit_vectors[:1], 40)[1][0]
+    assert (raw_ids == -1).any()  # FAISS padded with -1 ...
+    assert len(chunks) == int((raw_ids >= 0).sum()) < 40  # ... and those are dropped
+    assert all(c.metadata["faiss_id"] >= 0 for c in chunks)
+
+
+def test_hnsw_index(unit_vectors: np.ndarray, docs: list) -> None:
+    hnsw = faiss.IndexHNSWFlat(16, 8, faiss.METRIC_INNER_PRODUCT)
+    retriever = make(hnsw, unit_vectors, docs)
+    assert retriever.score_kind is ScoreKind.COSINE
+    assert retriever.search("q", 3)[0].id in {"d3", "d5"}
+
+
+def test_id_map_with_a_mapping_docstore(unit_vectors: np.ndarray) -> None:
+    index = faiss.IndexIDMap(faiss.IndexFlatIP(16))
+    ids = np.arange(40, dtype="int64") * 100 + 7
+    index.add_with_ids(unit_vectors, ids)
+    store = {int(i): Chunk(id=f"doc-{i}", text=f"text {i}", source="s") for i in ids}
+    retriever = FaissRetriever(index, store, lambda q: unit_vectors[4])
+    top = retriever.search("anything", 2)[0]
+    assert (
+        top.id == "doc-407"
+        and top.metadata["faiss_id"] == 407
+        and top.score == pytest.approx(1.0, abs=1e-5)
+    )
+    assert top.score_kind is ScoreKind.COSINE
+
+
+def test_docstore_entry_kinds(unit_vectors: np.ndarray) -> None:
+    index = faiss.IndexFlatIP(16)
+    index.add(unit_vectors[:3])
+    store = [
+        "a plain string",
+        {"_id": "beir-1", "title": "Title", "text": "Body", "metadata": {"source": "meta.md"}},
+        Chunk(id="chunk-2", text="a chunk", source="c.md", parent_id="p"),
+    ]
+    by_id = {
+        c.id: c for c in FaissRetriever(index, store, lambda q: unit_vectors[0]).search("q", 3)
+    }
+    assert by_id["0"].text == "a plain string" and by_id["0"].source is None
+    assert by_id["beir-1"].text == "Title\nBody" and by_id["beir-1"].source == "meta.md"
+    assert by_id["chunk-2"].parent_id == "p" and by_id["chunk-2"].score_kind is ScoreKind.COSINE
+
+
+def test_search_params_exclude_ids(unit_vectors: np.ndarray, docs: list) -> None:
+    retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
+    top = retriever.search("q", 1)[0]
+    selector = faiss.IDSelectorNot(
+        faiss.IDSelectorBatch(np.array([top.metadata["faiss_id"]], dtype="int64"))
+    )
+    others = retriever.search("q", 5, search_params=faiss.SearchParameters(sel=selector))
+    assert top.id not in [c.id for c in others] and len(others) == 5
+
+
+def test_errors_are_typed(unit_vectors: np.ndarray, docs: list) -> None:
+    index = faiss.IndexFlatIP(16)
+    index.add(unit_vectors)
+    with pytest.raises(RetrieverError, match="8 dimensions"):
+        FaissRetriever(index, docs, lambda q: np.ones(8)).search("q", 3)
+    with pytest.raises(RetrieverError, match="embedder failed"):
+        FaissRetriever(index, docs, lambda q: 1 / 0).search("q", 3)
+    with pytest.raises(RetrieverError, match="NaN"):
+        FaissRetriever(index, docs, lambda q: np.full(16, np.nan)).search("q", 3)
+    with pytest.raises(RetrieverError, match="no entry in the docstore"):
+        FaissRetriever(index, dict(enumerate(docs[:2])), lambda q: unit_vectors[30]).search("q", 1)
+    with pytest.raises(InputError, match="holds 2 entries"):
+        FaissRetriever(index, docs[:2], lambda q: unit_vectors[0])
+    with pytest.raises(InputError):
+        FaissRetriever("not an index", docs, lambda q: unit_vectors[0])
+    retriever = FaissRetriever(index, docs, lambda q: unit_vectors[0])
+    for bad_k in (0, -1, 2.5, True):
+        with pytest.raises(InputError):
+            retriever.search("q", bad_k)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError):
+        retriever.search("  ", 3)
+
+
+def test_empty_index_returns_nothing(docs: list) -> None:
+    assert FaissRetriever(faiss.IndexFlatIP(16), docs, lambda q: np.ones(16)).search("q", 3) == []
+
+
+def test_async_search_equals_sync(unit_vectors: np.ndarray, docs: list) -> None:
+    retriever = make(faiss.IndexFlatL2(16), unit_vectors, docs)
+    assert asyncio.run(retriever.asearch("q", 5)) == retriever.search("q", 5)
+
+
+def test_corpus_stats_come_from_the_docstore(unit_vectors: np.ndarray, docs: list) -> None:
+    stats = make(faiss.IndexFlatIP(16), unit_vectors, docs).corpus_stats()
+    assert stats is not None and stats.n_docs == 40
+    # "topic 1" is in docs 1, 5, ..., 37 (doc 1 among them); "4" only as a doc number
+    assert stats.df("document") == 40 and stats.df("1") == 10 and stats.df("4") == 1
+
+
+def test_parents(unit_vectors: np.ndarray) -> None:
+    index = faiss.IndexFlatIP(16)
+    index.add(unit_vectors[:3])
+    store = [Chunk(id=f"c{i}", text="t", parent_id="P" if i < 2 else None) for i in range(3)]
+    retriever = FaissRetriever(
+        index, store, lambda q: unit_vectors[1], parents={"P": "the whole parent text"}
+    )
+    chunks = retriever.search("q", 3)
+    [parent] = retriever.get_parents(chunks)
+    assert parent.id == "P" and parent.text == "the whole parent text"
+    assert sorted(parent.metadata["children"]) == ["c0", "c1"]
+    assert parent.score == max(c.score for c in chunks if c.parent_id == "P")
+
+
+def test_score_converter_formulas() -> None:
+    ip = FaissScores(faiss.METRIC_INNER_PRODUCT, True)
+    l2 = FaissScores(faiss.METRIC_L2, True)
+    raw_l2 = FaissScores(faiss.METRIC_L2, False)
+    l1 = FaissScores(faiss.METRIC_L1, None)
+    assert ip(0.3) == 0.3
+    assert l2(0.5) == pytest.approx(0.75)
+    assert raw_l2(9.0) == pytest.approx(3.0)
+    assert l1(2.5) == 2.5 and l1.kind is ScoreKind.DISTANCE
+    with pytest.raises(ValueError):
+        ip(math.inf)
