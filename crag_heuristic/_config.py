@@ -48,6 +48,7 @@ __all__ = [
     "KeywordConfig",
     "LengthConfig",
     "RefineConfig",
+    "RouterConfig",
     "SignalWeights",
     "Thresholds",
     "available_profiles",
@@ -321,6 +322,93 @@ class EvaluatorConfig:
         payload.pop("name")
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouterConfig:
+    """How the CRAG router corrects a retrieval. Frozen; keyword-only.
+
+    Attributes:
+        k: chunks returned by default.
+        fetch_k: candidates fetched per ranking before fusion (at least ``k``;
+            ``None`` means ``k``). Fusing deeper lists finds more.
+        max_retries: correction rounds allowed per query: query expansion is
+            one, a web search another, so 2 allows expansion then the web
+            (``combined``); 0 turns correction off. The router never loops.
+        rrf_k: the RRF constant.
+        expansion_weight: RRF weight of each expanded-query ranking (the
+            original ranking weighs 1).
+        lexical_weight: RRF weight of each lexical (BM25) ranking.
+        drop_irrelevant: on the fast path, drop chunks whose own verdict is
+            IRRELEVANT (never all of them).
+        expand_parents: on PARTIAL, add the parents of the chunks (when the
+            retriever can fetch them) to the fused ranking.
+        web_max_results: results asked from the web searcher.
+        web_on_partial: also search the web when expansion leaves the set
+            below RELEVANT (strategy ``combined``).
+        keep_partial_on_web: after a web search, keep the original chunks
+            whose own verdict is at least PARTIAL behind the web results.
+        web_timeout: seconds the async router waits for the web (``None``:
+            the searcher's own timeout).
+        refine: run knowledge refinement on the final chunks.
+        cache_evaluations: cache evaluations (the web results are always cached
+            when a cache is given).
+        evaluation_ttl, web_ttl: cache lifetimes in seconds.
+    """
+
+    k: int = 10
+    fetch_k: int | None = None
+    max_retries: int = 2
+    rrf_k: int = 60
+    expansion_weight: float = 1.0
+    lexical_weight: float = 1.0
+    drop_irrelevant: bool = False
+    expand_parents: bool = False
+    web_max_results: int = 5
+    web_on_partial: bool = False
+    keep_partial_on_web: bool = True
+    web_timeout: float | None = None
+    refine: bool = False
+    cache_evaluations: bool = True
+    evaluation_ttl: float = 3600.0
+    web_ttl: float = 86400.0
+
+    def __post_init__(self) -> None:
+        _check_number("k", self.k, low=1, integer=True)
+        if self.fetch_k is not None:
+            _check_number("fetch_k", self.fetch_k, low=1, integer=True)
+        _check_number("max_retries", self.max_retries, low=0, high=10, integer=True)
+        _check_number("rrf_k", self.rrf_k, low=0, integer=True)
+        _check_number("expansion_weight", self.expansion_weight, low=0.0)
+        _check_number("lexical_weight", self.lexical_weight, low=0.0)
+        _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
+        if self.web_timeout is not None:
+            _check_number("web_timeout", self.web_timeout, low=0.0, low_open=True)
+        _check_number("evaluation_ttl", self.evaluation_ttl, low=0.0, low_open=True)
+        _check_number("web_ttl", self.web_ttl, low=0.0, low_open=True)
+        for name in (
+            "drop_irrelevant",
+            "expand_parents",
+            "web_on_partial",
+            "keep_partial_on_web",
+            "refine",
+            "cache_evaluations",
+        ):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "must be true or false")
+
+    def depth(self, k: int) -> int:
+        """Candidates to fetch per ranking for a final list of ``k``."""
+        return max(k, self.fetch_k or k)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RouterConfig:
+        """Build from a dict; unknown keys and bad values raise ConfigError."""
+        return _build(cls, data, "router.")
+
+    def replace(self, **overrides: Any) -> RouterConfig:
+        """A copy with some fields replaced (validated again)."""
+        return _build(RouterConfig, {**dataclasses.asdict(self), **overrides}, "router.")
 
 
 _SECTIONS: dict[str, type] = {

@@ -1,0 +1,143 @@
+"""Shared pieces of the command line: exit codes, input files, config options, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from .._config import EvaluatorConfig, available_profiles, load_config
+from .._exceptions import InputError, InvalidChunkError
+from .._types import Chunk, ScoreKind
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_SERVICE",
+    "add_config_options",
+    "config_from_args",
+    "dump",
+    "read_chunks",
+    "read_records",
+]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+EXIT_SERVICE = 3
+
+EPILOG = """\
+exit codes: 0 success, 2 bad input / config / usage, 3 a service failed
+(retriever, web search), 1 internal error (run with --debug for the traceback)
+"""
+
+
+def read_records(path: str | Path) -> list[tuple[int, Any]]:
+    """Read JSON Lines (or one JSON array) as ``(line number, object)`` pairs.
+
+    ``-`` reads standard input. Blank lines are skipped.
+
+    Raises:
+        InputError: unreadable file, invalid UTF-8 or invalid JSON, with the
+            line number.
+    """
+    if str(path) == "-":
+        raw = sys.stdin.buffer.read()
+        name = "<stdin>"
+    else:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+        name = str(path)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{name}:{line}: not valid UTF-8 (byte {exc.start}); re-encode the file"
+        ) from exc
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
+        return list(enumerate(items, start=1))
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{name}:{number}: invalid JSON: {exc.msg}") from exc
+    return records
+
+
+def read_chunks(path: str | Path, *, default_kind: ScoreKind | None = None) -> list[Chunk]:
+    """Read chunks from a JSON Lines file (one chunk object per line; ``-`` = stdin).
+
+    Each line holds the keys of :meth:`Chunk.to_dict` (``_id`` and ``title``
+    are accepted too). ``default_kind`` is used for lines without
+    ``score_kind``. A file holding one JSON array of objects also works.
+
+    Raises:
+        InputError: unreadable file, invalid UTF-8 or JSON, or a bad chunk;
+            the message gives the line number.
+    """
+    name = "<stdin>" if str(path) == "-" else str(path)
+    chunks = []
+    for number, item in read_records(path):
+        try:
+            if default_kind is not None and isinstance(item, dict) and "score_kind" not in item:
+                item = {**item, "score_kind": default_kind}
+            chunks.append(Chunk.from_dict(item))
+        except InvalidChunkError as exc:
+            raise InputError(f"{name}:{number}: {exc}") from exc
+    return chunks
+
+
+def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
+    base = load_config(args.config) if args.config else EvaluatorConfig.from_profile(args.profile)
+    overrides: dict[str, Any] = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"--set expects key=value, got {item!r}")
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        node = overrides
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = parsed
+    if not overrides:
+        return base
+    overrides.setdefault("name", f"{base.name}+overrides")
+    return base.replace(**overrides)
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("configuration")
+    group.add_argument(
+        "--profile",
+        default="synapse",
+        help=f"named profile (default: synapse; known: {', '.join(available_profiles())})",
+    )
+    group.add_argument("--config", metavar="FILE", help="a TOML, JSON or YAML config file")
+    group.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override one field, e.g. --set thresholds.relevant=0.8 (repeatable)",
+    )
+
+
+def dump(data: Any, out: TextIO, pretty: bool) -> None:
+    json.dump(data, out, indent=2 if pretty else None, ensure_ascii=False)
+    out.write("\n")

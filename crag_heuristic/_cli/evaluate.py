@@ -1,0 +1,77 @@
+"""``crag-heuristic evaluate`` and ``crag-heuristic profiles``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from .._config import EvaluatorConfig, available_profiles
+from .._evaluator import Evaluator
+from .._types import ScoreKind
+from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_chunks
+
+__all__ = ["register"]
+
+
+def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
+    config = config_from_args(args)
+    kind = ScoreKind(args.score_kind) if args.score_kind else None
+    chunks = read_chunks(args.chunks, default_kind=kind)
+    evaluator = Evaluator(config)
+    payload = evaluator.evaluate(args.query, chunks).to_dict()
+    if args.refine:
+        payload["refinement"] = evaluator.refine(
+            args.query, chunks, token_budget=args.token_budget
+        ).to_dict()
+    dump(payload, out, args.pretty)
+    return EXIT_OK
+
+
+def _profiles(args: argparse.Namespace, out: TextIO) -> int:
+    if args.name:
+        dump(EvaluatorConfig.from_profile(args.name).to_dict(), out, True)
+    else:
+        for name in available_profiles():
+            out.write(name + "\n")
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    """Add the ``evaluate`` and ``profiles`` sub-commands."""
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="grade a list of retrieved chunks against a query",
+        description=(
+            "Grade retrieved chunks against a query and print the evaluation as JSON: the "
+            "verdict (relevant / partial / irrelevant), the score, each signal, per-chunk "
+            "grades and a short reasoning."
+        ),
+        epilog=(
+            "chunks file: JSON Lines, one object per line with 'id' and 'text', and optionally "
+            "'score', 'score_kind' (cosine, inner_product, squared_l2, l2, distance, bm25, "
+            "probability, rrf, web, unknown), 'source', 'metadata', 'parent_id'.\n\n" + EPILOG
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    evaluate.add_argument("--query", "-q", required=True, help="the query")
+    evaluate.add_argument(
+        "--chunks",
+        "-c",
+        required=True,
+        metavar="FILE",
+        help="JSON Lines file of chunks (- = stdin)",
+    )
+    evaluate.add_argument(
+        "--score-kind",
+        choices=[k.value for k in ScoreKind],
+        help="score kind for chunks that do not declare one",
+    )
+    evaluate.add_argument("--refine", action="store_true", help="also run knowledge refinement")
+    evaluate.add_argument("--token-budget", type=int, help="token budget for --refine")
+    evaluate.add_argument("--pretty", action="store_true", help="indent the JSON")
+    add_config_options(evaluate)
+    evaluate.set_defaults(handler=_evaluate)
+
+    profiles = commands.add_parser("profiles", help="list profiles, or print one as JSON")
+    profiles.add_argument("name", nargs="?", help="a profile to print")
+    profiles.set_defaults(handler=_profiles)

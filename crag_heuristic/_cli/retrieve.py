@@ -1,0 +1,214 @@
+"""``crag-heuristic retrieve`` (the router end to end) and ``crag-heuristic index``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from .._evaluator import Evaluator
+from .._exceptions import InputError
+from .._retrievers import BM25Retriever, FaissRetriever
+from .._retrievers.documents import to_chunk
+from .._router import CRAG, CRAGResult
+from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever
+from .._types import Chunk, ScoreKind
+from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_records
+
+__all__ = ["register", "render_table"]
+
+
+def read_docs(path: str | Path) -> list[Chunk]:
+    """A docs file (JSON Lines: ``id``/``_id``, ``text``, optional ``title``,
+    ``source``, ``metadata``) as chunks; line ``i`` is FAISS id ``i``."""
+    chunks = []
+    for position, (number, record) in enumerate(read_records(path)):
+        try:
+            chunks.append(
+                to_chunk(
+                    record,
+                    default_id=str(position),
+                    score=None,
+                    score_kind=ScoreKind.UNKNOWN,
+                    retriever="docs",
+                )
+            )
+        except Exception as exc:
+            raise InputError(f"{path}:{number}: {exc}") from exc
+    if not chunks:
+        raise InputError(f"{path}: no documents")
+    return chunks
+
+
+def load_embedder(spec: str, docs: list[Chunk]) -> Callable[[str], Any]:
+    """``lsa`` (fitted on the docs: deterministic) or ``package.module:callable``."""
+    if spec == "lsa":
+        return LsaEmbedder([d.text for d in docs])
+    module_name, sep, attribute = spec.partition(":")
+    if not sep:
+        raise InputError(f"--embedder must be 'lsa' or 'package.module:callable', got {spec!r}")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"cannot load embedder {spec!r}: {exc}") from exc
+    if not callable(target):
+        raise InputError(f"embedder {spec!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _retriever(args: argparse.Namespace) -> tuple[FaissRetriever, list[Chunk]]:
+    import faiss
+
+    if (args.index is None) != (args.docs is None):
+        raise InputError("--index and --docs go together (neither: the bundled sample)")
+    if args.index is None:
+        return sample_retriever(), load_sample_corpus()
+    docs = read_docs(args.docs)
+    try:
+        index: Any = faiss.read_index(str(args.index))
+    except RuntimeError as exc:
+        raise InputError(f"cannot read FAISS index {args.index!r}: {exc}") from exc
+    normalized = {"auto": None, "yes": True, "no": False}[args.normalized]
+    embedder = load_embedder(args.embedder, docs)
+    return FaissRetriever(index, docs, embedder, normalized=normalized), docs
+
+
+def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
+    retriever, docs = _retriever(args)
+    evaluator = Evaluator(config_from_args(args))
+    lexical = BM25Retriever(docs, analyzer=evaluator.analyzer) if args.lexical else None
+    router_config = {"k": args.k, "refine": args.refine, "max_retries": args.max_retries}
+    if args.fetch_k:
+        router_config["fetch_k"] = args.fetch_k
+    crag = CRAG(retriever, evaluator, lexical=lexical, config=router_config)
+    result = crag.retrieve(args.query, args.k)
+    if args.pretty:
+        out.write(render_table(result, retriever.score_semantics) + "\n")
+    else:
+        dump(result.to_dict(), out, pretty=False)
+    return EXIT_OK
+
+
+def render_table(result: CRAGResult, score_semantics: str = "") -> str:
+    """A readable summary of a result: the decision, then one row per chunk."""
+    first = result.initial_evaluation
+    lines = [
+        f"query      {result.query}",
+        f"verdict    {first.verdict.value} ({first.score:.2f})"
+        + (
+            f" -> {result.verdict.value} ({result.evaluation.score:.2f})"
+            if result.corrected
+            else ""
+        ),
+        f"strategy   {result.strategy.value}",
+        f"reasoning  {first.reasoning}",
+    ]
+    if score_semantics:
+        lines.append(f"scores     {score_semantics}")
+    if result.expanded_queries:
+        lines.append("expanded   " + " | ".join(result.expanded_queries))
+    if result.web_query is not None:
+        lines.append(f"web query  {result.web_query}")
+    if result.web_error:
+        lines.append(f"web error  {result.web_error}")
+    for note in result.notes:
+        lines.append(f"note       {note}")
+    timings = ", ".join(f"{k} {v:.2f}" for k, v in result.timings_ms.items())
+    lines.append(f"timings ms {timings}")
+    grades = {g.chunk_id: g for g in result.evaluation.chunks}
+    lines += ["", f"{'#':>2}  {'chunk':<16} {'score':>7}  {'grade':<10} text"]
+    for rank, chunk in enumerate(result.chunks, 1):
+        grade = grades.get(chunk.id)
+        score = "" if chunk.score is None else f"{chunk.score:7.3f}"
+        verdict = grade.verdict.value if grade else ""
+        text = textwrap.shorten(" ".join(chunk.text.split()), 70, placeholder=" ...")
+        lines.append(f"{rank:>2}  {chunk.id[:16]:<16} {score:>7}  {verdict:<10} {text}")
+    return "\n".join(lines)
+
+
+def _index(args: argparse.Namespace, out: TextIO) -> int:
+    import faiss
+    import numpy as np
+
+    docs = read_docs(args.docs)
+    embedder = load_embedder(args.embedder, docs)
+
+    vectors = np.asarray([np.asarray(embedder(d.text), dtype="float32") for d in docs])
+    faiss.normalize_L2(vectors)
+    index = (
+        faiss.IndexFlatIP(vectors.shape[1])
+        if args.metric == "ip"
+        else faiss.IndexFlatL2(vectors.shape[1])
+    )
+    index.add(vectors)
+    faiss.write_index(index, str(args.out))
+    summary = {
+        "index": str(args.out),
+        "documents": len(docs),
+        "dimension": int(vectors.shape[1]),
+        "metric": args.metric,
+        "unit_vectors": True,
+        "embedder": args.embedder,
+    }
+    out.write(json.dumps(summary) + "\n")
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    """Add the ``retrieve`` and ``index`` sub-commands."""
+    retrieve = commands.add_parser(
+        "retrieve",
+        help="retrieve, grade and correct (the bundled sample by default)",
+        description=(
+            "Run the CRAG router: retrieve from a FAISS index, grade the chunks, correct the "
+            "retrieval (query expansion + RRF on PARTIAL, web search on IRRELEVANT) and print "
+            "the result as JSON, or as a table with --pretty. Without --index/--docs it runs on "
+            "the bundled sample corpus with LSA embeddings: no model, no network."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    retrieve.add_argument("--query", "-q", required=True, help="the query")
+    retrieve.add_argument("--k", type=int, default=5, help="chunks to return (default 5)")
+    retrieve.add_argument("--index", metavar="FILE.faiss", help="a FAISS index file")
+    retrieve.add_argument("--docs", metavar="FILE.jsonl", help="its documents, line i = FAISS id i")
+    retrieve.add_argument(
+        "--embedder",
+        default="lsa",
+        help="query embedder: 'lsa' (fitted on --docs) or 'pkg.module:callable' (str -> vector)",
+    )
+    retrieve.add_argument(
+        "--normalized",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="are the index vectors unit length? (default: detect)",
+    )
+    retrieve.add_argument(
+        "--no-lexical",
+        dest="lexical",
+        action="store_false",
+        help="do not fuse a BM25 ranking of the docs into corrections",
+    )
+    retrieve.add_argument("--fetch-k", type=int, help="candidates per ranking before fusion")
+    retrieve.add_argument("--max-retries", type=int, default=2, help="correction rounds (0: off)")
+    retrieve.add_argument("--refine", action="store_true", help="refine the final chunks")
+    retrieve.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
+    add_config_options(retrieve)
+    retrieve.set_defaults(handler=_retrieve)
+
+    index = commands.add_parser(
+        "index",
+        help="build a FAISS index of a docs file (unit vectors)",
+        description="Embed a docs file and write a flat FAISS index (unit vectors).",
+    )
+    index.add_argument("--docs", required=True, metavar="FILE.jsonl")
+    index.add_argument("--out", required=True, metavar="FILE.faiss")
+    index.add_argument("--embedder", default="lsa", help="as for retrieve")
+    index.add_argument("--metric", choices=["ip", "l2"], default="ip")
+    index.set_defaults(handler=_index)

@@ -1,0 +1,7 @@
+"""The CRAG router: retrieve, grade, correct."""
+
+from .result import CRAGResult, Strategy
+from .rewrite import keyword_query
+from .router import CRAG
+
+__all__ = ["CRAG", "CRAGResult", "Strategy", "keyword_query"]

@@ -1,0 +1,321 @@
+"""The CRAG decision flow, written once, free of I/O.
+
+The flow is a generator. Where it needs I/O (a search, a web call, a cache
+read or write) it yields a list of requests and receives, in the same order,
+one outcome per request: the value, or the exception the call raised. The
+sync router runs the requests one after the other; the async router runs
+them concurrently (e.g. the re-retrievals of several expanded queries). The
+decisions, timings and notes are the same for both, by construction.
+
+    retrieve -> evaluate -> RELEVANT   -> keep (optionally drop IRRELEVANT chunks)
+                         -> PARTIAL    -> expand -> re-retrieve -> RRF -> evaluate
+                                          (-> web as well when still below the bar: combined)
+                         -> IRRELEVANT -> keyword rewrite -> web search -> evaluate
+             -> refine (optional) -> CRAGResult
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._config import RouterConfig
+from .._corpus import CorpusStats
+from .._evaluator import Evaluator
+from .._exceptions import CragError, RetrieverError
+from .._fusion import reciprocal_rank_fusion
+from .._protocols import ParentFetcher
+from .._types import Chunk, Evaluation, Verdict
+from .result import CRAGResult, Strategy
+from .rewrite import keyword_query
+
+__all__ = ["Context", "Search", "WebCall", "correct"]
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """Ask ``retriever`` for the ``k`` best chunks for ``query``."""
+
+    retriever: Any
+    query: str
+    k: int
+    lexical: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WebCall:
+    """Ask the web searcher for ``max_results`` results for ``query``."""
+
+    query: str
+    max_results: int
+
+
+Request = Search | WebCall
+Flow = Generator[list[Request], list[Any], CRAGResult]
+
+
+@dataclass
+class Context:
+    """Everything one run of the flow needs (built by the router per query)."""
+
+    retriever: Any
+    evaluator: Evaluator
+    config: RouterConfig
+    corpus_stats: CorpusStats | None
+    expander: Any = None
+    lexical: Any = None
+    has_web: bool = False
+    log: Callable[..., None] = lambda event, **kv: None
+    on_stage: Callable[[str, float], None] = lambda stage, ms: None
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def timed(self, stage: str, started: float) -> None:
+        """Record the milliseconds since ``started`` under ``stage`` (adding up)."""
+        elapsed = (time.perf_counter() - started) * 1000.0
+        self.timings[stage] = self.timings.get(stage, 0.0) + elapsed
+        self.on_stage(stage, elapsed)
+
+    def evaluate(self, query: str, chunks: Sequence[Chunk], stage: str) -> Evaluation:
+        started = time.perf_counter()
+        evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats)
+        self.timed(stage, started)
+        self.log(
+            "crag.evaluate",
+            stage=stage,
+            verdict=evaluation.verdict.value,
+            score=round(evaluation.score, 4),
+            chunks=len(chunks),
+        )
+        return evaluation
+
+
+def describe(error: BaseException) -> str:
+    """``"ErrorType: message"``, the form errors take on a result."""
+    return f"{type(error).__name__}: {error}"
+
+
+@dataclass
+class _State:
+    chunks: list[Chunk]
+    evaluation: Evaluation
+    strategy: Strategy = Strategy.NONE
+    retries: int = 0
+    expanded: tuple[str, ...] = ()
+    web_query: str | None = None
+    web_used: bool = False
+    web_error: str | None = None
+
+
+def correct(ctx: Context, query: str, k: int, initial: Evaluation | None = None) -> Flow:
+    """Run the CRAG flow for ``query`` (see the module doc); returns the result.
+
+    ``initial`` is a cached evaluation of the first retrieval, if the router
+    has one. Raises :class:`RetrieverError` when the first retrieval fails:
+    without it there is nothing to correct.
+    """
+    total_start = time.perf_counter()
+    cfg = ctx.config
+    depth = cfg.depth(k)
+
+    started = time.perf_counter()
+    [first] = yield [Search(ctx.retriever, query, depth)]
+    ctx.timed("retrieve", started)
+    if isinstance(first, BaseException):
+        raise first
+    retrieved = list(first[:k])
+    ctx.counts["retrieved"] = len(retrieved)
+    ctx.log("crag.retrieve", chunks=len(retrieved), depth=depth)
+
+    first_eval = initial or ctx.evaluate(query, retrieved, "evaluate")
+    state = _State(chunks=retrieved, evaluation=first_eval)
+    verdict = first_eval.verdict
+
+    if verdict is Verdict.RELEVANT:
+        _fast_path(ctx, query, state)
+    elif cfg.max_retries == 0:
+        ctx.notes.append("correction is off (max_retries = 0): the retrieval is returned as is")
+    elif verdict is Verdict.PARTIAL:
+        yield from _expand(ctx, query, k, depth, first, state)
+        after = state.evaluation.verdict
+        wants_web = after is Verdict.IRRELEVANT or (
+            cfg.web_on_partial and after is not Verdict.RELEVANT
+        )
+        if wants_web and state.retries < cfg.max_retries and ctx.has_web:
+            yield from _web(ctx, query, retrieved, first_eval, state)
+            if state.web_used:
+                state.strategy = Strategy.COMBINED
+    else:
+        yield from _web(ctx, query, retrieved, first_eval, state)
+
+    if not state.chunks and retrieved:  # never hand back less than we had without a reason
+        state.chunks = retrieved
+        ctx.notes.append("the correction produced no chunks: the original chunks are kept")
+    ctx.log(
+        "crag.route",
+        verdict=verdict.value,
+        final_verdict=state.evaluation.verdict.value,
+        strategy=state.strategy.value,
+    )
+
+    refinement = None
+    if cfg.refine and state.chunks:
+        started = time.perf_counter()
+        refinement = ctx.evaluator.refine(query, state.chunks, ctx.corpus_stats)
+        ctx.timed("refine", started)
+        if refinement.chunks:
+            state.chunks = list(refinement.chunks)
+        else:
+            ctx.notes.append("refinement kept no strip: the chunks are passed unrefined")
+
+    ctx.counts["final"] = len(state.chunks)
+    ctx.timings["total"] = (time.perf_counter() - total_start) * 1000.0
+    return CRAGResult(
+        query=query,
+        chunks=tuple(state.chunks),
+        verdict=state.evaluation.verdict,
+        evaluation=state.evaluation,
+        initial_evaluation=first_eval,
+        strategy=state.strategy,
+        retrieved=tuple(retrieved),
+        expanded_queries=state.expanded,
+        web_query=state.web_query,
+        web_search_used=state.web_used,
+        web_error=state.web_error,
+        retries=state.retries,
+        timings_ms=dict(ctx.timings),
+        counts=dict(ctx.counts),
+        notes=tuple(ctx.notes),
+        refinement=refinement,
+    )
+
+
+def _fast_path(ctx: Context, query: str, state: _State) -> None:
+    """RELEVANT: keep the chunks; optionally drop the ones graded IRRELEVANT."""
+    if not ctx.config.drop_irrelevant:
+        return
+    kept = set(state.evaluation.kept_ids(Verdict.PARTIAL))
+    if kept and len(kept) < len(state.chunks):
+        dropped = len(state.chunks) - len(kept)
+        state.chunks = [chunk for chunk in state.chunks if chunk.id in kept]
+        ctx.counts["dropped"] = dropped
+        ctx.notes.append(f"dropped {dropped} chunk(s) graded irrelevant on their own")
+        state.evaluation = ctx.evaluate(query, state.chunks, "re_evaluate")
+
+
+def _expand(
+    ctx: Context, query: str, k: int, depth: int, first: list[Chunk], state: _State
+) -> Generator[list[Request], list[Any], None]:
+    """PARTIAL: expand the query, re-retrieve, fuse with RRF, evaluate again."""
+    cfg = ctx.config
+    state.strategy = Strategy.QUERY_EXPANSION
+    state.retries += 1
+    started = time.perf_counter()
+    queries: tuple[str, ...] = ()
+    if ctx.expander is not None:
+        try:
+            expansion = ctx.expander.expand(
+                query, chunks=state.chunks, corpus_stats=ctx.corpus_stats
+            )
+            queries = tuple(q for q in expansion.queries if q.strip() and q != query)
+        except CragError as exc:
+            ctx.notes.append(f"query expansion failed ({describe(exc)})")
+    ctx.timed("expand", started)
+    state.expanded = queries
+    ctx.log("crag.expand", queries=len(queries))
+
+    requests = [Search(ctx.retriever, q, depth) for q in queries]
+    if ctx.lexical is not None:
+        requests += [Search(ctx.lexical, q, depth, lexical=True) for q in (query, *queries)]
+    parents: list[Chunk] = []
+    if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
+        parents = ctx.retriever.get_parents(state.chunks)
+    if not requests and not parents:
+        ctx.notes.append("no expansion or second retriever available: the retrieval is kept")
+        return
+
+    started = time.perf_counter()
+    outcomes = yield list(requests)
+    ctx.timed("re_retrieve", started)
+    rankings: list[Sequence[Chunk]] = [first]
+    weights = [1.0]
+    for request, outcome in zip(requests, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            ctx.notes.append(f"re-retrieval for {request.query!r} failed ({describe(outcome)})")
+            continue
+        rankings.append(outcome)
+        weights.append(cfg.lexical_weight if request.lexical else cfg.expansion_weight)
+    if parents:
+        rankings.append(parents)
+        weights.append(cfg.expansion_weight)
+    ctx.counts["expanded_rankings"] = len(rankings) - 1
+    if len(rankings) == 1:
+        ctx.notes.append("every re-retrieval failed: the retrieval is kept")
+        return
+
+    started = time.perf_counter()
+    fused = reciprocal_rank_fusion(rankings, k=cfg.rrf_k, weights=weights, keep_scores=True)[:k]
+    ctx.timed("fuse", started)
+    ctx.counts["fused"] = len(fused)
+    state.chunks = fused
+    state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
+
+
+def _web(
+    ctx: Context, query: str, retrieved: list[Chunk], first_eval: Evaluation, state: _State
+) -> Generator[list[Request], list[Any], None]:
+    """IRRELEVANT (or still short after expansion): keyword rewrite, then the web."""
+    if state.strategy is Strategy.NONE:
+        state.strategy = Strategy.WEB_SEARCH
+    started = time.perf_counter()
+    state.web_query = keyword_query(
+        query, analyzer=ctx.evaluator.analyzer, corpus_stats=ctx.corpus_stats
+    )
+    ctx.timed("rewrite", started)
+    if not ctx.has_web:
+        ctx.notes.append("no web searcher configured: the original chunks are kept")
+        return
+    state.retries += 1
+    started = time.perf_counter()
+    [outcome] = yield [WebCall(state.web_query, ctx.config.web_max_results)]
+    ctx.timed("web_search", started)
+    if isinstance(outcome, BaseException):
+        state.web_error = describe(outcome)
+        ctx.notes.append("the web search failed: the chunks before it are kept")
+        ctx.log("crag.web_search", ok=False, error=type(outcome).__name__)
+        return
+    results = [chunk for chunk in outcome if isinstance(chunk, Chunk)]
+    ctx.counts["web_results"] = len(results)
+    ctx.log("crag.web_search", ok=True, results=len(results))
+    if not results:
+        ctx.notes.append("the web search found nothing: the chunks before it are kept")
+        return
+    final = _dedupe(results)
+    if ctx.config.keep_partial_on_web:
+        keep = set(first_eval.kept_ids(Verdict.PARTIAL))
+        seen = {chunk.id for chunk in final}
+        final += [c for c in retrieved if c.id in keep and c.id not in seen]
+    state.chunks = final
+    state.web_used = True
+    state.evaluation = ctx.evaluate(query, final, "re_evaluate")
+
+
+def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:
+    seen: set[str] = set()
+    out = []
+    for chunk in chunks:
+        if chunk.id not in seen:
+            seen.add(chunk.id)
+            out.append(chunk)
+    return out
+
+
+def retriever_error(error: BaseException, retriever: Any) -> RetrieverError:
+    """Wrap a foreign exception from a user's retriever."""
+    if isinstance(error, RetrieverError):
+        return error
+    name = type(retriever).__name__
+    return RetrieverError(f"{name}.search failed: {describe(error)}", retriever=name)

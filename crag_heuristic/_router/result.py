@@ -1,0 +1,102 @@
+"""What the router returns: the chunks, the decision, and the evidence for it."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._evaluator.refine import Refinement
+from .._types import Chunk, Evaluation, Verdict
+
+__all__ = ["CRAGResult", "Strategy"]
+
+
+class Strategy(str, enum.Enum):
+    """The correction the router applied."""
+
+    NONE = "none"  # fast path, or no correction possible
+    QUERY_EXPANSION = "query_expansion"  # PARTIAL: expand, re-retrieve, fuse
+    WEB_SEARCH = "web_search"  # IRRELEVANT: keyword query to the web searcher
+    COMBINED = "combined"  # expansion, then web search as well
+
+
+@dataclass(frozen=True, slots=True)
+class CRAGResult:
+    """One corrected retrieval.
+
+    Attributes:
+        query: the user's query.
+        chunks: the final chunks for the generator, best first. Never empty
+            without a reason: when nothing better was found they are the
+            original chunks, and ``notes`` says why.
+        verdict: the final verdict (of ``evaluation``).
+        evaluation: the evaluation of the final chunks (after correction).
+        initial_evaluation: the evaluation of the first retrieval.
+        strategy: the correction applied.
+        retrieved: the first retrieval, unchanged.
+        expanded_queries: the queries the expansion re-retrieved with.
+        web_query: the keyword query sent to the web, if any.
+        web_search_used: whether web results are among the final chunks.
+        web_error: why the web search failed (``"WebSearchTimeout: ..."``), or
+            ``None``. A failed web search keeps the original chunks.
+        cache_hit: whether the first evaluation came from the cache.
+        cache_error: the last cache failure during this query, or ``None``.
+        retries: correction rounds used.
+        timings_ms: milliseconds per stage (``retrieve``, ``evaluate``,
+            ``expand``, ``re_retrieve``, ``fuse``, ``re_evaluate``,
+            ``rewrite``, ``web_search``, ``refine``, ``total``).
+        counts: sizes at each step (``retrieved``, ``expanded_rankings``,
+            ``fused``, ``web_results``, ``dropped``, ``final``).
+        notes: short human-readable remarks on what happened and why.
+        refinement: the knowledge refinement, when it ran.
+    """
+
+    query: str
+    chunks: tuple[Chunk, ...]
+    verdict: Verdict
+    evaluation: Evaluation
+    initial_evaluation: Evaluation
+    strategy: Strategy
+    retrieved: tuple[Chunk, ...]
+    expanded_queries: tuple[str, ...] = ()
+    web_query: str | None = None
+    web_search_used: bool = False
+    web_error: str | None = None
+    cache_hit: bool = False
+    cache_error: str | None = None
+    retries: int = 0
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    refinement: Refinement | None = None
+
+    @property
+    def corrected(self) -> bool:
+        """True when the final chunks differ from the first retrieval's."""
+        return [c.id for c in self.chunks] != [c.id for c in self.retrieved]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of everything above."""
+        return {
+            "query": self.query,
+            "verdict": self.verdict.value,
+            "strategy": self.strategy.value,
+            "chunks": [chunk.to_dict() for chunk in self.chunks],
+            "evaluation": self.evaluation.to_dict(),
+            "initial_evaluation": self.initial_evaluation.to_dict(),
+            "retrieved": [chunk.to_dict() for chunk in self.retrieved],
+            "expanded_queries": list(self.expanded_queries),
+            "web_query": self.web_query,
+            "web_search_used": self.web_search_used,
+            "web_error": self.web_error,
+            "cache_hit": self.cache_hit,
+            "cache_error": self.cache_error,
+            "retries": self.retries,
+            "corrected": self.corrected,
+            "timings_ms": dict(self.timings_ms),
+            "counts": dict(self.counts),
+            "notes": list(self.notes),
+            "refinement": None if self.refinement is None else self.refinement.to_dict(),
+        }

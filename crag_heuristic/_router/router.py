@@ -1,0 +1,265 @@
+"""The CRAG router: the only module that knows the whole flow.
+
+It owns the parts (retriever, evaluator, expander, web searcher, cache,
+metrics) and drives :func:`crag_heuristic._router.flow.correct`, running its
+I/O requests either one after the other (:meth:`CRAG.retrieve`) or
+concurrently (:meth:`CRAG.aretrieve`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from .._config import EvaluatorConfig, RouterConfig
+from .._corpus import CorpusStats
+from .._evaluator import Evaluator
+from .._evaluator.evaluator import check_query
+from .._exceptions import InputError, RetrieverError, WebSearchError, WebSearchTimeout
+from .._logging import get_logger
+from .._protocols import StatsProvider
+from .flow import Context, Flow, Request, Search, WebCall, correct, retriever_error
+from .result import CRAGResult, Strategy
+
+__all__ = ["CRAG"]
+
+
+class CRAG:
+    """Corrective RAG in front of an existing retriever, without an LLM.
+
+    Args:
+        retriever: anything with ``search(query, k)`` and/or
+            ``async asearch(query, k)`` returning scored :class:`Chunk` lists.
+        evaluator: the gate; an :class:`Evaluator` (or a config / profile name
+            for one). Defaults to ``Evaluator()``.
+        expander: makes expanded queries on PARTIAL (``expand(query, *,
+            chunks, corpus_stats)`` returning an object with ``queries``).
+        web: a web searcher (``search(query, max_results)`` /
+            ``asearch``) for IRRELEVANT retrievals; none by default.
+        cache: reserved for the evaluation and web caches.
+        config: a :class:`RouterConfig` or a dict of its fields.
+        lexical: a second retriever (e.g. :class:`BM25Retriever`) whose
+            rankings for the original and expanded queries join the fusion.
+        metrics: a metrics sink (e.g. :class:`PrometheusMetrics`).
+        logger: a structlog logger for the router's events (default: the
+            stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
+
+    Raises:
+        InputError: a part without the methods it needs.
+    """
+
+    def __init__(
+        self,
+        retriever: Any,
+        evaluator: Evaluator | EvaluatorConfig | str | None = None,
+        expander: Any = None,
+        web: Any = None,
+        cache: Any = None,
+        config: RouterConfig | Mapping[str, Any] | None = None,
+        *,
+        lexical: Any = None,
+        metrics: Any = None,
+        logger: Any = None,
+    ) -> None:
+        for name, part in (("retriever", retriever), ("lexical", lexical)):
+            if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
+                raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
+        if expander is not None and not hasattr(expander, "expand"):
+            raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
+        if web is not None and not (hasattr(web, "search") or hasattr(web, "asearch")):
+            raise InputError("web must have search(query, max_results) or asearch(...)")
+        self.retriever = retriever
+        self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+        self.expander = expander
+        self.web = web
+        self.cache = cache
+        if config is None:
+            config = RouterConfig()
+        elif isinstance(config, Mapping):
+            config = RouterConfig.from_dict(config)
+        elif not isinstance(config, RouterConfig):
+            raise InputError(
+                f"config must be a RouterConfig or a dict, got {type(config).__name__}"
+            )
+        self.config = config
+        self.lexical = lexical
+        self.metrics = metrics
+        self._log = logger if logger is not None else get_logger()
+        self._stats: CorpusStats | None = None
+        self._stats_known = False
+        self._stats_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"CRAG(retriever={type(self.retriever).__name__}, evaluator={self.evaluator!r}, "
+            f"web={type(self.web).__name__ if self.web else None})"
+        )
+
+    # -- shared ---------------------------------------------------------------------------
+
+    def corpus_stats(self) -> CorpusStats | None:
+        """Document frequencies from the retriever or the lexical retriever (once)."""
+        if not self._stats_known:
+            with self._stats_lock:
+                if not self._stats_known:
+                    for part in (self.retriever, self.lexical):
+                        if isinstance(part, StatsProvider):
+                            self._stats = part.corpus_stats()
+                            if self._stats is not None:
+                                break
+                    self._stats_known = True
+        return self._stats
+
+    def _bound_log(self, query: str) -> Any:
+        """The logger bound to a hash of the query (logs never hold the query text)."""
+        query_id = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return self._log.bind(query_id=query_id)
+
+    def _context(self, query: str) -> Context:
+        log = self._bound_log(query)
+
+        def on_stage(stage: str, ms: float) -> None:
+            self._metric("stage", stage, ms / 1000.0)
+
+        return Context(
+            retriever=self.retriever,
+            evaluator=self.evaluator,
+            config=self.config,
+            corpus_stats=self.corpus_stats(),
+            expander=self.expander,
+            lexical=self.lexical,
+            has_web=self.web is not None,
+            log=log.debug,
+            on_stage=on_stage,
+        )
+
+    def _k(self, k: int | None) -> int:
+        if k is None:
+            return self.config.k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k must be a positive integer, got {k!r}")
+        return k
+
+    def _metric(self, method: str, *args: Any) -> None:
+        if self.metrics is None:
+            return
+        try:
+            getattr(self.metrics, method)(*args)
+        except Exception as exc:  # noqa: BLE001 - metrics must never fail a query
+            self._log.warning("crag.metrics_error", method=method, error=repr(exc))
+
+    def _finish(self, result: CRAGResult) -> CRAGResult:
+        self._metric("decision", result.initial_evaluation.verdict.value)
+        if result.strategy is not Strategy.NONE:
+            self._metric("correction", result.strategy.value)
+        if result.web_error is not None:
+            self._metric("web_error", result.web_error.split(":", 1)[0])
+        self._bound_log(result.query).info(
+            "crag.result",
+            verdict=result.verdict.value,
+            initial_verdict=result.initial_evaluation.verdict.value,
+            strategy=result.strategy.value,
+            chunks=len(result.chunks),
+            web_error=result.web_error,
+            cache_error=result.cache_error,
+            total_ms=round(result.timings_ms.get("total", 0.0), 3),
+        )
+        return result
+
+    # -- sync -----------------------------------------------------------------------------
+
+    def retrieve(self, query: str, k: int | None = None) -> CRAGResult:
+        """Retrieve, grade and correct; see :class:`CRAGResult`.
+
+        Raises:
+            InvalidQueryError: blank query.
+            InputError: bad ``k``.
+            RetrieverError: the first retrieval failed (nothing to correct).
+        """
+        check_query(query)
+        return self._finish(self._run(correct(self._context(query), query, self._k(k))))
+
+    def _run(self, flow: Flow) -> CRAGResult:
+        try:
+            requests = next(flow)
+            while True:
+                requests = flow.send([self._call(request) for request in requests])
+        except StopIteration as stop:
+            result: CRAGResult = stop.value
+            return result
+
+    def _call(self, request: Request) -> Any:
+        """Run one request; return its value or the exception it raised."""
+        if isinstance(request, Search):
+            search = getattr(request.retriever, "search", None)
+            if search is None:
+                return RetrieverError(
+                    f"{type(request.retriever).__name__} is async-only: use aretrieve()"
+                )
+            try:
+                return search(request.query, request.k)
+            except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
+                return retriever_error(exc, request.retriever)
+        web_search = getattr(self.web, "search", None)
+        if web_search is None:
+            return WebSearchError(f"{type(self.web).__name__} is async-only: use aretrieve()")
+        try:
+            return web_search(request.query, request.max_results)
+        except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
+            return _web_error(exc)
+
+    # -- async ----------------------------------------------------------------------------
+
+    async def aretrieve(self, query: str, k: int | None = None) -> CRAGResult:
+        """The async :meth:`retrieve`: re-retrievals run concurrently."""
+        check_query(query)
+        flow = correct(self._context(query), query, self._k(k))
+        try:
+            requests = next(flow)
+            while True:
+                outcomes = await asyncio.gather(*(self._acall(r) for r in requests))
+                requests = flow.send(list(outcomes))
+        except StopIteration as stop:
+            result: CRAGResult = stop.value
+            return self._finish(result)
+
+    async def _acall(self, request: Request) -> Any:
+        if isinstance(request, Search):
+            try:
+                return await _async_or_thread(
+                    request.retriever, "asearch", "search", request.query, request.k
+                )
+            except Exception as exc:  # noqa: BLE001
+                return retriever_error(exc, request.retriever)
+        assert isinstance(request, WebCall)
+        try:
+            call = _async_or_thread(
+                self.web, "asearch", "search", request.query, request.max_results
+            )
+            timeout = self.config.web_timeout
+            if timeout is None:
+                return await call
+            try:
+                return await asyncio.wait_for(call, timeout)
+            except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
+                return WebSearchTimeout(
+                    f"no web answer within {timeout} s (router web_timeout)", query=request.query
+                )
+        except Exception as exc:  # noqa: BLE001
+            return _web_error(exc)
+
+
+def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> Awaitable[Any]:
+    native: Callable[..., Awaitable[Any]] | None = getattr(part, async_name, None)
+    if native is not None:
+        return native(*args)
+    return asyncio.to_thread(getattr(part, sync_name), *args)
+
+
+def _web_error(error: Exception) -> WebSearchError:
+    if isinstance(error, WebSearchError):
+        return error
+    return WebSearchError(f"the web searcher raised {type(error).__name__}: {error}")

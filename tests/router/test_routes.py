@@ -1,0 +1,294 @@
+"""Every route of the router, sync and async, on a real FAISS index."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from crag_heuristic import (
+    Evaluator,
+    EvaluatorConfig,
+    InputError,
+    InvalidQueryError,
+    RetrieverError,
+    Verdict,
+    WebSearchTimeout,
+)
+from crag_heuristic._fusion import reciprocal_rank_fusion
+from crag_heuristic._router import CRAG, Strategy
+from crag_heuristic._router.rewrite import keyword_query
+from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
+
+QUERY = "How do honeybees communicate the distance to food?"
+WEB = [
+    ("Bee dance", "https://example.org/bees", "The waggle dance encodes distance and direction.")
+]
+
+
+def stable(result: Any) -> dict[str, Any]:
+    """A result's dict without the timings (the only part that may differ)."""
+    data = result.to_dict()
+    data.pop("timings_ms")
+    return data
+
+
+def both(crag: CRAG, query: str = QUERY, k: int = 5) -> Any:
+    """Run sync and async; assert they agree; return the sync result."""
+    sync = crag.retrieve(query, k)
+    asynchronous = asyncio.run(crag.aretrieve(query, k))
+    assert stable(sync) == stable(asynchronous)
+    json.dumps(sync.to_dict())  # JSON-serialisable, always
+    return sync
+
+
+def test_fast_path_returns_the_retrieval(retriever: Any, always_relevant: Evaluator) -> None:
+    result = both(CRAG(retriever, always_relevant, web=RecordingWebSearcher(WEB)))
+    assert result.strategy is Strategy.NONE
+    assert result.verdict is Verdict.RELEVANT
+    assert result.chunks == result.retrieved == tuple(retriever.search(QUERY, 5))
+    assert not result.corrected and result.web_query is None
+    assert {"retrieve", "evaluate", "total"} <= set(result.timings_ms)
+    assert result.counts == {"retrieved": 5, "final": 5}
+
+
+def test_fast_path_can_drop_chunks_graded_irrelevant(retriever: Any) -> None:
+    config = EvaluatorConfig().replace(
+        thresholds={"relevant": 0.0, "partial": 0.0},
+        chunk_thresholds={"relevant": 0.9, "partial": 0.62},
+    )
+    evaluator = Evaluator(config)
+    result = both(CRAG(retriever, evaluator, config={"drop_irrelevant": True}))
+    initial = result.initial_evaluation
+    kept = [g.chunk_id for g in initial.chunks if g.verdict is not Verdict.IRRELEVANT]
+    assert 0 < len(kept) < 5  # the bands above split this retrieval
+    assert [c.id for c in result.chunks] == kept
+    assert result.counts["dropped"] == 5 - len(kept)
+    assert result.evaluation.chunks != initial.chunks  # re-graded on what is left
+
+
+def test_partial_expands_reretrieves_and_fuses(retriever: Any, always_partial: Evaluator) -> None:
+    expander = StaticExpander(["waggle dance distance", "bees nectar location"])
+    result = both(CRAG(retriever, always_partial, expander=expander, config={"fetch_k": 8}))
+    assert result.strategy is Strategy.QUERY_EXPANSION
+    assert result.expanded_queries == ("waggle dance distance", "bees nectar location")
+    expected = reciprocal_rank_fusion(
+        [
+            retriever.search(QUERY, 8),
+            retriever.search("waggle dance distance", 8),
+            retriever.search("bees nectar location", 8),
+        ],
+        k=60,
+        keep_scores=True,
+    )[:5]
+    assert [c.id for c in result.chunks] == [c.id for c in expected]
+    assert [c.metadata["rrf_score"] for c in result.chunks] == pytest.approx(
+        [c.metadata["rrf_score"] for c in expected]
+    )
+    assert result.counts["expanded_rankings"] == 2 and result.retries == 1
+    assert result.evaluation is not result.initial_evaluation
+    assert {"expand", "re_retrieve", "fuse", "re_evaluate"} <= set(result.timings_ms)
+
+
+def test_partial_with_a_lexical_retriever(
+    retriever: Any, bm25: Any, always_partial: Evaluator
+) -> None:
+    result = both(CRAG(retriever, always_partial, lexical=bm25))
+    # no expander: the lexical ranking of the original query is fused in
+    expected = reciprocal_rank_fusion(
+        [retriever.search(QUERY, 5), bm25.search(QUERY, 5)], keep_scores=True
+    )[:5]
+    assert [c.id for c in result.chunks] == [c.id for c in expected]
+    assert result.counts["expanded_rankings"] == 1
+
+
+def test_partial_with_nothing_to_expand_with_keeps_the_retrieval(
+    retriever: Any, always_partial: Evaluator
+) -> None:
+    result = both(CRAG(retriever, always_partial, expander=StaticExpander([])))
+    assert result.strategy is Strategy.QUERY_EXPANSION
+    assert result.chunks == result.retrieved
+    assert any("no expansion" in note for note in result.notes)
+
+
+def test_irrelevant_goes_to_the_web_with_a_keyword_query(
+    retriever: Any, always_irrelevant: Evaluator
+) -> None:
+    web = RecordingWebSearcher(WEB)
+    result = both(CRAG(retriever, always_irrelevant, web=web))
+    assert result.strategy is Strategy.WEB_SEARCH
+    assert result.web_search_used and result.web_error is None
+    assert result.web_query == keyword_query(QUERY) == "honeybees communicate distance food"
+    assert web.calls[0] == (result.web_query, 5)
+    assert result.chunks[0].source == "https://example.org/bees"
+    assert result.counts["web_results"] == 1
+
+
+def test_web_results_keep_the_original_chunks_graded_partial(retriever: Any) -> None:
+    config = EvaluatorConfig().replace(
+        thresholds={"relevant": 1.0, "partial": 1.0},
+        chunk_thresholds={"relevant": 1.0, "partial": 0.5},
+    )
+    result = both(CRAG(retriever, Evaluator(config), web=RecordingWebSearcher(WEB)))
+    partial_ids = result.initial_evaluation.kept_ids(Verdict.PARTIAL)
+    assert [c.id for c in result.chunks][1:] == partial_ids
+    off = CRAG(
+        retriever,
+        Evaluator(config),
+        web=RecordingWebSearcher(WEB),
+        config={"keep_partial_on_web": False},
+    ).retrieve(QUERY, 5)
+    assert len(off.chunks) == 1
+
+
+def test_web_failure_keeps_the_original_chunks_and_says_why(
+    retriever: Any, always_irrelevant: Evaluator
+) -> None:
+    web = RecordingWebSearcher(error=WebSearchTimeout("engine took too long"))
+    result = both(CRAG(retriever, always_irrelevant, web=web))
+    assert result.strategy is Strategy.WEB_SEARCH
+    assert result.web_error == "WebSearchTimeout: engine took too long"
+    assert not result.web_search_used
+    assert result.chunks == result.retrieved and len(result.chunks) == 5
+    assert any("web search failed" in note for note in result.notes)
+
+
+def test_a_web_searcher_raising_anything_is_contained(
+    retriever: Any, always_irrelevant: Evaluator
+) -> None:
+    result = both(
+        CRAG(retriever, always_irrelevant, web=RecordingWebSearcher(error=KeyError("oops")))
+    )
+    assert result.web_error.startswith("WebSearchError: the web searcher raised KeyError")
+    assert result.chunks == result.retrieved
+
+
+def test_no_web_searcher(retriever: Any, always_irrelevant: Evaluator) -> None:
+    result = both(CRAG(retriever, always_irrelevant))
+    assert result.strategy is Strategy.WEB_SEARCH and not result.web_search_used
+    assert result.chunks == result.retrieved
+    assert result.web_query is not None  # the rewrite still shows what would be asked
+    assert any("no web searcher" in note for note in result.notes)
+
+
+def test_web_with_no_results(retriever: Any, always_irrelevant: Evaluator) -> None:
+    result = both(CRAG(retriever, always_irrelevant, web=RecordingWebSearcher([])))
+    assert result.chunks == result.retrieved and result.web_error is None
+    assert any("found nothing" in note for note in result.notes)
+
+
+def test_combined_expansion_then_web(retriever: Any, always_partial: Evaluator) -> None:
+    crag = CRAG(
+        retriever,
+        always_partial,
+        expander=StaticExpander(["waggle dance"]),
+        web=RecordingWebSearcher(WEB),
+        config={"web_on_partial": True},
+    )
+    result = both(crag)
+    assert result.strategy is Strategy.COMBINED
+    assert result.web_search_used and result.expanded_queries == ("waggle dance",)
+    assert result.retries == 2
+
+
+def test_max_retries_bounds_the_corrections(retriever: Any, always_partial: Evaluator) -> None:
+    common = {"expander": StaticExpander(["waggle dance"]), "web": RecordingWebSearcher(WEB)}
+    one = CRAG(
+        retriever, always_partial, config={"web_on_partial": True, "max_retries": 1}, **common
+    )
+    result = one.retrieve(QUERY, 5)
+    assert result.strategy is Strategy.QUERY_EXPANSION and result.retries == 1
+    off = CRAG(retriever, always_partial, config={"max_retries": 0}, **common).retrieve(QUERY, 5)
+    assert off.strategy is Strategy.NONE and off.chunks == off.retrieved
+    assert any("correction is off" in note for note in off.notes)
+
+
+def test_refinement_of_the_final_chunks(retriever: Any, always_relevant: Evaluator) -> None:
+    result = both(CRAG(retriever, always_relevant, config={"refine": True}))
+    assert result.refinement is not None
+    assert [c.id for c in result.chunks] == [c.id for c in result.refinement.chunks]
+    assert all(
+        len(c.text) <= len(o.text) for c, o in zip(result.chunks, result.retrieved, strict=False)
+    )
+
+
+def test_first_retrieval_failure_raises(always_relevant: Evaluator) -> None:
+    class Broken:
+        def search(self, query: str, k: int) -> list:
+            raise OSError("index file gone")
+
+    with pytest.raises(RetrieverError, match="index file gone"):
+        CRAG(Broken(), always_relevant).retrieve(QUERY)
+    with pytest.raises(RetrieverError, match="index file gone"):
+        asyncio.run(CRAG(Broken(), always_relevant).aretrieve(QUERY))
+
+
+def test_a_failed_re_retrieval_is_a_note(retriever: Any, always_partial: Evaluator) -> None:
+    chunks = retriever.search(QUERY, 5)
+
+    class FailsOnExpansions(ListRetriever):
+        def search(self, query: str, k: int) -> list:
+            if query != QUERY:
+                raise ConnectionError("replica down")
+            return super().search(query, k)
+
+    result = both(CRAG(FailsOnExpansions(chunks), always_partial, expander=StaticExpander(["x y"])))
+    assert result.chunks == tuple(chunks)
+    assert any("replica down" in note for note in result.notes)
+
+
+def test_async_only_parts(always_irrelevant: Evaluator, retriever: Any) -> None:
+    class AsyncOnly:
+        async def asearch(self, query: str, k: int) -> list:
+            return retriever.search(query, k)
+
+    crag = CRAG(AsyncOnly(), always_irrelevant)
+    assert len(asyncio.run(crag.aretrieve(QUERY, 3)).chunks) == 3
+    with pytest.raises(RetrieverError, match="async-only"):
+        crag.retrieve(QUERY, 3)
+
+
+def test_expansions_run_concurrently_in_async(retriever: Any, always_partial: Evaluator) -> None:
+    chunks = retriever.search(QUERY, 5)
+    state = {"now": 0, "peak": 0}
+
+    class Slow(ListRetriever):
+        async def asearch(self, query: str, k: int) -> list:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+            await asyncio.sleep(0.05)
+            state["now"] -= 1
+            return self.search(query, k)
+
+    crag = CRAG(Slow(chunks), always_partial, expander=StaticExpander(["a b", "c d", "e f"]))
+    asyncio.run(crag.aretrieve(QUERY, 5))
+    assert state["peak"] == 3  # the three expanded queries were in flight together
+
+
+def test_async_web_timeout_is_bounded(retriever: Any, always_irrelevant: Evaluator) -> None:
+    web = RecordingWebSearcher(WEB, delay=5.0)
+    crag = CRAG(retriever, always_irrelevant, web=web, config={"web_timeout": 0.1})
+
+    async def run() -> Any:
+        return await asyncio.wait_for(crag.aretrieve(QUERY, 5), timeout=4.0)
+
+    result = asyncio.run(run())
+    assert result.web_error.startswith("WebSearchTimeout")
+    assert result.chunks == result.retrieved
+
+
+def test_bad_arguments(retriever: Any) -> None:
+    with pytest.raises(InvalidQueryError):
+        CRAG(retriever).retrieve("   ")
+    with pytest.raises(InputError):
+        CRAG(retriever).retrieve(QUERY, k=0)
+    with pytest.raises(InputError):
+        CRAG(object())
+    with pytest.raises(InputError):
+        CRAG(retriever, expander=object())
+    with pytest.raises(InputError):
+        CRAG(retriever, web=object())
+    with pytest.raises(InputError):
+        CRAG(retriever, config="fast")  # type: ignore[arg-type]
