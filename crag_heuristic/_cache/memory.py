@@ -21,15 +21,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from .._exceptions import CacheError, ConfigError
+from .._logging import get_logger
 from .codec import check_key, check_ttl, check_value
 from .stats import CacheStats, Counters
 
 __all__ = ["MemoryCache"]
 
-logger = structlog.get_logger("crag_heuristic")
+logger = get_logger()
 
 _BACKEND = "memory"
 

@@ -30,9 +30,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import structlog
-
 from .._exceptions import CacheError, ConfigError
+from .._logging import get_logger
 from .clients import LoopClients, build_client, check_seconds, check_url
 from .codec import check_key, check_ttl, check_value, decode_value
 from .health import DownWindow, classify, redis_errors
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisCache"]
 
-logger = structlog.get_logger("crag_heuristic")
+logger = get_logger()
 
 _BACKEND = "redis"
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")

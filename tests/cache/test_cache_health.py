@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 import redis
 from redis import exceptions as rex
-from structlog.testing import capture_logs
 
 from crag_heuristic import CacheError
 from crag_heuristic._cache import MemoryCache, RedisCache
 from crag_heuristic._cache.health import DownWindow, classify
-from crag_heuristic.testing import RedisServer
+from crag_heuristic.testing import RedisServer, capture_events
 
 
 @pytest.mark.parametrize(
@@ -57,7 +56,7 @@ def test_down_window_lets_one_probe_through(clock: Any) -> None:
 
 def test_memory_cache_events() -> None:
     cache = MemoryCache()
-    with capture_logs() as events:
+    with capture_events() as events:
         cache.set("crag:v0.1.0:eval:abc", "1")
         cache.get("crag:v0.1.0:eval:abc")
         cache.get("crag:v0.1.0:web:def")
@@ -80,7 +79,7 @@ def test_redis_cache_events_for_hit_error_down_and_recovery(clock: Any) -> None:
         cache = RedisCache(url=server.url, clock=clock)
         admin: redis.Redis = server.client()
         admin.set("crag:v0.1.0:eval:bad", b"\x80not json")
-        with capture_logs() as events:
+        with capture_events() as events:
             cache.set("crag:v0.1.0:eval:ok", "1")
             cache.get("crag:v0.1.0:eval:ok")
             cache.get("crag:v0.1.0:eval:bad")
