@@ -16,22 +16,24 @@ decisions, timings and notes are the same for both, by construction.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._cache.keys import evaluation_key, web_key
 from .._config import RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._exceptions import CragError, RetrieverError
+from .._exceptions import CacheError, CragError, RetrieverError
 from .._fusion import reciprocal_rank_fusion
 from .._protocols import ParentFetcher
 from .._types import Chunk, Evaluation, Verdict
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
 
-__all__ = ["Context", "Search", "WebCall", "correct"]
+__all__ = ["CacheGet", "CacheSet", "Context", "Search", "WebCall", "correct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,23 @@ class WebCall:
     max_results: int
 
 
-Request = Search | WebCall
+@dataclass(frozen=True, slots=True)
+class CacheGet:
+    """Read ``key`` from the cache (the outcome is the JSON text or ``None``)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSet:
+    """Write ``value`` (JSON text) under ``key`` for ``ttl`` seconds."""
+
+    key: str
+    value: str
+    ttl: float
+
+
+Request = Search | WebCall | CacheGet | CacheSet
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
 
@@ -67,11 +85,24 @@ class Context:
     expander: Any = None
     lexical: Any = None
     has_web: bool = False
+    has_cache: bool = False
+    web_fingerprint: str = ""
     log: Callable[..., None] = lambda event, **kv: None
     on_stage: Callable[[str, float], None] = lambda stage, ms: None
+    on_cache_error: Callable[[CacheError], None] = lambda error: None
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    cache_error: str | None = None
+
+    def cache_failed(self, error: BaseException, what: str) -> None:
+        """Record a cache failure: the query goes on without the cache."""
+        self.cache_error = describe(error)
+        if isinstance(error, CacheError):
+            self.on_cache_error(error)
+        note = f"the cache failed ({what}): going on without it"
+        if note not in self.notes:
+            self.notes.append(note)
 
     def timed(self, stage: str, started: float) -> None:
         """Record the milliseconds since ``started`` under ``stage`` (adding up)."""
@@ -108,14 +139,14 @@ class _State:
     web_query: str | None = None
     web_used: bool = False
     web_error: str | None = None
+    web_cache_hit: bool = False
 
 
-def correct(ctx: Context, query: str, k: int, initial: Evaluation | None = None) -> Flow:
+def correct(ctx: Context, query: str, k: int) -> Flow:
     """Run the CRAG flow for ``query`` (see the module doc); returns the result.
 
-    ``initial`` is a cached evaluation of the first retrieval, if the router
-    has one. Raises :class:`RetrieverError` when the first retrieval fails:
-    without it there is nothing to correct.
+    Raises :class:`RetrieverError` when the first retrieval fails: without it
+    there is nothing to correct.
     """
     total_start = time.perf_counter()
     cfg = ctx.config
@@ -130,7 +161,7 @@ def correct(ctx: Context, query: str, k: int, initial: Evaluation | None = None)
     ctx.counts["retrieved"] = len(retrieved)
     ctx.log("crag.retrieve", chunks=len(retrieved), depth=depth)
 
-    first_eval = initial or ctx.evaluate(query, retrieved, "evaluate")
+    first_eval, cache_hit = yield from _first_evaluation(ctx, query, retrieved)
     state = _State(chunks=retrieved, evaluation=first_eval)
     verdict = first_eval.verdict
 
@@ -185,12 +216,53 @@ def correct(ctx: Context, query: str, k: int, initial: Evaluation | None = None)
         web_query=state.web_query,
         web_search_used=state.web_used,
         web_error=state.web_error,
+        cache_hit=cache_hit,
+        web_cache_hit=state.web_cache_hit,
+        cache_error=ctx.cache_error,
         retries=state.retries,
         timings_ms=dict(ctx.timings),
         counts=dict(ctx.counts),
         notes=tuple(ctx.notes),
         refinement=refinement,
     )
+
+
+def _first_evaluation(
+    ctx: Context, query: str, chunks: list[Chunk]
+) -> Generator[list[Request], list[Any], tuple[Evaluation, bool]]:
+    """The first evaluation, from the cache when it holds it; (evaluation, hit)."""
+    if not (ctx.has_cache and ctx.config.cache_evaluations):
+        return ctx.evaluate(query, chunks, "evaluate"), False
+    evaluator = ctx.evaluator
+    key = evaluation_key(
+        query,
+        chunks,
+        config_fingerprint=evaluator.config.fingerprint(),
+        corpus_fingerprint=None if ctx.corpus_stats is None else ctx.corpus_stats.fingerprint(),
+        analyzer_fingerprint=evaluator.analyzer.fingerprint,
+    )
+    started = time.perf_counter()
+    [cached] = yield [CacheGet(key)]
+    ctx.timed("cache", started)
+    if isinstance(cached, BaseException):
+        ctx.cache_failed(cached, "evaluation read")
+    elif cached is not None:
+        try:
+            evaluation = Evaluation.from_dict(json.loads(cached))
+        except (ValueError, KeyError, TypeError) as exc:
+            ctx.cache_failed(exc, "a corrupt cached evaluation")
+        else:
+            ctx.log("crag.cache", op="get", what="evaluation", hit=True)
+            return evaluation, True
+    evaluation = ctx.evaluate(query, chunks, "evaluate")
+    if not isinstance(cached, BaseException):  # a failed read already told us the cache is down
+        payload = json.dumps(evaluation.to_dict(), ensure_ascii=False)
+        started = time.perf_counter()
+        [stored] = yield [CacheSet(key, payload, ctx.config.evaluation_ttl)]
+        ctx.timed("cache", started)
+        if isinstance(stored, BaseException):
+            ctx.cache_failed(stored, "evaluation write")
+    return evaluation, False
 
 
 def _fast_path(ctx: Context, query: str, state: _State) -> None:
@@ -279,9 +351,7 @@ def _web(
         ctx.notes.append("no web searcher configured: the original chunks are kept")
         return
     state.retries += 1
-    started = time.perf_counter()
-    [outcome] = yield [WebCall(state.web_query, ctx.config.web_max_results)]
-    ctx.timed("web_search", started)
+    outcome = yield from _cached_web(ctx, state)
     if isinstance(outcome, BaseException):
         state.web_error = describe(outcome)
         ctx.notes.append("the web search failed: the chunks before it are kept")
@@ -301,6 +371,41 @@ def _web(
     state.chunks = final
     state.web_used = True
     state.evaluation = ctx.evaluate(query, final, "re_evaluate")
+
+
+def _cached_web(ctx: Context, state: _State) -> Generator[list[Request], list[Any], Any]:
+    """Web results for ``state.web_query``: from the cache, else the searcher (then stored)."""
+    assert state.web_query is not None
+    max_results = ctx.config.web_max_results
+    key = None
+    if ctx.has_cache:
+        key = web_key(state.web_query, max_results, searcher_fingerprint=ctx.web_fingerprint)
+        started = time.perf_counter()
+        [cached] = yield [CacheGet(key)]
+        ctx.timed("cache", started)
+        if isinstance(cached, BaseException):
+            ctx.cache_failed(cached, "web results read")
+            key = None
+        elif cached is not None:
+            try:
+                chunks = [Chunk.from_dict(item) for item in json.loads(cached)]
+            except (ValueError, KeyError, TypeError, CragError) as exc:
+                ctx.cache_failed(exc, "corrupt cached web results")
+            else:
+                state.web_cache_hit = True
+                ctx.log("crag.cache", op="get", what="web", hit=True)
+                return chunks
+    started = time.perf_counter()
+    [outcome] = yield [WebCall(state.web_query, max_results)]
+    ctx.timed("web_search", started)
+    if key is not None and isinstance(outcome, list) and outcome:
+        payload = json.dumps([c.to_dict() for c in outcome if isinstance(c, Chunk)])
+        started = time.perf_counter()
+        [stored] = yield [CacheSet(key, payload, ctx.config.web_ttl)]
+        ctx.timed("cache", started)
+        if isinstance(stored, BaseException):
+            ctx.cache_failed(stored, "web results write")
+    return outcome
 
 
 def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:

@@ -42,11 +42,13 @@ class CRAGResult:
         web_error: why the web search failed (``"WebSearchTimeout: ..."``), or
             ``None``. A failed web search keeps the original chunks.
         cache_hit: whether the first evaluation came from the cache.
-        cache_error: the last cache failure during this query, or ``None``.
+        web_cache_hit: whether the web results came from the cache.
+        cache_error: the last cache failure during this query (``"CacheError:
+            ..."``), or ``None``. The query went on without the cache.
         retries: correction rounds used.
         timings_ms: milliseconds per stage (``retrieve``, ``evaluate``,
             ``expand``, ``re_retrieve``, ``fuse``, ``re_evaluate``,
-            ``rewrite``, ``web_search``, ``refine``, ``total``).
+            ``rewrite``, ``web_search``, ``cache``, ``refine``, ``total``).
         counts: sizes at each step (``retrieved``, ``expanded_rankings``,
             ``fused``, ``web_results``, ``dropped``, ``final``).
         notes: short human-readable remarks on what happened and why.
@@ -65,6 +67,7 @@ class CRAGResult:
     web_search_used: bool = False
     web_error: str | None = None
     cache_hit: bool = False
+    web_cache_hit: bool = False
     cache_error: str | None = None
     retries: int = 0
     timings_ms: Mapping[str, float] = field(default_factory=dict)
@@ -92,6 +95,7 @@ class CRAGResult:
             "web_search_used": self.web_search_used,
             "web_error": self.web_error,
             "cache_hit": self.cache_hit,
+            "web_cache_hit": self.web_cache_hit,
             "cache_error": self.cache_error,
             "retries": self.retries,
             "corrected": self.corrected,

@@ -14,14 +14,31 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from .._cache import MemoryCache
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._evaluator.evaluator import check_query
-from .._exceptions import InputError, RetrieverError, WebSearchError, WebSearchTimeout
+from .._exceptions import (
+    CacheError,
+    InputError,
+    RetrieverError,
+    WebSearchError,
+    WebSearchTimeout,
+)
 from .._logging import get_logger
 from .._protocols import StatsProvider
-from .flow import Context, Flow, Request, Search, WebCall, correct, retriever_error
+from .flow import (
+    CacheGet,
+    CacheSet,
+    Context,
+    Flow,
+    Request,
+    Search,
+    WebCall,
+    correct,
+    retriever_error,
+)
 from .result import CRAGResult, Strategy
 
 __all__ = ["CRAG"]
@@ -39,7 +56,11 @@ class CRAG:
             chunks, corpus_stats)`` returning an object with ``queries``).
         web: a web searcher (``search(query, max_results)`` /
             ``asearch``) for IRRELEVANT retrievals; none by default.
-        cache: reserved for the evaluation and web caches.
+        cache: where evaluations and web results are cached: a
+            :class:`MemoryCache` (the default: ``None`` makes one), a
+            :class:`RedisCache`, anything with ``get``/``set`` (and/or
+            ``aget``/``aset``) of JSON text, or ``False`` for no cache. Cache
+            failures never fail a query: they show as ``cache_error``.
         config: a :class:`RouterConfig` or a dict of its fields.
         lexical: a second retriever (e.g. :class:`BM25Retriever`) whose
             rankings for the original and expanded queries join the fusion.
@@ -71,11 +92,15 @@ class CRAG:
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
         if web is not None and not (hasattr(web, "search") or hasattr(web, "asearch")):
             raise InputError("web must have search(query, max_results) or asearch(...)")
+        if cache is None:
+            cache = MemoryCache()
+        elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
+            raise InputError("cache must have get/set or aget/aset (or be False for none)")
         self.retriever = retriever
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
         self.expander = expander
         self.web = web
-        self.cache = cache
+        self.cache = None if cache is False else cache
         if config is None:
             config = RouterConfig()
         elif isinstance(config, Mapping):
@@ -124,6 +149,9 @@ class CRAG:
         def on_stage(stage: str, ms: float) -> None:
             self._metric("stage", stage, ms / 1000.0)
 
+        def on_cache_error(error: CacheError) -> None:
+            self._metric("cache_error", getattr(error, "kind", None) or type(error).__name__)
+
         return Context(
             retriever=self.retriever,
             evaluator=self.evaluator,
@@ -132,9 +160,21 @@ class CRAG:
             expander=self.expander,
             lexical=self.lexical,
             has_web=self.web is not None,
+            has_cache=self.cache is not None,
+            web_fingerprint=self._web_fingerprint(),
             log=log.debug,
             on_stage=on_stage,
+            on_cache_error=on_cache_error,
         )
+
+    def _web_fingerprint(self) -> str:
+        """What identifies the web searcher in cache keys (its settings, else its type)."""
+        if self.web is None:
+            return ""
+        value = getattr(self.web, "fingerprint", None)
+        if callable(value):
+            value = value()
+        return str(value) if value else type(self.web).__qualname__
 
     def _k(self, k: int | None) -> int:
         if k is None:
@@ -193,6 +233,8 @@ class CRAG:
 
     def _call(self, request: Request) -> Any:
         """Run one request; return its value or the exception it raised."""
+        if isinstance(request, CacheGet | CacheSet):
+            return self._cache_call(request)
         if isinstance(request, Search):
             search = getattr(request.retriever, "search", None)
             if search is None:
@@ -211,6 +253,19 @@ class CRAG:
         except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
             return _web_error(exc)
 
+    def _cache_call(self, request: CacheGet | CacheSet) -> Any:
+        method = getattr(self.cache, "get" if isinstance(request, CacheGet) else "set", None)
+        if method is None:
+            return CacheError(
+                "this cache is async-only: use aretrieve()", backend="cache", operation="get"
+            )
+        try:
+            if isinstance(request, CacheGet):
+                return method(request.key)
+            return method(request.key, request.value, request.ttl)
+        except Exception as exc:  # noqa: BLE001 - a cache failure never fails a query
+            return _cache_error(exc, request)
+
     # -- async ----------------------------------------------------------------------------
 
     async def aretrieve(self, query: str, k: int | None = None) -> CRAGResult:
@@ -227,6 +282,15 @@ class CRAG:
             return self._finish(result)
 
     async def _acall(self, request: Request) -> Any:
+        if isinstance(request, CacheGet | CacheSet):
+            try:
+                if isinstance(request, CacheGet):
+                    return await _async_or_thread(self.cache, "aget", "get", request.key)
+                return await _async_or_thread(
+                    self.cache, "aset", "set", request.key, request.value, request.ttl
+                )
+            except Exception as exc:  # noqa: BLE001
+                return _cache_error(exc, request)
         if isinstance(request, Search):
             try:
                 return await _async_or_thread(
@@ -257,6 +321,15 @@ def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> 
     if native is not None:
         return native(*args)
     return asyncio.to_thread(getattr(part, sync_name), *args)
+
+
+def _cache_error(error: Exception, request: CacheGet | CacheSet) -> CacheError:
+    if isinstance(error, CacheError):
+        return error
+    operation = "get" if isinstance(request, CacheGet) else "set"
+    return CacheError(
+        f"the cache raised {type(error).__name__}: {error}", backend="cache", operation=operation
+    )
 
 
 def _web_error(error: Exception) -> WebSearchError:

@@ -18,7 +18,10 @@ def test_events_are_silent_by_default_and_structured_when_enabled(
     retriever: Any, always_irrelevant: Evaluator, caplog: pytest.LogCaptureFixture
 ) -> None:
     crag = CRAG(
-        retriever, always_irrelevant, web=RecordingWebSearcher(error=WebSearchTimeout("slow"))
+        retriever,
+        always_irrelevant,
+        web=RecordingWebSearcher(error=WebSearchTimeout("slow")),
+        cache=False,  # the second call must evaluate again, not read the cache
     )
     with caplog.at_level(logging.WARNING, logger="crag_heuristic"):
         crag.retrieve(QUERY, 3)
