@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -40,6 +41,11 @@ from pathlib import Path
 
 from .._exceptions import InputError, SynonymFormatError
 from .._text import Analyzer
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:  # pragma: no cover - exercised on Python 3.10 only
+    from importlib.abc import Traversable
 
 __all__ = [
     "BUNDLED_PACKAGE",
@@ -231,7 +237,7 @@ class SynonymSet:
     @staticmethod
     def bundled_names() -> tuple[str, ...]:
         """The names of the synonym sets shipped in ``crag_heuristic.synonyms``, sorted."""
-        folder = resources.files(BUNDLED_PACKAGE)
+        folder = _bundled_folder()
         names = (
             entry.name.removesuffix(".txt")
             for entry in folder.iterdir()
@@ -347,12 +353,30 @@ class SynonymSet:
 # -- loading ----------------------------------------------------------------------------------
 
 
+def _bundled_folder() -> Traversable | Path:
+    """Where the shipped sets are: the installed package, else the source checkout's folder.
+
+    An installed crag-heuristic (wheel or editable) has ``crag_heuristic.synonyms``.
+    A source checkout imported without installing it (``python`` started in the
+    repository root) has the files in the top-level ``synonyms/`` folder instead.
+    """
+    try:
+        return resources.files(BUNDLED_PACKAGE)
+    except ModuleNotFoundError:
+        folder = Path(__file__).resolve().parents[2] / "synonyms"
+        if (folder / "english.txt").is_file():
+            return folder
+        raise InputError(
+            f"the shipped synonym sets are missing: no package {BUNDLED_PACKAGE}"
+        ) from None
+
+
 def _bundled_rules(name: str, available: Sequence[str]) -> list[SynonymRule]:
     if name not in available:
         raise InputError(
             f"no bundled synonym set {name!r}; shipped: {', '.join(available) or 'none'}"
         )
-    data = resources.files(BUNDLED_PACKAGE).joinpath(f"{name}.txt").read_bytes()
+    data = _bundled_folder().joinpath(f"{name}.txt").read_bytes()
     return parse_rules(_decode(data, f"{BUNDLED_PACKAGE}/{name}.txt"), source=f"bundled:{name}")
 
 
