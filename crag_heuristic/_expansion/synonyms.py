@@ -105,6 +105,10 @@ class SynonymMatch:
 
 def _split_line(line: str, source: str, number: int) -> list[list[str]]:
     """Split a rule into its sides (one, or two around ``=>``), each a list of raw terms."""
+    if "\\" not in line:  # the common case, without escapes: plain splits
+        if line.count("=>") > 1:
+            raise SynonymFormatError(source, number, line, "more than one '=>'")
+        return [side.split(",") for side in line.split("=>")]
     sides: list[list[str]] = [[]]
     term: list[str] = []
     i = 0

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crag_heuristic._exceptions import InputError, SynonymFormatError
-from crag_heuristic._expansion.synonyms import SynonymRule, load_synonyms, parse_rules
+from crag_heuristic._expansion.synonyms import (
+    SynonymRule,
+    _split_line,
+    load_synonyms,
+    parse_rules,
+)
 
 GOOD = """\ufeff# a comment
    # an indented comment
@@ -97,3 +104,16 @@ def test_unreadable_sources_raise_input_error(tmp_path) -> None:
         load_synonyms(tmp_path)  # a directory
     with pytest.raises(InputError, match="must be a path or a name"):
         load_synonyms(42)  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=st.text(alphabet="ab ,=>", max_size=12))
+def test_the_escape_free_fast_path_splits_like_the_escaping_scanner(line: str) -> None:
+    # "\a" is just "a" to the scanner; a line with a backslash never takes the fast path
+    def split(text: str) -> object:
+        try:
+            return _split_line(text, "s", 1)
+        except SynonymFormatError as error:
+            return error.reason
+
+    assert split(line) == split(line.replace("a", "\\a"))
