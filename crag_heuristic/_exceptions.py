@@ -7,8 +7,9 @@ caller can catch the whole family with one ``except``. The tree::
     ├── ConfigError                  a configuration field has a bad value (also ValueError)
     ├── InputError                   the caller passed something unusable (also ValueError)
     │   ├── InvalidQueryError        empty, whitespace-only or non-string query
-    │   └── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
-    │       └── DuplicateChunkError  two chunks share an id
+    │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
+    │   │   └── DuplicateChunkError  two chunks share an id
+    │   └── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
     ├── WebSearchError               the web fallback failed (the router records it, never hides it)
     │   ├── WebSearchTimeout         the search engine did not answer in time
@@ -39,6 +40,7 @@ __all__ = [
     "InvalidQueryError",
     "RedisServerError",
     "RetrieverError",
+    "SynonymFormatError",
     "WebSearchError",
     "WebSearchFormatDisabled",
     "WebSearchHTTPError",
@@ -136,6 +138,24 @@ class DuplicateChunkError(InvalidChunkError):
             chunk_id=chunk_id,
             index=index,
         )
+
+
+class SynonymFormatError(InputError):
+    """A synonym file (Solr/Elasticsearch format) has a line that cannot be parsed.
+
+    Attributes:
+        path: the file (or ``"<string>"`` for text passed in directly).
+        line_number: 1-based number of the offending line.
+        line: the offending line as written (without its line break).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str, line_number: int, line: str, reason: str) -> None:
+        self.path = path
+        self.line_number = line_number
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{path}:{line_number}: {reason}: {_short(line)}")
 
 
 class RetrieverError(CragError):
