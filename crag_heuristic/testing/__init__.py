@@ -2,8 +2,33 @@
 
 * :class:`ListRetriever`, :class:`StaticExpander`, :class:`RecordingWebSearcher`:
   deterministic stand-ins to drive one route of the router.
+* :func:`ensure_searxng_venv`, :class:`FixtureEngine`, :class:`SearxngServer`:
+  a real SearXNG, offline, fed by a programmable loopback engine.
 """
 
 from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
+from ._searxng import (
+    SEARXNG_PACKAGE,
+    FixtureEngine,
+    FixtureReply,
+    SearxngServer,
+    SearxngStartError,
+    SearxngUnavailable,
+    ensure_searxng_venv,
+    fixture_item,
+)
 
-__all__ = ["ListRetriever", "RecordingWebSearcher", "StaticExpander", "StaticExpansion"]
+__all__ = [
+    "SEARXNG_PACKAGE",
+    "FixtureEngine",
+    "FixtureReply",
+    "ListRetriever",
+    "RecordingWebSearcher",
+    "SearxngServer",
+    "SearxngStartError",
+    "SearxngUnavailable",
+    "StaticExpander",
+    "StaticExpansion",
+    "ensure_searxng_venv",
+    "fixture_item",
+]
