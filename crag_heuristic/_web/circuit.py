@@ -30,20 +30,19 @@ The clock is injectable (``clock=``, monotonic seconds) for tests.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-
-import structlog
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .._exceptions import CircuitOpenError, ConfigError
+from .._logging import get_logger
 
 __all__ = ["CircuitBreaker", "CircuitState"]
-
-logger = structlog.get_logger("crag_heuristic")
 
 
 class CircuitState(str, enum.Enum):
@@ -73,6 +72,10 @@ class CircuitBreaker:
         name: a label for errors and logs.
         clock: monotonic time in seconds (``time.monotonic``); inject a fake
             one in tests.
+        logger: a structlog logger for the ``crag.circuit`` event (``circuit``,
+            ``previous``, ``state``) logged at INFO on every state change, after
+            the lock is released (default: the stdlib-backed
+            ``"crag_heuristic"`` logger).
 
     Raises:
         ConfigError: a bad argument, naming it.
@@ -86,6 +89,7 @@ class CircuitBreaker:
         cooldown: float = 30.0,
         name: str = "web_search",
         clock: Callable[[], float] = time.monotonic,
+        logger: Any = None,
     ) -> None:
         _check_positive("failure_threshold", failure_threshold, integer=True)
         _check_positive("window", window)
@@ -95,12 +99,14 @@ class CircuitBreaker:
         self.cooldown = float(cooldown)
         self.name = name
         self._clock = clock
+        self._log = logger if logger is not None else get_logger()
         self._lock = threading.Lock()
         self._state = CircuitState.CLOSED
         self._epoch = 0
         self._failures: deque[float] = deque()
         self._opened_at = 0.0
         self._trial_started: float | None = None
+        self._changes: list[tuple[str, str]] = []
 
     def __repr__(self) -> str:
         return f"CircuitBreaker(name={self.name!r}, state={self.state.value!r})"
@@ -128,7 +134,7 @@ class CircuitBreaker:
                 left of the cool-down), or half-open with the trial call still
                 out (``retry_after`` = the cool-down, an upper bound).
         """
-        with self._lock:
+        with self._changing():
             now = self._clock()
             if self._state is CircuitState.CLOSED:
                 return self._epoch
@@ -144,7 +150,7 @@ class CircuitBreaker:
 
     def record_success(self, ticket: int) -> None:
         """Report that the call holding ``ticket`` succeeded."""
-        with self._lock:
+        with self._changing():
             if ticket != self._epoch:
                 return
             self._failures.clear()
@@ -153,7 +159,7 @@ class CircuitBreaker:
 
     def record_failure(self, ticket: int) -> None:
         """Report that the call holding ``ticket`` failed."""
-        with self._lock:
+        with self._changing():
             if ticket != self._epoch:
                 return
             now = self._clock()
@@ -173,12 +179,26 @@ class CircuitBreaker:
 
     def reset(self) -> None:
         """Close the circuit and forget every failure."""
-        with self._lock:
+        with self._changing():
             self._failures.clear()
             if self._state is not CircuitState.CLOSED:
                 self._move(CircuitState.CLOSED)
 
-    # -- internals (called with the lock held) ---------------------------------------
+    # -- internals ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the lock; log the state changes made under it once it is released."""
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._lock:
+                changes, self._changes = self._changes, []
+            for previous, state in changes:
+                self._log.info("crag.circuit", circuit=self.name, previous=previous, state=state)
+
+    # the methods below are called with the lock held
 
     def _cooled_down(self, now: float) -> bool:
         return now - self._opened_at >= self.cooldown
@@ -193,7 +213,7 @@ class CircuitBreaker:
         self._move(CircuitState.OPEN)
 
     def _move(self, state: CircuitState) -> None:
-        logger.info("crag.circuit", name=self.name, previous=self._state.value, state=state.value)
+        self._changes.append((self._state.value, state.value))
         self._state = state
         self._epoch += 1
         self._trial_started = None

@@ -48,9 +48,11 @@ instance, so opening the circuit would save only a fast round trip, would
 delay the recovery after the fix by up to a cool-down, and would replace the
 error that says how to fix it with a bare ``CircuitOpenError``.
 
-Logs one structlog event ``crag.web_search`` per call (``status``, ``results``,
-``retries``, ``duration_ms``, ``error``, ``circuit``, ``unresponsive``) and
-``crag.web_search.retry`` per retry; the query text is not logged.
+Logs one structlog event ``crag.web_search`` per call, at INFO (``url``,
+``status``, ``results``, ``retries``, ``duration_ms``, ``error``, ``circuit``,
+``unresponsive``), and ``crag.web_search.retry`` per retry at DEBUG, through the
+stdlib logger ``"crag_heuristic"`` (silent unless the application enables it;
+see :mod:`crag_heuristic._logging`). The query text is never logged.
 """
 
 from __future__ import annotations
@@ -67,7 +69,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import structlog
 
 from .._exceptions import (
     ConfigError,
@@ -82,15 +83,14 @@ from .._exceptions import (
     WebSearchResponseError,
     WebSearchTimeout,
 )
-from .._types import Chunk
+from .._logging import get_logger
 from .circuit import CircuitBreaker
 from .config import SearxngConfig
 from .response import WebResults, parse_answer
 
 __all__ = ["SearxngClient"]
 
-logger = structlog.get_logger("crag_heuristic")
-
+EVENT = "crag.web_search"
 FORMAT_HOWTO = (
     "enable JSON in the instance's settings.yml with `search: formats: [html, json]` and restart it"
 )
@@ -163,10 +163,18 @@ class SearxngClient:
         breaker: a :class:`CircuitBreaker`, possibly shared by several clients.
         rng: the random source of the retry jitter (seed it in tests).
         sleep, async_sleep: how to wait between retries (replace in tests).
+        logger: a structlog logger for the events (default: the stdlib-backed
+            ``"crag_heuristic"`` logger).
 
     Each request's timeout is ``config.timeout`` (it overrides the timeout of
     an injected client). A call takes at most about ``(max_retries + 1)``
-    attempts of up to ``timeout`` per phase, plus the retry delays.
+    attempts of up to ``timeout`` per phase, plus the retry delays. Behind the
+    async router, keep ``timeout`` below the router's ``web_timeout``: a call
+    the router cancels is neither a success nor a failure for the breaker,
+    while the client's own :class:`~crag_heuristic.WebSearchTimeout` counts.
+
+    Thread-safe: one client serves many threads, and (without an injected
+    ``async_client``, which belongs to its event loop) any event loop.
 
     Raises:
         ConfigError: a bad ``base_url`` or option, naming it.
@@ -194,6 +202,7 @@ class SearxngClient:
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
         async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        logger: Any = None,
     ) -> None:
         overrides = {
             "timeout": timeout,
@@ -222,14 +231,20 @@ class SearxngClient:
         self._async_sleep = async_sleep
         self._headers = self.config.request_headers()
         self._lock = threading.Lock()
+        self._log = logger if logger is not None else get_logger()
 
     def __repr__(self) -> str:
         return f"SearxngClient({self.url!r})"
 
     # -- public calls -------------------------------------------------------------------
 
-    def search(self, query: str, max_results: int = 5) -> list[Chunk]:
-        """Search the web; returns a :class:`WebResults` (a list of chunks, best first).
+    def search(self, query: str, max_results: int = 5) -> WebResults:
+        """Search the web: the chunks, best first, in a :class:`WebResults` list.
+
+        ``max_results`` caps what one page of the instance's answer holds
+        (no further pages are fetched). ``results.info`` tells whether the
+        answer was partial (some engines failed), how many duplicates were
+        dropped and how many retries it took.
 
         Raises:
             InvalidQueryError: ``query`` is not a non-empty string.
@@ -258,7 +273,7 @@ class SearxngClient:
         self._report(ticket, text, None, status, retries, started, results)
         return results
 
-    async def asearch(self, query: str, max_results: int = 5) -> list[Chunk]:
+    async def asearch(self, query: str, max_results: int = 5) -> WebResults:
         """The async twin of :meth:`search` (same results, same errors)."""
         text = _check_call(query, max_results)
         ticket = self._acquire(text)
@@ -437,7 +452,7 @@ class SearxngClient:
 
     def _delay(self, retries: int, step: _Step) -> float:
         delay = self.config.retry_delay(retries, self._rng.random(), step.retry_after)
-        logger.debug(
+        self._log.debug(
             "crag.web_search.retry",
             url=self.url,
             status=step.status_code or None,
@@ -456,8 +471,8 @@ class SearxngClient:
             return self.breaker.acquire()
         except WebSearchError as error:
             error.query, error.url = query, self.url
-            logger.warning(
-                "crag.web_search",
+            self._log.info(
+                EVENT,
                 url=self.url,
                 status=None,
                 results=0,
@@ -499,10 +514,7 @@ class SearxngClient:
             fields["unresponsive"] = [name for name, _ in results.info.unresponsive_engines]
         if isinstance(error, WebSearchEnginesFailed):
             fields["unresponsive"] = list(error.engines)
-        if error is None:
-            logger.info("crag.web_search", **fields)
-        else:
-            logger.warning("crag.web_search", **fields)
+        self._log.info(EVENT, **fields)
 
 
 def _ms_since(started: float) -> float:

@@ -7,7 +7,7 @@ test_searxng_real.py; these add retries, odd bodies and transport failures.
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import random
 import socket
 from collections.abc import Callable
@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-import structlog
 
 from crag_heuristic import (
     Chunk,
@@ -32,6 +31,7 @@ from crag_heuristic import (
     WebSearchTimeout,
 )
 from crag_heuristic._exceptions import WebSearchConnectionError, WebSearchEnginesFailed
+from crag_heuristic._protocols import AsyncWebSearcher, WebSearcher
 from crag_heuristic._web import CircuitBreaker, CircuitState, SearxngClient, WebResults
 
 BASE = "http://searx.test"
@@ -161,6 +161,12 @@ def test_results_become_web_chunks(mode: str) -> None:
     assert not info.partial
 
 
+def test_implements_the_web_searcher_protocols() -> None:
+    web = SearxngClient(BASE)
+    assert isinstance(web, WebSearcher)
+    assert isinstance(web, AsyncWebSearcher)
+
+
 def test_request_shape(mode: str) -> None:
     h = harness(mode, answer(), categories=["general"], engines="wiki,ddg", language="en")
     h.search("  solar power ")
@@ -219,7 +225,9 @@ def test_empty_answer_is_an_empty_list(mode: str) -> None:
     assert isinstance(chunks, WebResults) and chunks.info.received == 0
 
 
-def test_partial_answer_returns_results_and_records_failed_engines(mode: str) -> None:
+def test_partial_answer_returns_results_and_records_failed_engines(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
     h = harness(
         mode,
         answer(
@@ -227,14 +235,14 @@ def test_partial_answer_returns_results_and_records_failed_engines(mode: str) ->
             unresponsive_engines=[["ddg", "timeout"], ["brave", "HTTP error"]],
         ),
     )
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.INFO, logger="crag_heuristic"):
         chunks = h.search()
     assert [c.source for c in chunks] == ["https://a.org/"]
     assert isinstance(chunks, WebResults)
     assert chunks.info.partial
     assert chunks.info.unresponsive_engines == (("ddg", "timeout"), ("brave", "HTTP error"))
-    event = next(e for e in logs if e["event"] == "crag.web_search")
-    assert event["unresponsive"] == ["ddg", "brave"]
+    (event,) = web_events(caplog)
+    assert event.unresponsive == ["ddg", "brave"]
 
 
 def test_no_results_and_failed_engines_is_an_error(mode: str) -> None:
@@ -711,33 +719,63 @@ async def test_a_cancelled_trial_frees_the_slot() -> None:
 # -- logging and lifetime -------------------------------------------------------------------
 
 
-def test_one_log_event_per_call(mode: str) -> None:
+def web_events(caplog: pytest.LogCaptureFixture) -> list[Any]:
+    return [r for r in caplog.records if r.getMessage() == "crag.web_search"]
+
+
+def test_events_are_silent_by_default(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    h = harness(mode, httpx.Response(403))
+    with (
+        caplog.at_level(logging.WARNING, logger="crag_heuristic"),
+        pytest.raises(WebSearchFormatDisabled),
+    ):
+        h.search()
+    assert caplog.records == []
+
+
+def test_one_event_per_call_with_its_fields(mode: str, caplog: pytest.LogCaptureFixture) -> None:
     breaker = CircuitBreaker(clock=FakeClock())
     h = harness(mode, httpx.Response(429), answer([result("https://a.org/")]), breaker=breaker)
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.DEBUG, logger="crag_heuristic"):
         h.search()
-    events = [e for e in logs if e["event"] == "crag.web_search"]
-    assert len(events) == 1
-    event = events[0]
-    assert event["log_level"] == "info"
-    assert (
-        event["status"],
-        event["results"],
-        event["retries"],
-        event["error"],
-        event["circuit"],
-    ) == (200, 1, 1, None, "closed")
-    assert event["duration_ms"] >= 0
-    assert "solar power" not in json.dumps(event, default=str)  # the query is not logged
+    (event,) = web_events(caplog)
+    assert event.levelno == logging.INFO
+    assert (event.status, event.results, event.retries, event.error, event.circuit) == (
+        200,
+        1,
+        1,
+        None,
+        "closed",
+    )
+    assert event.duration_ms >= 0
+    retries = [r for r in caplog.records if r.getMessage() == "crag.web_search.retry"]
+    assert [(r.levelno, r.status, r.retry) for r in retries] == [(logging.DEBUG, 429, 1)]
+    assert all("solar power" not in str(r.__dict__) for r in caplog.records)  # no query text
 
 
-def test_failures_log_a_warning_with_the_error_kind(mode: str) -> None:
+def test_failures_name_the_error_kind(mode: str, caplog: pytest.LogCaptureFixture) -> None:
     h = harness(mode, httpx.Response(403))
-    with structlog.testing.capture_logs() as logs, pytest.raises(WebSearchFormatDisabled):
+    with (
+        caplog.at_level(logging.INFO, logger="crag_heuristic"),
+        pytest.raises(WebSearchFormatDisabled),
+    ):
         h.search()
-    (event,) = [e for e in logs if e["event"] == "crag.web_search"]
-    assert event["log_level"] == "warning"
-    assert (event["status"], event["error"]) == (403, "WebSearchFormatDisabled")
+    (event,) = web_events(caplog)
+    assert (event.status, event.error, event.results) == (403, "WebSearchFormatDisabled", 0)
+
+
+def test_circuit_changes_are_logged(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    breaker = CircuitBreaker(failure_threshold=1, clock=FakeClock(), name="searxng")
+    h = harness(mode, httpx.ConnectError("refused"), breaker=breaker)
+    with caplog.at_level(logging.INFO, logger="crag_heuristic"):
+        with pytest.raises(WebSearchConnectionError):
+            h.search()
+        with pytest.raises(CircuitOpenError):
+            h.search()
+    (change,) = [r for r in caplog.records if r.getMessage() == "crag.circuit"]
+    assert (change.circuit, change.previous, change.state) == ("searxng", "closed", "open")
+    refused = web_events(caplog)[-1]
+    assert (refused.error, refused.circuit) == ("CircuitOpenError", "open")
 
 
 def test_close_closes_only_an_owned_client() -> None:
