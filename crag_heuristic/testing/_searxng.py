@@ -224,7 +224,7 @@ class FixtureEngine:
 
     Program an answer per query (and optionally per engine name: SearXNG
     engines made by :class:`SearxngServer` send ``engine=<name>``); any other
-    query gets ``default`` (no results). Every request is recorded in
+    query gets :attr:`default` (no results unless set). Every request is recorded in
     :attr:`requests` as ``(engine, query)``. A slow reply's wait ends early
     when the engine stops, so stopping never hangs.
     """
@@ -251,10 +251,11 @@ class FixtureEngine:
             self._replies[(engine, query)] = reply
 
     def reset(self) -> None:
-        """Forget every programmed reply and recorded request."""
+        """Forget every programmed reply and recorded request; restore ``default``."""
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self.default = FixtureReply()
 
     def reply_for(self, engine: str, query: str) -> FixtureReply:
         with self._lock:
