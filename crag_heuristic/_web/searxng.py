@@ -58,13 +58,10 @@ see :mod:`crag_heuristic._logging`). The query text is never logged.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,11 +76,10 @@ from .._exceptions import (
     WebSearchError,
     WebSearchFormatDisabled,
     WebSearchHTTPError,
-    WebSearchRateLimited,
-    WebSearchResponseError,
     WebSearchTimeout,
 )
 from .._logging import get_logger
+from .attempt import Step, from_exception, from_response
 from .circuit import CircuitBreaker
 from .config import SearxngConfig
 from .response import WebResults, parse_answer
@@ -91,50 +87,6 @@ from .response import WebResults, parse_answer
 __all__ = ["SearxngClient"]
 
 EVENT = "crag.web_search"
-FORMAT_HOWTO = (
-    "enable JSON in the instance's settings.yml with `search: formats: [html, json]` and restart it"
-)
-_MESSAGE_CHARS = 200
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """What one HTTP attempt came to: an answer, or an error (maybe worth a retry)."""
-
-    payload: Any = None
-    status_code: int = 0
-    error: WebSearchError | None = None
-    retryable: bool = False
-    retry_after: float | None = None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """The ``Retry-After`` header in seconds (a number or an HTTP date), if any."""
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError):
-            return None
-    return max(0.0, seconds) if seconds == seconds else None
-
-
-def _server_message(response: httpx.Response) -> str:
-    """The instance's ``{"error": ...}`` text, else the start of the body."""
-    try:
-        data = json.loads(response.content)
-    except (ValueError, RecursionError):
-        data = None
-    if isinstance(data, dict) and isinstance(data.get("error"), str):
-        return str(data["error"])[:_MESSAGE_CHARS]
-    if "html" in response.headers.get("Content-Type", ""):
-        return "an HTML page"
-    text = response.content[:_MESSAGE_CHARS].decode("utf-8", "replace").strip()
-    return " ".join(text.split()) or "an empty body"
 
 
 def _is_failure(error: BaseException) -> bool:
@@ -286,9 +238,9 @@ class SearxngClient:
                 try:
                     response = await client.get(**self._request(text))
                 except Exception as exc:  # noqa: BLE001 - classified, never re-raised raw
-                    step = self._transport_step(exc, text)
+                    step = self._from_exception(exc, text)
                 else:
-                    step = self._response_step(response, text)
+                    step = self._from_response(response, text)
                 status = step.status_code or status
                 if step.error is None:
                     results = self._finish(step, text, max_results, retries, started)
@@ -308,9 +260,11 @@ class SearxngClient:
 
     def close(self) -> None:
         """Close the ``httpx.Client`` this object made (never an injected one)."""
+        if not self._owns_client:
+            return
         with self._lock:
             client, self._client = self._client, None
-        if self._owns_client and client is not None:
+        if client is not None:
             client.close()
 
     def __enter__(self) -> SearxngClient:
@@ -341,103 +295,23 @@ class SearxngClient:
             "timeout": self.config.timeout,
         }
 
-    def _attempt(self, send: Callable[[], httpx.Response], query: str) -> _Step:
+    def _attempt(self, send: Callable[[], httpx.Response], query: str) -> Step:
         try:
             response = send()
         except Exception as exc:  # noqa: BLE001 - classified, never re-raised raw
-            return self._transport_step(exc, query)
-        return self._response_step(response, query)
+            return self._from_exception(exc, query)
+        return self._from_response(response, query)
 
-    def _transport_step(self, exc: Exception, query: str) -> _Step:
-        """Classify a transport exception; the typed error keeps it as ``__cause__``."""
-        step = self._classify_transport(exc, query)
-        if step.error is not None:
-            step.error.__cause__ = exc
-        return step
+    def _from_exception(self, exc: Exception, query: str) -> Step:
+        return from_exception(exc, url=self.url, query=query, timeout=self.config.timeout)
 
-    def _classify_transport(self, exc: Exception, query: str) -> _Step:
-        where = {"query": query, "url": self.url}
-        if isinstance(exc, httpx.TimeoutException):
-            kind = type(exc).__name__
-            return _Step(
-                error=WebSearchTimeout(
-                    f"{self.url} did not answer within {self.config.timeout:g} s ({kind}); "
-                    "the client's timeout must exceed the instance's engine timeout",
-                    **where,
-                )
-            )
-        if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
-            message = f"cannot connect to {self.url}: {exc or type(exc).__name__}"
-            return _Step(error=WebSearchConnectionError(message, **where))
-        if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
-            message = f"connection to {self.url} dropped: {exc or type(exc).__name__}"
-            return _Step(error=WebSearchConnectionError(message, **where), retryable=True)
-        if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
-            message = f"{self.url} sent an unreadable answer: {exc}"
-            return _Step(error=WebSearchResponseError(message, **where))
-        if isinstance(exc, httpx.HTTPError | httpx.InvalidURL | httpx.StreamError | OSError):
-            message = f"request to {self.url} failed: {type(exc).__name__}: {exc}"
-            return _Step(error=WebSearchConnectionError(message, **where))
-        raise exc
-
-    def _response_step(self, response: httpx.Response, query: str) -> _Step:
-        status = response.status_code
-        where = {"query": query, "url": self.url}
-        if 200 <= status < 300:
-            return self._decode(response, query)
-        message = _server_message(response)
-        if status == 403:
-            error: WebSearchError = WebSearchFormatDisabled(
-                f"{self.url} answered 403 to format=json: the instance does not serve "
-                f"JSON; {FORMAT_HOWTO}",
-                status_code=status,
-                **where,
-            )
-            return _Step(status_code=status, error=error)
-        if status == 429:
-            error = WebSearchRateLimited(
-                f"{self.url} answered 429 (rate limited) after "
-                f"{self.config.max_retries} retries; its limiter may be blocking this "
-                "client: allow it in limiter.toml or turn server.limiter off",
-                status_code=status,
-                **where,
-            )
-            retry_after = _retry_after(response)
-            return _Step(status_code=status, error=error, retryable=True, retry_after=retry_after)
-        if 300 <= status < 400:
-            target = response.headers.get("Location", "?")
-            text = (
-                f"{self.url} redirected ({status}) to {target}; redirects are not followed: "
-                "use the final address as base_url (a redirect to '/' is the bot detection)"
-            )
-        elif status == 404:
-            text = f"{self.url} answered 404: is base_url the instance's root?"
-        else:
-            text = f"{self.url} answered HTTP {status}: {message}"
-        error = WebSearchHTTPError(text, status_code=status, **where)
-        return _Step(status_code=status, error=error, retryable=status >= 500)
-
-    def _decode(self, response: httpx.Response, query: str) -> _Step:
-        status = response.status_code
-        body = response.content
-        try:
-            payload = json.loads(body)
-        except (ValueError, RecursionError):
-            looks_html = body.lstrip()[:1] == b"<" or "html" in response.headers.get(
-                "Content-Type", ""
-            )
-            what = "an HTML page" if looks_html else f"non-JSON ({_server_message(response)})"
-            error = WebSearchResponseError(
-                f"{self.url} answered {status} with {what} instead of JSON: check that "
-                "base_url is a SearXNG instance that honours format=json",
-                query=query,
-                url=self.url,
-            )
-            return _Step(status_code=status, error=error)
-        return _Step(payload=payload, status_code=status)
+    def _from_response(self, response: httpx.Response, query: str) -> Step:
+        return from_response(
+            response, url=self.url, query=query, max_retries=self.config.max_retries
+        )
 
     def _finish(
-        self, step: _Step, query: str, max_results: int, retries: int, started: float
+        self, step: Step, query: str, max_results: int, retries: int, started: float
     ) -> WebResults:
         results = parse_answer(
             step.payload,
@@ -450,7 +324,7 @@ class SearxngClient:
         results.info = results.info.replace(retries=retries, duration_ms=_ms_since(started))
         return results
 
-    def _delay(self, retries: int, step: _Step) -> float:
+    def _delay(self, retries: int, step: Step) -> float:
         delay = self.config.retry_delay(retries, self._rng.random(), step.retry_after)
         self._log.debug(
             "crag.web_search.retry",

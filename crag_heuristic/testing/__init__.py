@@ -7,16 +7,9 @@
 """
 
 from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
-from ._searxng import (
-    SEARXNG_PACKAGE,
-    FixtureEngine,
-    FixtureReply,
-    SearxngServer,
-    SearxngStartError,
-    SearxngUnavailable,
-    ensure_searxng_venv,
-    fixture_item,
-)
+from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
+from ._searxng import SearxngServer, SearxngStartError
+from ._searxng_venv import SEARXNG_PACKAGE, SearxngUnavailable, ensure_searxng_venv
 
 __all__ = [
     "SEARXNG_PACKAGE",

