@@ -16,7 +16,9 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── WebSearchHTTPError       an HTTP status the client cannot use (status_code)
     │   │   ├── WebSearchRateLimited 429 after the bounded retries
     │   │   └── WebSearchFormatDisabled  403: the instance does not serve format=json
+    │   ├── WebSearchConnectionError the engine could not be reached (refused, reset, DNS)
     │   ├── WebSearchResponseError   a 200 whose body is not the expected JSON
+    │   ├── WebSearchEnginesFailed   no results and every engine failed (engines)
     │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
     ├── CacheError                   the cache backend failed (kind; the router records it, goes on)
     └── RedisServerError             crag_heuristic.testing could not run its redis-server
@@ -41,6 +43,8 @@ __all__ = [
     "RedisServerError",
     "RetrieverError",
     "SynonymFormatError",
+    "WebSearchConnectionError",
+    "WebSearchEnginesFailed",
     "WebSearchError",
     "WebSearchFormatDisabled",
     "WebSearchHTTPError",
@@ -224,8 +228,40 @@ class WebSearchFormatDisabled(WebSearchHTTPError):
     """
 
 
+class WebSearchConnectionError(WebSearchError):
+    """The search engine could not be reached: connection refused or reset, DNS failure."""
+
+
 class WebSearchResponseError(WebSearchError):
     """A successful status whose body is not the JSON a search API returns."""
+
+
+class WebSearchEnginesFailed(WebSearchError):
+    """The metasearch answered, but with no results and failing engines.
+
+    SearXNG answers HTTP 200 when its engines fail, listing them in
+    ``unresponsive_engines``; with no results at all that is a failure, not an
+    empty answer. (With some results, the client returns them and records the
+    failing engines instead.)
+
+    Attributes:
+        engines: the names of the engines that failed, in the order given.
+        reasons: the instance's message for each engine (translated text: show
+            it, do not parse it).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        engines: tuple[str, ...],
+        reasons: tuple[str, ...] = (),
+        query: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.engines = engines
+        self.reasons = reasons
+        super().__init__(message, query=query, url=url)
 
 
 class CircuitOpenError(WebSearchError):
