@@ -82,7 +82,7 @@ class Context:
     evaluator: Evaluator
     config: RouterConfig
     corpus_stats: CorpusStats | None
-    expander: Any = None
+    get_expander: Callable[[], Any] = lambda: None
     lexical: Any = None
     has_web: bool = False
     has_cache: bool = False
@@ -287,11 +287,10 @@ def _expand(
     state.retries += 1
     started = time.perf_counter()
     queries: tuple[str, ...] = ()
-    if ctx.expander is not None:
+    expander = ctx.get_expander()
+    if expander is not None:
         try:
-            expansion = ctx.expander.expand(
-                query, chunks=state.chunks, corpus_stats=ctx.corpus_stats
-            )
+            expansion = expander.expand(query, chunks=state.chunks, corpus_stats=ctx.corpus_stats)
             queries = tuple(q for q in expansion.queries if q.strip() and q != query)
         except CragError as exc:
             ctx.notes.append(f"query expansion failed ({describe(exc)})")

@@ -53,7 +53,9 @@ class CRAG:
         evaluator: the gate; an :class:`Evaluator` (or a config / profile name
             for one). Defaults to ``Evaluator()``.
         expander: makes expanded queries on PARTIAL (``expand(query, *,
-            chunks, corpus_stats)`` returning an object with ``queries``).
+            chunks, corpus_stats)`` returning an object with ``queries``). By
+            default a :class:`SynonymExpander` over the bundled synonym sets,
+            built on first use; ``False`` for none.
         web: a web searcher (``search(query, max_results)`` /
             ``asearch``) for IRRELEVANT retrievals; none by default.
         cache: where evaluations and web results are cached: a
@@ -88,7 +90,7 @@ class CRAG:
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
                 raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
-        if expander is not None and not hasattr(expander, "expand"):
+        if expander not in (None, False) and not hasattr(expander, "expand"):
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
         if web is not None and not (hasattr(web, "search") or hasattr(web, "asearch")):
             raise InputError("web must have search(query, max_results) or asearch(...)")
@@ -98,7 +100,8 @@ class CRAG:
             raise InputError("cache must have get/set or aget/aset (or be False for none)")
         self.retriever = retriever
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        self.expander = expander
+        self._expander = expander
+        self._expander_lock = threading.Lock()
         self.web = web
         self.cache = None if cache is False else cache
         if config is None:
@@ -122,6 +125,17 @@ class CRAG:
             f"CRAG(retriever={type(self.retriever).__name__}, evaluator={self.evaluator!r}, "
             f"web={type(self.web).__name__ if self.web else None})"
         )
+
+    @property
+    def expander(self) -> Any:
+        """The query expander (the default one is built on first use)."""
+        if self._expander is None:
+            with self._expander_lock:
+                if self._expander is None:
+                    from .._expansion import SynonymExpander
+
+                    self._expander = SynonymExpander(analyzer=self.evaluator.analyzer)
+        return None if self._expander is False else self._expander
 
     # -- shared ---------------------------------------------------------------------------
 
@@ -157,7 +171,7 @@ class CRAG:
             evaluator=self.evaluator,
             config=self.config,
             corpus_stats=self.corpus_stats(),
-            expander=self.expander,
+            get_expander=lambda: self.expander,
             lexical=self.lexical,
             has_web=self.web is not None,
             has_cache=self.cache is not None,

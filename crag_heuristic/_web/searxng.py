@@ -48,9 +48,9 @@ instance, so opening the circuit would save only a fast round trip, would
 delay the recovery after the fix by up to a cool-down, and would replace the
 error that says how to fix it with a bare ``CircuitOpenError``.
 
-Logs one structlog event ``crag.web_search`` per call, at INFO (``url``,
+Logs one structlog event ``crag.searxng`` per call, at INFO (``url``,
 ``status``, ``results``, ``retries``, ``duration_ms``, ``error``, ``circuit``,
-``unresponsive``), and ``crag.web_search.retry`` per retry at DEBUG, through the
+``unresponsive``), and ``crag.searxng.retry`` per retry at DEBUG, through the
 stdlib logger ``"crag_heuristic"`` (silent unless the application enables it;
 see :mod:`crag_heuristic._logging`). The query text is never logged.
 """
@@ -86,7 +86,7 @@ from .response import WebResults, parse_answer
 
 __all__ = ["SearxngClient"]
 
-EVENT = "crag.web_search"
+EVENT = "crag.searxng"
 
 
 def _is_failure(error: BaseException) -> bool:
@@ -327,7 +327,7 @@ class SearxngClient:
     def _delay(self, retries: int, step: Step) -> float:
         delay = self.config.retry_delay(retries, self._rng.random(), step.retry_after)
         self._log.debug(
-            "crag.web_search.retry",
+            "crag.searxng.retry",
             url=self.url,
             status=step.status_code or None,
             error=type(step.error).__name__,

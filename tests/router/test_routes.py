@@ -97,13 +97,26 @@ def test_partial_expands_reretrieves_and_fuses(retriever: Any, always_partial: E
 def test_partial_with_a_lexical_retriever(
     retriever: Any, bm25: Any, always_partial: Evaluator
 ) -> None:
-    result = both(CRAG(retriever, always_partial, lexical=bm25))
+    result = both(CRAG(retriever, always_partial, lexical=bm25, expander=False))
     # no expander: the lexical ranking of the original query is fused in
     expected = reciprocal_rank_fusion(
         [retriever.search(QUERY, 5), bm25.search(QUERY, 5)], keep_scores=True
     )[:5]
     assert [c.id for c in result.chunks] == [c.id for c in expected]
     assert result.counts["expanded_rankings"] == 1
+
+
+def test_the_default_expander_is_built_on_first_use(
+    retriever: Any, always_partial: Evaluator
+) -> None:
+    from crag_heuristic import SynonymExpander
+
+    crag = CRAG(retriever, always_partial)
+    assert crag._expander is None  # nothing loaded at construction
+    result = crag.retrieve("What are the warning signs of a heart attack?", 5)
+    assert isinstance(crag.expander, SynonymExpander)
+    assert any("myocardial infarction" in q for q in result.expanded_queries)
+    assert CRAG(retriever, expander=False).expander is None
 
 
 def test_partial_with_nothing_to_expand_with_keeps_the_retrieval(

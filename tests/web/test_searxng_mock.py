@@ -720,7 +720,7 @@ async def test_a_cancelled_trial_frees_the_slot() -> None:
 
 
 def web_events(caplog: pytest.LogCaptureFixture) -> list[Any]:
-    return [r for r in caplog.records if r.getMessage() == "crag.web_search"]
+    return [r for r in caplog.records if r.getMessage() == "crag.searxng"]
 
 
 def test_events_are_silent_by_default(mode: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -748,7 +748,7 @@ def test_one_event_per_call_with_its_fields(mode: str, caplog: pytest.LogCapture
         "closed",
     )
     assert event.duration_ms >= 0
-    retries = [r for r in caplog.records if r.getMessage() == "crag.web_search.retry"]
+    retries = [r for r in caplog.records if r.getMessage() == "crag.searxng.retry"]
     assert [(r.levelno, r.status, r.retry) for r in retries] == [(logging.DEBUG, 429, 1)]
     assert all("solar power" not in str(r.__dict__) for r in caplog.records)  # no query text
 
