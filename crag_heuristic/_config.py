@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_type_hints
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from ._exceptions import ConfigError
 
@@ -47,6 +47,9 @@ __all__ = [
     "EvaluatorConfig",
     "KeywordConfig",
     "LengthConfig",
+    "LogisticStage",
+    "ModelConfig",
+    "ModelTerm",
     "RefineConfig",
     "RouterConfig",
     "SignalWeights",
@@ -132,16 +135,22 @@ class KeywordConfig:
         aggregate: the set-level value: ``"best"`` (the best single chunk's
             coverage: one chunk must hold the evidence) or ``"pooled"`` (the
             coverage of all chunks' terms together).
+        bm25_k1, bm25_b: the BM25 parameters of the ``bm25`` and
+            ``lexical_contrast`` features (see ``crag_heuristic._evaluator.features``).
     """
 
     use_idf: bool = True
     aggregate: Literal["best", "pooled"] = "best"
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
 
     def __post_init__(self) -> None:
         if not isinstance(self.use_idf, bool):
             raise ConfigError("use_idf", self.use_idf, "must be true or false")
         if self.aggregate not in ("best", "pooled"):
             raise ConfigError("aggregate", self.aggregate, "must be 'best' or 'pooled'")
+        _check_number("bm25_k1", self.bm25_k1, low=0.0)
+        _check_number("bm25_b", self.bm25_b, low=0.0, high=1.0)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -217,6 +226,99 @@ class RefineConfig:
         _check_number("token_budget", self.token_budget, low=1, integer=True)
 
 
+# The features a model may use; crag_heuristic._evaluator.features defines each.
+CHUNK_FEATURES = (
+    "keyword_overlap",
+    "bm25",
+    "lexical_contrast",
+    "similarity",
+    "similarity_z",
+    "length_adequacy",
+    "source_diversity",
+)
+SET_FEATURES = (
+    "best_chunk",
+    "top_chunk",
+    "mean_chunk",
+    "keyword_overlap",
+    "bm25_max",
+    "similarity_top",
+    "similarity_mean",
+    "similarity_std",
+    "similarity_gap",
+    "coherence",
+    "length_adequacy",
+    "source_diversity",
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelTerm:
+    """One standardised term of a logistic stage: ``weight * (x - mean) / scale``."""
+
+    feature: str
+    weight: float
+    mean: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.feature, str):
+            raise ConfigError("feature", self.feature, "must be a feature name")
+        _check_number("weight", self.weight)
+        _check_number("mean", self.mean)
+        _check_number("scale", self.scale, low=0.0, low_open=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogisticStage:
+    """``p = 1 / (1 + exp(-(intercept + sum of terms)))``."""
+
+    intercept: float = 0.0
+    terms: tuple[ModelTerm, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_number("intercept", self.intercept)
+        if not isinstance(self.terms, tuple) or not all(
+            isinstance(t, ModelTerm) for t in self.terms
+        ):
+            raise ConfigError("terms", self.terms, "must be a list of {feature, weight, ...}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelConfig:
+    """A fitted two-stage logistic gate (see ``crag-heuristic calibrate``).
+
+    ``chunk`` turns each chunk's features into the probability that the chunk
+    is relevant (the per-document grading of CRAG); ``set`` turns set
+    features, among them ``best_chunk`` (the highest chunk probability), into
+    the probability that the retrieval holds an answer. The verdict bands then
+    apply to these probabilities.
+
+    Attributes:
+        chunk, set: the two stages.
+        fitted_on: where the coefficients come from (free text).
+    """
+
+    chunk: LogisticStage = field(default_factory=LogisticStage)
+    set: LogisticStage = field(default_factory=LogisticStage)
+    fitted_on: str = ""
+
+    def __post_init__(self) -> None:
+        for stage_name, known in (("chunk", CHUNK_FEATURES), ("set", SET_FEATURES)):
+            stage = getattr(self, stage_name)
+            if not isinstance(stage, LogisticStage):
+                raise ConfigError(stage_name, stage, "must be a logistic stage")
+            for term in stage.terms:
+                if term.feature not in known:
+                    raise ConfigError(
+                        f"{stage_name}.terms",
+                        term.feature,
+                        f"unknown {stage_name} feature; known: {', '.join(known)}",
+                    )
+        if not isinstance(self.fitted_on, str):
+            raise ConfigError("fitted_on", self.fitted_on, "must be a string")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EvaluatorConfig:
     """Everything the evaluator and refinement need. Frozen; keyword-only.
@@ -227,6 +329,9 @@ class EvaluatorConfig:
         thresholds: the verdict bands for the whole set.
         chunk_thresholds: the bands for single chunks (default: ``thresholds``).
         keyword, coherence, length, refine: per-signal settings.
+        model: a fitted logistic gate; without one the score is the weighted
+            sum of the four signals.
+        description: free text (what a profile is for, what it was fitted on).
 
     Build one with keywords, from a profile (:meth:`from_profile`), from a
     dict (:meth:`from_dict`) or from a file (:meth:`from_file`).
@@ -240,13 +345,18 @@ class EvaluatorConfig:
     coherence: CoherenceConfig = field(default_factory=CoherenceConfig)
     length: LengthConfig = field(default_factory=LengthConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
+    model: ModelConfig | None = None
+    description: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", self.name, "must be a non-empty string")
+        if not isinstance(self.description, str):
+            raise ConfigError("description", self.description, "must be a string")
         for name, cls in _SECTIONS.items():
             value = getattr(self, name)
-            if not isinstance(value, cls) and not (name == "chunk_thresholds" and value is None):
+            optional = name in ("chunk_thresholds", "model")
+            if not isinstance(value, cls) and not (optional and value is None):
                 raise ConfigError(name, value, f"must be a {cls.__name__}")
 
     @property
@@ -317,9 +427,11 @@ class EvaluatorConfig:
         return dataclasses.asdict(self)
 
     def fingerprint(self) -> str:
-        """A stable hex digest of the settings (``name`` excluded), for cache keys."""
+        """A stable hex digest of the settings (``name`` and ``description``
+        excluded), for cache keys."""
         payload = self.to_dict()
         payload.pop("name")
+        payload.pop("description")
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -419,6 +531,7 @@ _SECTIONS: dict[str, type] = {
     "coherence": CoherenceConfig,
     "length": LengthConfig,
     "refine": RefineConfig,
+    "model": ModelConfig,
 }
 
 _BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
@@ -527,6 +640,11 @@ def _build(cls: type[_T], data: Mapping[str, Any], path: str) -> _T:
         section = _section_type(hints[key])
         if section is not None and isinstance(value, Mapping):
             value = _build(section, value, f"{path}{key}.")
+        elif section is not None and isinstance(value, list | tuple) and _is_tuple(hints[key]):
+            value = tuple(
+                _build(section, item, f"{path}{key}[{i}].") if isinstance(item, Mapping) else item
+                for i, item in enumerate(value)
+            )
         kwargs[key] = value
     try:
         return cls(**kwargs)
@@ -537,6 +655,10 @@ def _build(cls: type[_T], data: Mapping[str, Any], path: str) -> _T:
         if path and not exc.field.startswith(path):
             raise ConfigError(f"{path}{exc.field}", exc.value, exc.reason) from None
         raise
+
+
+def _is_tuple(hint: Any) -> bool:
+    return get_origin(hint) is tuple
 
 
 def _section_type(hint: Any) -> type | None:

@@ -36,7 +36,8 @@ class CorpusStats:
     Args:
         n_docs: number of documents (> 0).
         doc_freq: term -> number of documents containing it (0 <= df <= n_docs).
-        avg_doc_len: mean document length in tokens, if known.
+        avg_doc_len: mean document length in content terms (stop words not
+            counted), if known: the BM25 ``avgdl``.
         analyzer: fingerprint of the analyzer that produced the terms.
     """
 
@@ -67,18 +68,18 @@ class CorpusStats:
         analyzer = analyzer or Analyzer()
         counts: Counter[str] = Counter()
         n_docs = 0
-        n_tokens = 0
+        n_terms = 0
         for text in texts:
             stats = analyzer.analyze(text)
             counts.update(stats.term_set)
-            n_tokens += stats.n_tokens
+            n_terms += stats.n_terms
             n_docs += 1
         if n_docs == 0:
             raise InputError("CorpusStats.from_texts needs at least one text")
         return cls(
             n_docs=n_docs,
             doc_freq=dict(counts),
-            avg_doc_len=n_tokens / n_docs,
+            avg_doc_len=n_terms / n_docs,
             analyzer=analyzer.fingerprint,
         )
 

@@ -21,8 +21,9 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import Stemmer
@@ -62,15 +63,25 @@ class TextStats:
         stop_set: the distinct stop words it contains (case-folded, not
             stemmed), to match a query made only of stop words.
         n_tokens: number of word tokens, stop words included.
+        term_counts: stemmed content term -> occurrences (for BM25); read-only.
+        n_terms: number of content-term occurrences (the BM25 document length).
     """
 
     term_set: frozenset[str]
     stop_set: frozenset[str]
     n_tokens: int
+    term_counts: Mapping[str, int] = field(default_factory=dict)
+    n_terms: int = 0
 
     def match_set(self, query: QueryTerms) -> frozenset[str]:
         """The terms ``query`` is matched against (see :class:`QueryTerms`)."""
         return self.stop_set if query.all_stop_words else self.term_set
+
+    def count(self, term: str, query: QueryTerms) -> int:
+        """Occurrences of a query term (a stop word when the query has only those)."""
+        if query.all_stop_words:
+            return 1 if term in self.stop_set else 0
+        return self.term_counts.get(term, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,21 +181,32 @@ class Analyzer:
         return out
 
     def analyze(self, text: str) -> TextStats:
-        """Distinct terms, distinct stop words and token count of ``text``.
+        """Distinct terms with their counts, distinct stop words and token counts.
 
-        This is the evaluator's hot path: it works on the set of distinct
-        tokens, so each word is looked up once however often it occurs.
+        This is the evaluator's hot path: it works on the counts of distinct
+        tokens (``collections.Counter``, in C), so each word is stemmed or
+        looked up once however often it occurs.
         """
         tokens = self.tokens(text)
-        distinct = set(tokens)
-        stop_tokens = distinct & self.stop_words
+        counts = Counter(tokens)
+        stop = self.stop_words
         stems = self._stems
-        term_set = set()
-        for token in distinct - stop_tokens:
+        term_counts: dict[str, int] = {}
+        n_terms = 0
+        for token, count in counts.items():
+            if token in stop:
+                continue
             stem = stems.get(token)
-            term_set.add(stem if stem is not None else self.stem(token))
+            if stem is None:
+                stem = self.stem(token)
+            term_counts[stem] = term_counts.get(stem, 0) + count
+            n_terms += count
         return TextStats(
-            term_set=frozenset(term_set), stop_set=frozenset(stop_tokens), n_tokens=len(tokens)
+            term_set=frozenset(term_counts),
+            stop_set=frozenset(counts.keys() & stop),
+            n_tokens=len(tokens),
+            term_counts=term_counts,
+            n_terms=n_terms,
         )
 
     def query_terms(self, query: str) -> QueryTerms:

@@ -300,6 +300,8 @@ class ChunkEvaluation:
         verdict: the chunk's own verdict against the chunk thresholds.
         signals: the chunk's signal values.
         similarity: the chunk's retriever score mapped to [0, 1], or ``None``.
+        features: the evidence a fitted gate reads (see
+            ``crag_heuristic._evaluator.features``).
     """
 
     chunk_id: str
@@ -307,6 +309,7 @@ class ChunkEvaluation:
     verdict: Verdict
     signals: Signals
     similarity: float | None = None
+    features: Mapping[str, float | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -315,6 +318,7 @@ class ChunkEvaluation:
             "verdict": self.verdict.value,
             "signals": self.signals.as_dict(),
             "similarity": self.similarity,
+            "features": dict(self.features),
         }
 
     @classmethod
@@ -325,6 +329,7 @@ class ChunkEvaluation:
             verdict=Verdict(data["verdict"]),
             signals=Signals.from_dict(data["signals"]),
             similarity=_opt_float(data.get("similarity")),
+            features={k: _opt_float(v) for k, v in (data.get("features") or {}).items()},
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._config import EvaluatorConfig, Thresholds, load_config
@@ -17,6 +17,8 @@ from .._exceptions import InputError, InvalidQueryError
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
+from . import features as feat
+from . import model
 from . import signals as sig
 from .refine import Refinement, refine
 
@@ -183,9 +185,18 @@ class Evaluator:
         chunk_kw = [sig.keyword_overlap(terms.terms, weights, a.match_set(terms)) for a in analysed]
         chunk_len = [sig.length_adequacy(a.n_tokens, cfg.length) for a in analysed]
         set_div, chunk_div = sig.diversity(chunk.source_key for chunk in chunks)
+        kw_cfg = cfg.keyword
+        avgdl = (corpus_stats.avg_doc_len if corpus_stats is not None else None) or (
+            sum(a.n_terms for a in analysed) / len(analysed)
+        )
+        chunk_bm25 = [
+            feat.bm25_norm(terms, weights, a, avgdl, kw_cfg.bm25_k1, kw_cfg.bm25_b)
+            for a in analysed
+        ]
+        rows = feat.chunk_rows(chunk_kw, chunk_bm25, sims, chunk_len, chunk_div)
 
-        # the set
-        if cfg.keyword.aggregate == "best":
+        # the set's named signals
+        if kw_cfg.aggregate == "best":
             set_kw = max(chunk_kw)
         else:
             pooled = frozenset().union(*(a.match_set(terms) for a in analysed))
@@ -198,37 +209,6 @@ class Evaluator:
             length_adequacy=sum(chunk_len) / len(chunk_len),
             source_diversity=set_div,
         )
-        score, used = _weighted(signals, cfg)
-        verdict = verdict_for(score, cfg.thresholds)
-
-        chunk_thresholds = cfg.effective_chunk_thresholds
-        w = cfg.weights
-        w_kw, w_coh, w_len, w_div = (
-            w.keyword_overlap,
-            w.semantic_coherence,
-            w.length_adequacy,
-            w.source_diversity,
-        )
-        without_coh = w_kw + w_len + w_div
-        grades = []
-        for i, chunk in enumerate(chunks):
-            sim = sims[i]
-            rest = w_kw * chunk_kw[i] + w_len * chunk_len[i] + w_div * chunk_div[i]
-            # same rule as _weighted: a missing signal's weight is shared by the others
-            if sim is not None:
-                own_score = rest + w_coh * sim
-            else:
-                own_score = rest / without_coh if without_coh > 0 else 0.0
-            own_score = min(1.0, max(0.0, own_score))
-            grades.append(
-                ChunkEvaluation(
-                    chunk_id=chunk.id,
-                    score=own_score,
-                    verdict=verdict_for(own_score, chunk_thresholds),
-                    signals=Signals(chunk_kw[i], sim, chunk_len[i], chunk_div[i]),
-                    similarity=sim,
-                )
-            )
 
         notes = _notes(chunks, sims, terms)
         details: dict[str, Any] = {
@@ -237,15 +217,57 @@ class Evaluator:
             "idf_weighted": corpus_stats is not None and cfg.keyword.use_idf,
             "coherence": None if parts is None else parts.as_dict(),
             "score_kinds": sorted({chunk.score_kind.value for chunk in chunks}),
-            "weights_used": used,
             "notes": notes,
         }
+        missing: set[str] = set()
+        best_parts: dict[str, float] = {}
+        if cfg.model is None:
+            chunk_scores = [_linear_chunk_score(cfg, row) for row in rows]
+        else:
+            chunk_scores = []
+            best = -1.0
+            for row in rows:
+                prob, chunk_parts, absent = model.apply(cfg.model.chunk, row)
+                missing.update(absent)
+                if prob > best:
+                    best, best_parts = prob, chunk_parts
+                chunk_scores.append(prob)
+        set_features = feat.set_row(
+            rows, sims, chunk_scores, keyword=set_kw, coherence=signals.semantic_coherence,
+            length=signals.length_adequacy or 0.0, diversity=set_div,
+        )  # fmt: skip
+        details["features"] = set_features
+        if cfg.model is None:
+            score, details["weights_used"] = _weighted(signals, cfg)
+        else:
+            score, set_parts, absent = model.apply(cfg.model.set, set_features)
+            missing.update(absent)
+            details["model"] = {
+                "set": set_parts,
+                "best_chunk_by_signal": model.by_signal(best_parts),
+                "missing": sorted(missing),
+            }
+            if missing:
+                notes.append(f"model features unavailable: {', '.join(sorted(missing))}")
+        verdict = verdict_for(score, cfg.thresholds)
+        chunk_thresholds = cfg.effective_chunk_thresholds
+        grades = tuple(
+            ChunkEvaluation(
+                chunk_id=chunk.id,
+                score=chunk_scores[i],
+                verdict=verdict_for(chunk_scores[i], chunk_thresholds),
+                signals=Signals(chunk_kw[i], sims[i], chunk_len[i], chunk_div[i]),
+                similarity=sims[i],
+                features=rows[i],
+            )
+            for i, chunk in enumerate(chunks)
+        )
         return Evaluation(
             verdict=verdict,
             score=score,
             signals=signals,
-            chunks=tuple(grades),
-            reasoning=_reasoning(verdict, score, signals, notes),
+            chunks=grades,
+            reasoning=_reasoning(verdict, score, signals, notes, details.get("model")),
             profile=cfg.name,
             details=details,
         )
@@ -274,6 +296,24 @@ class Evaluator:
             token_budget=token_budget,
             threshold=threshold,
         )
+
+
+def _linear_chunk_score(config: EvaluatorConfig, row: feat.Row) -> float:
+    """A chunk's weighted sum of its four signals; a missing similarity's weight
+    is shared by the others (the same rule as :func:`_weighted`)."""
+    w = config.weights
+    rest = (
+        w.keyword_overlap * (row["keyword_overlap"] or 0.0)
+        + w.length_adequacy * (row["length_adequacy"] or 0.0)
+        + w.source_diversity * (row["source_diversity"] or 0.0)
+    )
+    sim = row["similarity"]
+    if sim is not None:
+        score = rest + w.semantic_coherence * sim
+    else:
+        others = w.keyword_overlap + w.length_adequacy + w.source_diversity
+        score = rest / others if others > 0 else 0.0
+    return min(1.0, max(0.0, score))
 
 
 def _weighted(signals: Signals, config: EvaluatorConfig) -> tuple[float, dict[str, float]]:
@@ -326,7 +366,13 @@ def _notes(chunks: Sequence[Chunk], sims: Sequence[float | None], terms: QueryTe
     return notes
 
 
-def _reasoning(verdict: Verdict, score: float, signals: Signals, notes: list[str]) -> str:
+def _reasoning(
+    verdict: Verdict,
+    score: float,
+    signals: Signals,
+    notes: list[str],
+    model_details: Mapping[str, Any] | None = None,
+) -> str:
     values = signals.as_dict()
     shown = ", ".join(
         f"{_SIGNAL_LABELS[name]} {value:.2f}" for name, value in values.items() if value is not None
@@ -334,7 +380,15 @@ def _reasoning(verdict: Verdict, score: float, signals: Signals, notes: list[str
     present = {name: value for name, value in values.items() if value is not None}
     weakest = min(present, key=lambda name: present[name]) if present else None
     text = f"{verdict.value} ({score:.2f}): {shown}"
-    if weakest is not None:
+    if model_details is not None:
+        parts = model_details["best_chunk_by_signal"]
+        if parts:
+            moved = ", ".join(
+                f"{_SIGNAL_LABELS.get(name, name)} {value:+.2f}"
+                for name, value in sorted(parts.items(), key=lambda kv: -abs(kv[1]))
+            )
+            text += f"; best chunk (logit parts): {moved}"
+    elif weakest is not None:
         text += f"; weakest: {_SIGNAL_LABELS[weakest]}"
     if notes:
         text += "; " + "; ".join(notes)

@@ -1,0 +1,54 @@
+"""Applying a fitted logistic gate (``EvaluatorConfig.model``).
+
+Each stage computes ``p = sigmoid(intercept + sum_f weight_f * (x_f - mean_f) / scale_f)``
+over named features (see :mod:`crag_heuristic._evaluator.features`). A
+feature that is missing for this input (e.g. no similarity from a retriever
+whose scores have no absolute meaning) sits at its mean: it adds nothing, and
+the evaluation notes it. The contributions are kept so that the reasoning can
+say which named signal moved the score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .._config import LogisticStage
+from .features import SIGNAL_OF
+
+__all__ = ["apply", "by_signal", "sigmoid"]
+
+
+def sigmoid(z: float) -> float:
+    """The logistic function, safe for any finite ``z``."""
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def apply(
+    stage: LogisticStage, row: Mapping[str, float | None]
+) -> tuple[float, dict[str, float], list[str]]:
+    """``(probability, contribution per feature, missing features)`` for one row."""
+    z = stage.intercept
+    parts: dict[str, float] = {}
+    missing: list[str] = []
+    for term in stage.terms:
+        value = row.get(term.feature)
+        if value is None:
+            missing.append(term.feature)
+            continue
+        contribution = term.weight * (value - term.mean) / term.scale
+        parts[term.feature] = contribution
+        z += contribution
+    return sigmoid(z), parts, missing
+
+
+def by_signal(parts: Mapping[str, float]) -> dict[str, float]:
+    """Contributions summed per named signal (``chunk_model`` for chunk-stage outputs)."""
+    grouped: dict[str, float] = {}
+    for feature, value in parts.items():
+        name = SIGNAL_OF.get(feature, "chunk_model")
+        grouped[name] = grouped.get(name, 0.0) + value
+    return grouped
