@@ -442,6 +442,8 @@ class RouterConfig:
 
     Attributes:
         k: chunks returned by default.
+        gate_k: how many of the top chunks the evaluator grades (``None``: all
+            ``k``). Return 100 chunks but decide on the first 10, say.
         fetch_k: candidates fetched per ranking before fusion (at least ``k``;
             ``None`` means ``k``). Fusing deeper lists finds more.
         max_retries: correction rounds allowed per query: query expansion is
@@ -450,6 +452,10 @@ class RouterConfig:
         rrf_k: the RRF constant.
         expansion_weight: RRF weight of each expanded-query ranking (the
             original ranking weighs 1).
+        expand_on: which retrievers re-retrieve with the expanded queries:
+            ``"primary"``, ``"lexical"`` or ``"both"`` (the lexical retriever
+            always runs the original query too). Re-embedding an expanded query
+            can drift from the question; lexical retrieval takes synonyms well.
         lexical_weight: RRF weight of each lexical (BM25) ranking.
         drop_irrelevant: on the fast path, drop chunks whose own verdict is
             IRRELEVANT (never all of them).
@@ -469,11 +475,13 @@ class RouterConfig:
     """
 
     k: int = 10
+    gate_k: int | None = None
     fetch_k: int | None = None
     max_retries: int = 2
     rrf_k: int = 60
     expansion_weight: float = 1.0
     lexical_weight: float = 1.0
+    expand_on: Literal["primary", "lexical", "both"] = "both"
     drop_irrelevant: bool = False
     expand_parents: bool = False
     web_max_results: int = 5
@@ -487,6 +495,10 @@ class RouterConfig:
 
     def __post_init__(self) -> None:
         _check_number("k", self.k, low=1, integer=True)
+        if self.gate_k is not None:
+            _check_number("gate_k", self.gate_k, low=1, integer=True)
+        if self.expand_on not in ("primary", "lexical", "both"):
+            raise ConfigError("expand_on", self.expand_on, "must be primary, lexical or both")
         if self.fetch_k is not None:
             _check_number("fetch_k", self.fetch_k, low=1, integer=True)
         _check_number("max_retries", self.max_retries, low=0, high=10, integer=True)

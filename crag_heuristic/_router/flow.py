@@ -111,6 +111,9 @@ class Context:
         self.on_stage(stage, elapsed)
 
     def evaluate(self, query: str, chunks: Sequence[Chunk], stage: str) -> Evaluation:
+        """Grade the first ``gate_k`` chunks (all when unset); timed and logged."""
+        if self.config.gate_k:
+            chunks = chunks[: self.config.gate_k]
         started = time.perf_counter()
         evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats)
         self.timed(stage, started)
@@ -233,6 +236,8 @@ def _first_evaluation(
     """The first evaluation, from the cache when it holds it; (evaluation, hit)."""
     if not (ctx.has_cache and ctx.config.cache_evaluations):
         return ctx.evaluate(query, chunks, "evaluate"), False
+    if ctx.config.gate_k:
+        chunks = chunks[: ctx.config.gate_k]
     evaluator = ctx.evaluator
     key = evaluation_key(
         query,
@@ -269,10 +274,11 @@ def _fast_path(ctx: Context, query: str, state: _State) -> None:
     """RELEVANT: keep the chunks; optionally drop the ones graded IRRELEVANT."""
     if not ctx.config.drop_irrelevant:
         return
+    graded = {grade.chunk_id for grade in state.evaluation.chunks}
     kept = set(state.evaluation.kept_ids(Verdict.PARTIAL))
-    if kept and len(kept) < len(state.chunks):
-        dropped = len(state.chunks) - len(kept)
-        state.chunks = [chunk for chunk in state.chunks if chunk.id in kept]
+    if kept and len(kept) < len(graded):
+        dropped = len(graded) - len(kept)
+        state.chunks = [c for c in state.chunks if c.id in kept or c.id not in graded]
         ctx.counts["dropped"] = dropped
         ctx.notes.append(f"dropped {dropped} chunk(s) graded irrelevant on their own")
         state.evaluation = ctx.evaluate(query, state.chunks, "re_evaluate")
@@ -298,9 +304,12 @@ def _expand(
     state.expanded = queries
     ctx.log("crag.expand", queries=len(queries))
 
-    requests = [Search(ctx.retriever, q, depth) for q in queries]
+    on = cfg.expand_on
+    primary = on in ("primary", "both") or ctx.lexical is None
+    requests = [Search(ctx.retriever, q, depth) for q in queries] if primary else []
     if ctx.lexical is not None:
-        requests += [Search(ctx.lexical, q, depth, lexical=True) for q in (query, *queries)]
+        lexical_queries = (query, *queries) if on in ("lexical", "both") else (query,)
+        requests += [Search(ctx.lexical, q, depth, lexical=True) for q in lexical_queries]
     parents: list[Chunk] = []
     if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
         parents = ctx.retriever.get_parents(state.chunks)

@@ -307,3 +307,30 @@ def test_bad_arguments(retriever: Any) -> None:
         CRAG(retriever, web=object())
     with pytest.raises(InputError):
         CRAG(retriever, config="fast")  # type: ignore[arg-type]
+
+
+def test_gate_k_grades_the_head_and_returns_the_depth(
+    retriever: Any, always_relevant: Evaluator
+) -> None:
+    result = both(CRAG(retriever, always_relevant, config={"k": 8, "gate_k": 3}), k=8)
+    assert len(result.chunks) == 8
+    assert [g.chunk_id for g in result.initial_evaluation.chunks] == [
+        c.id for c in result.chunks[:3]
+    ]
+
+
+def test_expand_on_lexical_only(retriever: Any, bm25: Any, always_partial: Evaluator) -> None:
+    crag = CRAG(
+        retriever,
+        always_partial,
+        lexical=bm25,
+        expander=StaticExpander(["waggle dance"]),
+        config={"expand_on": "lexical"},
+    )
+    result = both(crag)
+    expected = reciprocal_rank_fusion(
+        [retriever.search(QUERY, 5), bm25.search(QUERY, 5), bm25.search("waggle dance", 5)],
+        keep_scores=True,
+    )[:5]
+    assert [c.id for c in result.chunks] == [c.id for c in expected]
+    assert result.counts["expanded_rankings"] == 2
