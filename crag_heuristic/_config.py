@@ -240,6 +240,9 @@ SET_FEATURES = (
     "best_chunk",
     "top_chunk",
     "mean_chunk",
+    "chunk_margin",
+    "bm25_margin",
+    "agreement",
     "keyword_overlap",
     "bm25_max",
     "similarity_top",
@@ -464,6 +467,9 @@ class RouterConfig:
         web_max_results: results asked from the web searcher.
         web_on_partial: also search the web when expansion leaves the set
             below RELEVANT (strategy ``combined``).
+        expand_without_web: on IRRELEVANT, when there is no web searcher or
+            the web search fails or finds nothing, try query expansion and
+            fusion instead of returning the retrieval as it was.
         keep_partial_on_web: after a web search, keep the original chunks
             whose own verdict is at least PARTIAL behind the web results.
         web_timeout: seconds the async router waits for the web (``None``:
@@ -486,6 +492,7 @@ class RouterConfig:
     expand_parents: bool = False
     web_max_results: int = 5
     web_on_partial: bool = False
+    expand_without_web: bool = True
     keep_partial_on_web: bool = True
     web_timeout: float | None = None
     refine: bool = False
@@ -514,6 +521,7 @@ class RouterConfig:
             "drop_irrelevant",
             "expand_parents",
             "web_on_partial",
+            "expand_without_web",
             "keep_partial_on_web",
             "refine",
             "cache_evaluations",

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from .._exceptions import ConfigError, CragError, InputError
 from .._version import __version__
-from . import evaluate, retrieve
+from . import bench, evaluate, retrieve
 from .common import (
     EPILOG,
     EXIT_BAD_INPUT,
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     retrieve.register(commands)
     evaluate.register(commands)
+    bench.register(commands)
     return parser
 
 

@@ -26,6 +26,10 @@ weights, IDF with corpus statistics, 1 without):
 
 Per set: ``best_chunk`` / ``top_chunk`` / ``mean_chunk`` (the highest, the
 first and the mean chunk probability, filled in by the model's first stage),
+``chunk_margin`` (the highest chunk probability minus the second),
+``bm25_margin`` (the best chunk's ``bm25`` minus the second best: does one
+chunk stand out?), ``agreement`` (1 when the lexically best chunk is also the
+retriever's best, else 0),
 ``keyword_overlap`` (best chunk), ``bm25_max``, ``similarity_top``,
 ``similarity_mean``, ``similarity_std`` (the spread: the dense-retrieval
 query-performance predictor of Shtok et al.'s NQC without its corpus
@@ -48,6 +52,8 @@ SIGNAL_OF = {
     "bm25": "keyword_overlap",
     "lexical_contrast": "keyword_overlap",
     "bm25_max": "keyword_overlap",
+    "bm25_margin": "keyword_overlap",
+    "agreement": "keyword_overlap",
     "similarity": "semantic_coherence",
     "similarity_z": "semantic_coherence",
     "similarity_top": "semantic_coherence",
@@ -128,12 +134,19 @@ def set_row(
 ) -> Row:
     """The set's feature row; ``chunk_probs`` are the chunks' scores in input order."""
     present = [s for s in sims if s is not None]
+    bm25 = [r["bm25"] or 0.0 for r in rows]
+    top_two_probs = sorted(chunk_probs, reverse=True)[:2]
+    top_two_bm25 = sorted(bm25, reverse=True)[:2]
+    lexical_best = max(range(len(bm25)), key=bm25.__getitem__)
     row: Row = {
-        "best_chunk": max(chunk_probs),
+        "best_chunk": top_two_probs[0],
         "top_chunk": chunk_probs[0],
         "mean_chunk": sum(chunk_probs) / len(chunk_probs),
+        "chunk_margin": top_two_probs[0] - (top_two_probs[1] if len(top_two_probs) > 1 else 0.0),
+        "bm25_margin": top_two_bm25[0] - (top_two_bm25[1] if len(top_two_bm25) > 1 else 0.0),
+        "agreement": None,
         "keyword_overlap": keyword,
-        "bm25_max": max(r["bm25"] or 0.0 for r in rows),
+        "bm25_max": top_two_bm25[0],
         "coherence": coherence,
         "length_adequacy": length,
         "source_diversity": diversity,
@@ -143,6 +156,10 @@ def set_row(
         "similarity_gap": None,
     }
     if present:
+        dense_best = max(
+            (i for i, s in enumerate(sims) if s is not None), key=lambda i: sims[i] or 0.0
+        )
+        row["agreement"] = 1.0 if dense_best == lexical_best else 0.0
         ordered = sorted(present, reverse=True)
         mean, std = _mean_std(ordered)
         row.update(

@@ -11,6 +11,7 @@ decisions, timings and notes are the same for both, by construction.
                          -> PARTIAL    -> expand -> re-retrieve -> RRF -> evaluate
                                           (-> web as well when still below the bar: combined)
                          -> IRRELEVANT -> keyword rewrite -> web search -> evaluate
+                                          (no web, or it failed: expand as for PARTIAL)
              -> refine (optional) -> CRAGResult
 """
 
@@ -184,6 +185,8 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
                 state.strategy = Strategy.COMBINED
     else:
         yield from _web(ctx, query, retrieved, first_eval, state)
+        if not state.web_used and cfg.expand_without_web and state.retries < cfg.max_retries:
+            yield from _expand(ctx, query, k, depth, first, state, fallback=True)
 
     if not state.chunks and retrieved:  # never hand back less than we had without a reason
         state.chunks = retrieved
@@ -285,12 +288,21 @@ def _fast_path(ctx: Context, query: str, state: _State) -> None:
 
 
 def _expand(
-    ctx: Context, query: str, k: int, depth: int, first: list[Chunk], state: _State
+    ctx: Context,
+    query: str,
+    k: int,
+    depth: int,
+    first: list[Chunk],
+    state: _State,
+    *,
+    fallback: bool = False,
 ) -> Generator[list[Request], list[Any], None]:
-    """PARTIAL: expand the query, re-retrieve, fuse with RRF, evaluate again."""
+    """PARTIAL: expand the query, re-retrieve, fuse with RRF, evaluate again.
+
+    With ``fallback`` (IRRELEVANT without web results) it only takes over the
+    strategy when there is something to expand with.
+    """
     cfg = ctx.config
-    state.strategy = Strategy.QUERY_EXPANSION
-    state.retries += 1
     started = time.perf_counter()
     queries: tuple[str, ...] = ()
     expander = ctx.get_expander()
@@ -301,8 +313,6 @@ def _expand(
         except CragError as exc:
             ctx.notes.append(f"query expansion failed ({describe(exc)})")
     ctx.timed("expand", started)
-    state.expanded = queries
-    ctx.log("crag.expand", queries=len(queries))
 
     on = cfg.expand_on
     primary = on in ("primary", "both") or ctx.lexical is None
@@ -314,8 +324,17 @@ def _expand(
     if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
         parents = ctx.retriever.get_parents(state.chunks)
     if not requests and not parents:
-        ctx.notes.append("no expansion or second retriever available: the retrieval is kept")
+        if not fallback:
+            state.strategy = Strategy.QUERY_EXPANSION
+            state.expanded = queries
+            ctx.notes.append("no expansion or second retriever available: the retrieval is kept")
         return
+    state.strategy = Strategy.QUERY_EXPANSION
+    state.retries += 1
+    state.expanded = queries
+    ctx.log("crag.expand", queries=len(queries), fallback=fallback)
+    if fallback:
+        ctx.notes.append("no web results: trying query expansion instead")
 
     started = time.perf_counter()
     outcomes = yield list(requests)

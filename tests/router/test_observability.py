@@ -22,6 +22,7 @@ def test_events_are_silent_by_default_and_structured_when_enabled(
         always_irrelevant,
         web=RecordingWebSearcher(error=WebSearchTimeout("slow")),
         cache=False,  # the second call must evaluate again, not read the cache
+        expander=False,  # no fallback expansion after the failed web search
     )
     with caplog.at_level(logging.WARNING, logger="crag_heuristic"):
         crag.retrieve(QUERY, 3)

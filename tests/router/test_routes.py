@@ -162,7 +162,7 @@ def test_web_failure_keeps_the_original_chunks_and_says_why(
     retriever: Any, always_irrelevant: Evaluator
 ) -> None:
     web = RecordingWebSearcher(error=WebSearchTimeout("engine took too long"))
-    result = both(CRAG(retriever, always_irrelevant, web=web))
+    result = both(CRAG(retriever, always_irrelevant, web=web, expander=False))
     assert result.strategy is Strategy.WEB_SEARCH
     assert result.web_error == "WebSearchTimeout: engine took too long"
     assert not result.web_search_used
@@ -181,15 +181,41 @@ def test_a_web_searcher_raising_anything_is_contained(
 
 
 def test_no_web_searcher(retriever: Any, always_irrelevant: Evaluator) -> None:
-    result = both(CRAG(retriever, always_irrelevant))
+    result = both(CRAG(retriever, always_irrelevant, expander=False))
     assert result.strategy is Strategy.WEB_SEARCH and not result.web_search_used
     assert result.chunks == result.retrieved
     assert result.web_query is not None  # the rewrite still shows what would be asked
     assert any("no web searcher" in note for note in result.notes)
 
 
+def test_without_web_results_the_router_expands_instead(
+    retriever: Any, bm25: Any, always_irrelevant: Evaluator
+) -> None:
+    web = RecordingWebSearcher(error=WebSearchTimeout("down"))
+    crag = CRAG(
+        retriever, always_irrelevant, web=web, lexical=bm25, expander=StaticExpander(["waggle"])
+    )
+    result = both(crag)
+    assert result.strategy is Strategy.QUERY_EXPANSION
+    assert result.web_error == "WebSearchTimeout: down" and result.retries == 2
+    assert result.expanded_queries == ("waggle",)
+    expected = reciprocal_rank_fusion(
+        [
+            retriever.search(QUERY, 5),
+            retriever.search("waggle", 5),
+            bm25.search(QUERY, 5),
+            bm25.search("waggle", 5),
+        ],
+        keep_scores=True,
+    )[:5]
+    assert [c.id for c in result.chunks] == [c.id for c in expected]
+    assert "no web results: trying query expansion instead" in result.notes
+    off = CRAG(retriever, always_irrelevant, lexical=bm25, config={"expand_without_web": False})
+    assert off.retrieve(QUERY, 5).chunks == tuple(retriever.search(QUERY, 5))
+
+
 def test_web_with_no_results(retriever: Any, always_irrelevant: Evaluator) -> None:
-    result = both(CRAG(retriever, always_irrelevant, web=RecordingWebSearcher([])))
+    result = both(CRAG(retriever, always_irrelevant, web=RecordingWebSearcher([]), expander=False))
     assert result.chunks == result.retrieved and result.web_error is None
     assert any("found nothing" in note for note in result.notes)
 

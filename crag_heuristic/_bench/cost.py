@@ -1,0 +1,140 @@
+"""Benchmark 4: what does the gate cost, next to the retrieval it guards?
+
+All in the same run, on the same machine, with ``time.perf_counter``:
+
+* bare retrieval: encode the query with MiniLM (when the ``bench`` extra is
+  installed) and search the FAISS index for 10 documents;
+* the evaluator alone on those 10 chunks, per query and per passage (chunk
+  analysis warm: the chunks were graded once before, as in a service whose
+  chunks recur; and cold: a fresh evaluator each time);
+* the router on the fast path (RELEVANT) and on the corrected path (PARTIAL:
+  expansion, BM25 re-retrieval, fusion, re-evaluation), each including its
+  own query encoding and search, so the overhead is router minus bare.
+
+Ratios are against the bare retrieval's median measured in this run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._config import EvaluatorConfig
+from .._evaluator import Evaluator
+from .._retrievers import BM25Retriever
+from .._router import CRAG
+from .._types import Chunk
+from .pipeline import Prepared
+from .retrievals import Retrieval, chunks_of
+
+__all__ = ["cost_section", "percentiles"]
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    q = (
+        statistics.quantiles(ordered, n=100, method="inclusive")
+        if len(ordered) > 1
+        else ordered * 99
+    )
+    return {"p50": q[49], "p99": q[98], "mean": statistics.fmean(ordered), "n": len(ordered)}
+
+
+def _timed(fn: Callable[..., object], *args: Any) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return (time.perf_counter() - started) * 1e3
+
+
+class _EncodingRetriever:
+    """Encode the query (MiniLM if available, else the known vector) and search."""
+
+    def __init__(self, prepared: Prepared, known: dict[str, Any]) -> None:
+        self.prepared = prepared
+        self.known = known
+        self.encoder = prepared.encoder
+
+    def embed(self, query: str) -> Any:
+        if self.encoder is not None:
+            return self.encoder(query)
+        return self.known[query]
+
+    def search(self, query: str, k: int) -> list[Chunk]:
+        vector = self.embed(query)
+        [hits] = self.prepared.index.search(np.asarray(vector)[None, :], k)
+        return list(chunks_of(self.prepared.collection, hits))
+
+    def corpus_stats(self) -> Any:
+        return self.prepared.stats
+
+
+def cost_section(
+    prepared: Prepared,
+    profile: EvaluatorConfig,
+    retrievals: list[Retrieval],
+    *,
+    limit: int = 300,
+) -> dict[str, Any]:
+    """Latencies (ms) and ratios to the bare retrieval, on natural retrievals."""
+    natural = [r for r in retrievals if r.kind == "natural"][:limit]
+    if prepared.encoder is None:
+        try:
+            from .dense import MiniLM
+
+            prepared.encoder = MiniLM()
+        except Exception:  # noqa: BLE001 - no bench extra: time FAISS alone and say so
+            prepared.encoder = None
+    known = prepared.vectors({r.query: r.query for r in natural})
+    retriever = _EncodingRetriever(prepared, known)
+    for r in natural[:5]:  # warm up the model and the index
+        retriever.search(r.query, 10)
+    bare = [_timed(retriever.search, r.query, 10) for r in natural]
+
+    evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    for r in natural:
+        evaluator.evaluate(r.query, r.chunks, prepared.stats)
+    warm = [_timed(evaluator.evaluate, r.query, r.chunks, prepared.stats) for r in natural]
+    cold = []
+    for r in natural:
+        evaluator.clear_cache()
+        cold.append(_timed(evaluator.evaluate, r.query, r.chunks, prepared.stats))
+    k = max(len(natural[0].chunks), 1)
+
+    collection = prepared.collection
+    bm25 = BM25Retriever(
+        [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
+        analyzer=prepared.analyzer,
+    )
+    crag = CRAG(
+        retriever, evaluator, lexical=bm25, cache=False, config={"k": 10, "expand_on": "lexical"}
+    )
+    by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
+    for r in natural:
+        started = time.perf_counter()
+        result = crag.retrieve(r.query, 10)
+        elapsed = (time.perf_counter() - started) * 1e3
+        by_route["fast path" if result.strategy.value == "none" else "corrected"].append(elapsed)
+
+    base = percentiles(bare)["p50"]
+    out: dict[str, Any] = {
+        "queries": len(natural),
+        "query_encoder": "MiniLM (CPU)" if prepared.encoder is not None else "none (FAISS only)",
+        "bare_retrieval_ms": percentiles(bare),
+        "evaluator_warm_ms": percentiles(warm),
+        "evaluator_cold_ms": percentiles(cold),
+        "evaluator_per_passage_warm_ms": percentiles([t / k for t in warm]),
+        "evaluator_warm_over_bare_p50": percentiles(warm)["p50"] / base,
+        "router_ms": {},
+    }
+    for route, samples in by_route.items():
+        if samples:
+            stats = percentiles(samples)
+            stats["over_bare_p50"] = stats["p50"] / base
+            stats["overhead_p50_ms"] = stats["p50"] - base
+            out["router_ms"][route] = stats
+    out["samples_ms"] = {"bare": bare, "evaluator_warm": warm, "evaluator_cold": cold, **by_route}
+    return out

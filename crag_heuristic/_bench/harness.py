@@ -1,0 +1,353 @@
+"""``crag-heuristic bench``: every benchmark on one BEIR folder, written as a report.
+
+    crag-heuristic bench --data-dir DIR [--k 10] [--profile NAME|FILE] [--out DIR]
+
+Writes ``results.json`` (every number), ``report.md`` (tables a person can
+read, with the command that made them) and PNG plots into ``--out``. Sections
+that need what a folder lacks are skipped with a reason: agreement needs
+``llm_judgments/``; everything needs corpus vectors (``corpus_minilm_l6_v2.npy``)
+and encodes missing query vectors with the ``bench`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._config import EvaluatorConfig, load_config
+from .._version import __version__
+from . import plots
+from .agreement import agreement_section
+from .cost import cost_section
+from .failure import failure_section
+from .pipeline import prepare
+from .quality import quality_section
+
+__all__ = ["SECTIONS", "run_bench"]
+
+SECTIONS = ("failure", "agreement", "quality", "cost")
+
+
+def _log(message: str) -> None:
+    sys.stderr.write(f"[bench] {message}\n")
+    sys.stderr.flush()
+
+
+def run_bench(
+    data_dir: str | Path,
+    out: str | Path,
+    *,
+    k: int = 10,
+    profile: EvaluatorConfig | str | None = None,
+    sections: Sequence[str] = SECTIONS,
+    cache_dir: str | Path | None = None,
+    command: str = "",
+    progress: Callable[[str], None] = _log,
+) -> dict[str, Any]:
+    """Run the chosen sections; write results.json, report.md and plots to ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = load_config(profile)
+    started = time.perf_counter()
+    progress(f"loading {data_dir}")
+    prepared = prepare(data_dir, cache_dir=cache_dir or out / "cache")
+    results: dict[str, Any] = {
+        "collection": prepared.collection.name,
+        "command": command,
+        "profile": config.name,
+        "profile_description": config.description,
+        "library_version": __version__,
+        "python": sys.version.split()[0],
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "k": k,
+        "sections": {},
+        "skipped": {},
+        "plots": [],
+    }
+    failure = None
+    if "failure" in sections:
+        progress("failure detection: natural + leave-relevant-out probes")
+        profiles = {config.name: config}
+        if config.name != "synapse":
+            profiles["synapse"] = EvaluatorConfig.from_profile("synapse")
+        failure = failure_section(prepared, profiles, k)
+        results["sections"]["failure"] = failure.summary
+        failed = np.array([r.failed for r in failure.retrievals])
+        plots.roc_plot(
+            failed,
+            failure.scores,
+            out / "roc.png",
+            f"{prepared.collection.name}: failed retrievals at k={k}",
+        )
+        plots.verdict_plot(
+            failure.summary["verdicts"][config.name],
+            out / "verdicts.png",
+            f"verdicts of {config.name} ({prepared.collection.name})",
+        )
+        results["plots"] += ["roc.png", "verdicts.png"]
+        if config.model is not None:
+            plots.reliability_plot(
+                failure.scores[config.name],
+                ~failed,
+                out / "reliability.png",
+                f"{config.name}: calibration on {prepared.collection.name}",
+            )
+            results["plots"].append("reliability.png")
+    if "agreement" in sections:
+        progress("per-chunk agreement with people and LLM graders")
+        agreement = agreement_section(prepared, config)
+        if agreement is None:
+            results["skipped"]["agreement"] = "no llm_judgments/ folder with graded test qrels"
+        else:
+            results["sections"]["agreement"] = agreement
+    if "quality" in sections:
+        progress("retrieval quality: bare dense vs the CRAG router")
+        results["sections"]["quality"] = quality_section(prepared, config)
+    if "cost" in sections:
+        progress("cost: evaluator and router against the bare retrieval")
+        if failure is None:
+            failure = failure_section(prepared, {config.name: config}, k)
+        cost = cost_section(prepared, config, failure.retrievals)
+        samples = cost.pop("samples_ms")
+        results["sections"]["cost"] = cost
+        plots.latency_plot(
+            {
+                "bare retrieval": samples["bare"],
+                "evaluator (warm)": samples["evaluator_warm"],
+                "evaluator (cold)": samples["evaluator_cold"],
+                "router fast path": samples["fast path"],
+                "router corrected": samples["corrected"],
+            },
+            out / "latency.png",
+            f"latency per query ({prepared.collection.name})",
+        )
+        results["plots"].append("latency.png")
+    results["seconds"] = time.perf_counter() - started
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(render_report(results), encoding="utf-8")
+    progress(f"wrote {out / 'report.md'} in {results['seconds']:.0f} s")
+    return results
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(measure, value, note) rows for the top of the report (and the README)."""
+    rows = []
+    s = results["sections"]
+    name = results["profile"]
+    if "failure" in s:
+        f = s["failure"]
+        auc = f["auc"][name]["natural+probes"]
+        rows.append(
+            (
+                "failure detection ROC-AUC, natural + probes",
+                _f(auc),
+                f"seed design {_f(f['auc']['seed design (as written)']['natural+probes'])}, "
+                f"score gap {_f(f['auc']['score gap (top-1 - top-k)']['natural+probes'])}",
+            )
+        )
+        v = f["verdicts"][name]
+        rows.append(
+            ("fast-path precision (RELEVANT and not failed)", _f(v["fast_path_precision"]), "")
+        )
+        rows.append(("failure recall (failed and not RELEVANT)", _f(v["failure_recall"]), ""))
+        rows.append(("probes sent to IRRELEVANT", _f(v["probes_in_irrelevant"]), ""))
+    if "agreement" in s:
+        a = s["agreement"]
+        rows.append(
+            (
+                "per-chunk Cohen's kappa vs people (2-fold)",
+                _f(a["kappa_vs_human"]["fitted"]["fixed_split"]),
+                f"LLM graders median {_f(a['llm_kappa_median'])}, best {_f(a['llm_kappa_best'])}; "
+                f"MiniLM cosine {_f(a['kappa_vs_human']['cosine']['fixed_split'])}",
+            )
+        )
+    if "quality" in s:
+        q = s["quality"]["overall"]
+        rows.append(
+            (
+                "nDCG@10 bare dense -> CRAG router",
+                f"{_f(q['dense (bare)']['ndcg@10'], 4)} -> {_f(q['CRAG router']['ndcg@10'], 4)}",
+                f"Recall@100 {_f(q['dense (bare)']['recall@100'])} -> "
+                f"{_f(q['CRAG router']['recall@100'])}",
+            )
+        )
+        fp = s["quality"]["fast_path"]
+        rows.append(
+            (
+                "fast-path queries left identical to bare",
+                f"{fp['identical_to_bare']} / {fp['queries']}",
+                "",
+            )
+        )
+    if "cost" in s:
+        c = s["cost"]
+        rows.append(
+            (
+                "evaluator p50 / p99 per query (warm)",
+                f"{_f(c['evaluator_warm_ms']['p50'])} / {_f(c['evaluator_warm_ms']['p99'])} ms",
+                f"{_f(c['evaluator_warm_over_bare_p50'], 3)} x the bare retrieval "
+                f"({_f(c['bare_retrieval_ms']['p50'])} ms p50, {c['query_encoder']})",
+            )
+        )
+    return rows
+
+
+def render_report(results: dict[str, Any]) -> str:
+    """The Markdown report."""
+    lines = [
+        f"# crag-heuristic benchmark: {results['collection']}",
+        "",
+        f"Profile `{results['profile']}` ({results['profile_description'] or 'no description'}); "
+        f"k = {results['k']}; crag-heuristic {results['library_version']}, Python "
+        f"{results['python']}, {results['machine']}; {results['seconds']:.0f} s.",
+        "",
+        f"Command: `{results['command']}`" if results["command"] else "",
+        "",
+        "| measure | value | baseline / note |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in headline(results)]
+    s = results["sections"]
+    if "failure" in s:
+        f = s["failure"]
+        lines += [
+            "",
+            "## Failure detection",
+            "",
+            f"{f['natural']} natural retrievals ({f['natural_failed']} failed) and {f['probes']} "
+            f"leave-relevant-out probes (all failed), {f['split']} split.",
+            "",
+            "| gate | AUC natural + probes | AUC natural |",
+            "|---|---|---|",
+        ]
+        for name, auc in sorted(f["auc"].items(), key=lambda kv: -kv[1]["natural+probes"]):
+            lines.append(f"| {name} | {_f(auc['natural+probes'])} | {_f(auc['natural'])} |")
+        for name, table in f["verdicts"].items():
+            lines += [
+                "",
+                f"Verdicts of `{name}`:",
+                "",
+                "| verdict | good | failed (natural) | probes |",
+                "|---|---|---|---|",
+            ]
+            for verdict, row in table["counts"].items():
+                lines.append(
+                    f"| {verdict} | {row['good']} | {row['failed_natural']} | {row['probe']} |"
+                )
+            lines.append("")
+            lines.append(
+                f"fast-path precision {_f(table['fast_path_precision'])}, failure recall "
+                f"{_f(table['failure_recall'])}, RELEVANT share {_f(table['share_relevant'])}, "
+                f"probes in IRRELEVANT {_f(table['probes_in_irrelevant'])}, good natural sent to "
+                f"IRRELEVANT {_f(table['good_natural_in_irrelevant'])}; on natural traffic only: "
+                f"precision {_f(table['natural_fast_path_precision'])}, failure recall "
+                f"{_f(table['natural_failure_recall'])}."
+            )
+    if "agreement" in s:
+        a = s["agreement"]
+        lines += [
+            "",
+            "## Per-chunk agreement",
+            "",
+            f"{a['pairs']} judged (query, passage) pairs over {a['queries']} queries, "
+            f"{_f(a['relevant_share'])} relevant. Cohen's kappa of the per-chunk verdict vs "
+            "people, 2-fold by query (fixed split; mean and sd over random splits).",
+            "",
+            "| scorer | kappa (fixed split) | kappa (random splits) |",
+            "|---|---|---|",
+        ]
+        labels = {
+            "fitted": "gate, chunk stage fitted on the other half",
+            "shipped": "gate as shipped (band fitted on the other half)",
+            "cosine": "MiniLM cosine alone (threshold on the other half)",
+        }
+        for name, k in a["kappa_vs_human"].items():
+            lines.append(
+                f"| {labels[name]} | {_f(k['fixed_split'])} | "
+                f"{_f(k['random_splits_mean'])} ± {_f(k['random_splits_sd'])} |"
+            )
+        lines += [
+            "",
+            f"LLM label sets vs people: median {_f(a['llm_kappa_median'])}, best "
+            f"{_f(a['llm_kappa_best'])}; the gate beats {a['llm_beaten_by_ours']} of "
+            f"{len(a['llm_graders'])}. Evaluator cost {_f(a['evaluator_ms_per_passage'], 4)} ms "
+            "per passage.",
+            "",
+            "| LLM label set | kappa vs people | kappa gate vs it |",
+            "|---|---|---|",
+        ]
+        for name, row in sorted(a["llm_graders"].items(), key=lambda kv: -kv[1]["kappa_vs_human"]):
+            lines.append(
+                f"| {name} | {_f(row['kappa_vs_human'])} | {_f(row['kappa_ours_vs_it'])} |"
+            )
+    if "quality" in s:
+        q = s["quality"]
+        lines += [
+            "",
+            "## Retrieval quality",
+            "",
+            f"{q['queries']} {q['split']} queries; verdicts {q['verdicts']}, routes {q['routes']} "
+            "(web search off).",
+            "",
+            "| run | nDCG@10 | Recall@100 |",
+            "|---|---|---|",
+        ]
+        for name, m in q["overall"].items():
+            lines.append(f"| {name} | {_f(m['ndcg@10'], 4)} | {_f(m['recall@100'], 4)} |")
+        fp, co = q["fast_path"], q["corrected"]
+        lines += [
+            "",
+            f"Fast path: {fp['queries']} queries, {fp['identical_to_bare']} identical to bare; "
+            f"nDCG@10 {_f(fp['ndcg@10_bare'], 4)} bare, {_f(fp['ndcg@10_router'], 4)} router. "
+            f"Corrected: {co['queries']} queries, nDCG@10 {_f(co['ndcg@10_bare'], 4)} -> "
+            f"{_f(co['ndcg@10_router'], 4)}, Recall@100 {_f(co['recall@100_bare'])} -> "
+            f"{_f(co['recall@100_router'])}.",
+        ]
+    if "cost" in s:
+        c = s["cost"]
+        lines += [
+            "",
+            "## Cost",
+            "",
+            f"{c['queries']} natural queries; query encoder: {c['query_encoder']}.",
+            "",
+            "| path | p50 ms | p99 ms | p50 / bare |",
+            "|---|---|---|---|",
+        ]
+        base = c["bare_retrieval_ms"]["p50"]
+        for label, key in (
+            ("bare retrieval (encode + FAISS)", "bare_retrieval_ms"),
+            ("evaluator, warm", "evaluator_warm_ms"),
+            ("evaluator, cold", "evaluator_cold_ms"),
+            ("evaluator per passage, warm", "evaluator_per_passage_warm_ms"),
+        ):
+            row = c[key]
+            lines.append(
+                f"| {label} | {_f(row['p50'], 4)} | {_f(row['p99'], 4)} | {_f(row['p50'] / base)} |"
+            )
+        for route, row in c["router_ms"].items():
+            lines.append(
+                f"| router, {route} | {_f(row['p50'], 4)} | {_f(row['p99'], 4)} | "
+                f"{_f(row['over_bare_p50'])} |"
+            )
+    if results["plots"]:
+        lines += ["", "## Plots", ""]
+        lines += [f"![{name[:-4]}]({name})" for name in results["plots"]]
+    for name, reason in results["skipped"].items():
+        lines += ["", f"Section {name} skipped: {reason}."]
+    return "\n".join(line for line in lines if line is not None) + "\n"

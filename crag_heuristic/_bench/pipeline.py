@@ -1,0 +1,111 @@
+"""From a BEIR folder to labelled retrievals: the steps calibration and benchmarks share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._calibrate import GateExample
+from .._corpus import CorpusStats
+from .._exceptions import InputError
+from .._text import Analyzer
+from .data import Collection, Qrels, load_collection, read_qrels
+from .dense import DenseIndex, MiniLM, Vector, query_vectors
+from .retrievals import Retrieval, make_retrievals
+
+__all__ = ["Prepared", "labels_for", "prepare", "to_examples"]
+
+
+def labels_for(collection: Collection, labels: str, split: str) -> Qrels:
+    """``qrels`` (the split's judgments) or ``llm:RUN`` (``llm_judgments/RUN.tsv``).
+
+    Raises:
+        InputError: an unknown split or run.
+    """
+    if labels == "qrels":
+        if split not in collection.qrels:
+            splits = ", ".join(sorted(collection.qrels)) or "none"
+            raise InputError(f"{collection.path} has no qrels/{split}.tsv (splits: {splits})")
+        return collection.qrels[split]
+    if labels.startswith("llm:"):
+        run = labels[4:]
+        path = collection.path / "llm_judgments" / f"{run}.tsv"
+        if not path.exists():
+            folder = collection.path / "llm_judgments"
+            known = sorted(p.stem for p in folder.glob("*.tsv")) if folder.exists() else []
+            raise InputError(f"no LLM label set {run!r}; known: {', '.join(known) or 'none'}")
+        return read_qrels(path)
+    raise InputError(f"--labels must be 'qrels' or 'llm:RUN', got {labels!r}")
+
+
+@dataclass
+class Prepared:
+    """A collection with its dense index, vectors and corpus statistics."""
+
+    collection: Collection
+    index: DenseIndex
+    stats: CorpusStats
+    analyzer: Analyzer
+    cache_dir: Path | None
+    encoder: MiniLM | None = None
+
+    def vectors(self, texts: dict[str, str]) -> dict[str, Vector]:
+        """Query vectors for ``texts`` (shipped, cached, or encoded with MiniLM)."""
+        needs = any(key not in self.collection.query_vectors for key in texts)
+        if needs and self.encoder is None and not _cached(self, texts):
+            self.encoder = MiniLM()
+        return query_vectors(self.collection, texts, self.cache_dir, self.encoder)
+
+
+def _cached(prepared: Prepared, texts: dict[str, str]) -> bool:
+    from .dense import _text_key
+
+    if prepared.cache_dir is None:
+        return False
+    cache_file = prepared.cache_dir / f"query_vectors_{prepared.collection.name}.json"
+    if not cache_file.exists():
+        return False
+    import json
+
+    cached = json.loads(cache_file.read_text())
+    return all(
+        key in prepared.collection.query_vectors or _text_key(text) in cached
+        for key, text in texts.items()
+    )
+
+
+def prepare(data_dir: str | Path, cache_dir: str | Path | None = None) -> Prepared:
+    """Load the folder, index its vectors, count its document frequencies."""
+    collection = load_collection(data_dir)
+    analyzer = Analyzer()
+    stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
+    return Prepared(
+        collection=collection,
+        index=DenseIndex(collection),
+        stats=stats,
+        analyzer=analyzer,
+        cache_dir=None if cache_dir is None else Path(cache_dir),
+    )
+
+
+def retrievals_for(
+    prepared: Prepared, qrels: Qrels, k: int, *, probes: bool = True
+) -> list[Retrieval]:
+    """Natural (+ probe) retrievals of depth ``k`` for the judged queries of ``qrels``."""
+    collection = prepared.collection
+    relevant = {
+        q: {d for d, g in docs.items() if g >= collection.relevant_min} for q, docs in qrels.items()
+    }
+    qids = sorted((q for q, docs in relevant.items() if docs and q in collection.queries))
+    if not qids:
+        raise InputError("no judged query with a relevant document")
+    vectors = prepared.vectors({q: collection.queries[q] for q in qids})
+    return make_retrievals(collection, prepared.index, qids, vectors, relevant, k, probes=probes)
+
+
+def to_examples(retrievals: list[Retrieval]) -> list[GateExample]:
+    """Retrievals as calibration examples (grouped by query)."""
+    return [
+        GateExample(group=r.qid, kind=r.kind, query=r.query, chunks=r.chunks, relevant=r.relevant)
+        for r in retrievals
+    ]

@@ -1,0 +1,107 @@
+"""PNG plots for the benchmark report (matplotlib, headless)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["latency_plot", "reliability_plot", "roc_plot", "verdict_plot"]
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, title: str) -> Path:
+    """ROC curves for detecting failed retrievals (a low score should mean failed)."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for name, score in scores.items():
+        fpr, tpr, _ = roc_curve(failed, -score)
+        ax.plot(fpr, tpr, label=f"{name} (AUC {roc_auc_score(failed, -score):.3f})")
+    ax.plot([0, 1], [0, 1], ":", color="grey")
+    ax.set(xlabel="false alarms (good retrievals flagged)", ylabel="failures caught", title=title)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def verdict_plot(table: dict[str, Any], path: Path, title: str) -> Path:
+    """Stacked bars: how many good, failed and probe retrievals each verdict got."""
+    plt = _pyplot()
+    verdicts = ["relevant", "partial", "irrelevant"]
+    groups = [("good", "good natural"), ("failed_natural", "failed natural"), ("probe", "probe")]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    bottom = np.zeros(len(verdicts))
+    for key, label in groups:
+        values = np.array([table["counts"][v][key] for v in verdicts])
+        ax.bar(verdicts, values, bottom=bottom, label=label)
+        bottom += values
+    ax.set(ylabel="retrievals", title=title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def latency_plot(samples: dict[str, list[float]], path: Path, title: str) -> Path:
+    """Latency histograms (log scale), one per measured path."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    values = [v for v in samples.values() if v]
+    low = max(min(min(v) for v in values), 1e-3)
+    high = max(max(v) for v in values)
+    bins = np.logspace(np.log10(low), np.log10(high), 50)
+    for name, data in samples.items():
+        if data:
+            ax.hist(data, bins=bins, alpha=0.5, label=f"{name} (p50 {np.median(data):.3f} ms)")
+    ax.set_xscale("log")
+    ax.set(xlabel="milliseconds", ylabel="queries", title=title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def reliability_plot(prob_good: np.ndarray, good: np.ndarray, path: Path, title: str) -> Path:
+    """Predicted P(good retrieval) against the observed rate, in ten bins."""
+    plt = _pyplot()
+    edges = np.linspace(0, 1, 11)
+    index = np.clip(np.digitize(prob_good, edges) - 1, 0, 9)
+    centers, observed, counts = [], [], []
+    for b in range(10):
+        here = index == b
+        if here.any():
+            centers.append(prob_good[here].mean())
+            observed.append(good[here].mean())
+            counts.append(int(here.sum()))
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], ":", color="grey", label="perfect calibration")
+    ax.plot(centers, observed, "o-", label="gate")
+    for x, y, n in zip(centers, observed, counts, strict=True):
+        ax.annotate(str(n), (x, y), fontsize=7, textcoords="offset points", xytext=(3, -10))
+    ax.set(
+        xlabel="predicted P(good retrieval)",
+        ylabel="observed share good",
+        title=title,
+        xlim=(0, 1),
+        ylim=(0, 1),
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
