@@ -71,7 +71,7 @@ import os
 import random
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,13 +227,14 @@ class Timeline:
 
 
 class EventLog:
-    """A stand-in structlog logger that keeps the events (for the circuit breaker)."""
+    """A stand-in structlog logger that keeps the events, timed (for the circuit breaker)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
         self.events: list[dict[str, Any]] = []
 
     def info(self, event: str, **fields: Any) -> None:
-        self.events.append({"event": event, **fields})
+        self.events.append({"event": event, "at": self.clock(), **fields})
 
     debug = warning = info
 
@@ -352,7 +353,7 @@ def run_load(settings: LoadSettings, searxng_python: Path) -> Run:
     """Start the servers, run the queries with the faults, stop everything; the raw run."""
     queries = make_queries(settings)
     trace = CallTrace()
-    breaker_log = EventLog()
+    breaker_log = EventLog(trace.clock)
     children_before = _children()
     with contextlib.ExitStack() as stack:
         redis_server = stack.enter_context(RedisServer())

@@ -246,6 +246,11 @@ def analyse(run: Run, command: str | None = None) -> dict[str, Any]:
             "results_used": sum(r.web_search_used for _, r in done),
             "cache_hits": sum(r.web_cache_hit for _, r in done),
             "circuit_opens": sum(e.get("state") == "open" for e in run.breaker_events),
+            "circuit_changes": [
+                f"{since_start(e['at'])} s: {e.get('previous')} -> {e.get('state')}"
+                for e in run.breaker_events
+                if e.get("event") == "crag.circuit"
+            ][:40],
             "orphan_engine_texts": orphans[:10],
         },
         "cache": {
@@ -291,6 +296,23 @@ def _kinds(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
 
 
+DEFINITIONS = (
+    "Definitions (ground truth comes from outside the router: every cache and web call it "
+    "makes is traced and tagged with its query, and the engine records what it served per "
+    "query text):",
+    "",
+    "- a query **had a web failure** when one of its web calls raised (circuit open and "
+    "timeouts included) or sent a text the engine served a failing reply (`injected`); it is "
+    "**flagged** when its result has `web_error`;",
+    "- it **had a cache failure** when one of its cache calls raised, or lay entirely inside "
+    "the certain outage (from the moment the killed Redis was reaped to the moment the new "
+    "one was spawned); it is **flagged** when its result has `cache_error`;",
+    "- an **unflagged failure** is a failure of either kind whose flag is missing;",
+    "- a **hang** is a query without a result by the deadline (the router's web timeout "
+    "+ 5 s, from its semaphore slot); it is cancelled and counted.",
+)
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown."""
     web, cache, redis_ = report["web"], report["cache"], report["redis"]
@@ -317,16 +339,20 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"| **unflagged failures** | **{report['unflagged_failures']}** |",
         f"| web errors flagged | {web['flagged']} ({_kinds(web['flagged_by_kind'])}) |",
         f"| cache errors flagged | {cache['flagged']} ({_kinds(cache['flagged_by_kind'])}) |",
-        f"| queries with a web failure (ground truth) | {web['queries_with_failure']} |",
+        f"| queries with a web failure (ground truth) | {web['queries_with_failure']} "
+        f"({_kinds(web['failure_causes'])}) |",
         f"| queries with a cache failure (ground truth) | {cache['queries_with_failure']} |",
         f"| latency p50 / p99 / max (ms) | {overall.get('p50')} / {overall.get('p99')} / "
         f"{overall.get('max')} |",
-        f"| web results used | {web['results_used']} |",
+        f"| web results used | {web['results_used']} ({web['cache_hits']} from the cache) |",
         f"| cache hits: evaluations / web results | {cache['evaluation_cache_hits']} / "
         f"{web['cache_hits']} |",
         f"| circuit-breaker openings | {web['circuit_opens']} |",
         f"| engine requests served | {_kinds(web['engine_served'])} |",
         f"| cache calls failed away from the outage | {cache['failed_calls_outside_outage']} |",
+        "",
+        "Latency is from a query's semaphore slot to its result; p50 / p99 are nearest-rank. "
+        "Route = the result's strategy (`none` = fast path).",
         "",
         "Latency by route (ms):",
         "",
@@ -339,6 +365,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         "Checks:",
         "",
         *(f"- [{'x' if ok else ' '}] {name}" for name, ok in report["checks"].items()),
+        "",
+        *DEFINITIONS,
     ]
     return "\n".join(lines) + "\n"
 
