@@ -8,7 +8,11 @@ a SearXNG (:class:`SearxngServer`, from ``CRAG_SEARXNG_PYTHON`` or the venv at
 ``<repo>/.searxng-venv``, made on first use) fed by a :class:`FaultyEngine`,
 and a :class:`CRAG` over :func:`sample_retriever` (FAISS) with
 ``RedisCache(url=..., retry_interval=0.25)`` and a :class:`SearxngClient`
-(with a :class:`CircuitBreaker`) whose timeout is above the engine timeout.
+(with a :class:`CircuitBreaker`: 5 consecutive failures, 1 s cool-down) and
+a shared ``httpx.AsyncClient``. Timeouts: SearXNG's engine timeout 2 s, the
+client's 6 s (one retry), the router's ``web_timeout`` 13 s. The router uses
+``k=3`` and ``web_on_partial=True``: a PARTIAL retrieval that expansion does
+not lift to RELEVANT goes to the web as well (strategy ``combined``).
 ``--queries`` calls of ``CRAG.aretrieve`` run under an
 ``asyncio.Semaphore(--concurrency)``.
 
@@ -16,7 +20,7 @@ The queries (seeded): mostly generated off-topic questions ("How to repair a
 canoe paddle q3f9a01c") with a unique token, so each has its own web query
 and the web cache cannot hide a failure; some repeats of earlier ones (cache
 hits); and the bundled sample queries in turn (answered ones take the fast
-path, partial ones query expansion, unanswered ones the web).
+path, the others expansion and / or the web).
 
 Faults:
 
@@ -47,9 +51,11 @@ records what it served for each query text. Per query:
   slot); it is cancelled and counted;
 * an **exception** is an ``aretrieve`` that raised (no result).
 
-It also checks that every engine request is a text some query sent (else the
-ground truth could not be attributed), that no result has no chunks without a
-note, and counts cache hits, web results used and circuit-breaker openings.
+It also checks that no result carries a flag without a failure, that every
+engine request is a text some query sent (else the ground truth could not be
+attributed), that no cache call succeeded inside the certain outage, that no
+result has no chunks without a note and that no process is left behind, and
+counts cache hits, web results used and circuit-breaker openings.
 Latency is from the semaphore slot to the result; percentiles are nearest-rank
 (p = the value at rank ceil(p/100 * n) of the sorted latencies).
 
