@@ -7,11 +7,19 @@ bounded ``socket_timeout`` and ``socket_connect_timeout`` (defaults well under
 a second) and ``Retry(NoBackoff(), 0)``; the cache's own down window
 (:mod:`.health`) then decides when to try again. redis is imported only when
 a client is built, so ``import crag_heuristic`` stays light.
+
+After a connection-level failure, :func:`drop_idle` / :func:`adrop_idle`
+disconnect the idle connections of the client's pool: they may point at a
+server that is gone (a restart), and redis-py's asyncio pool (seen with 8.1, with
+maintenance notifications on ``"auto"``, the default) hands such connections
+out without checking them, so each would fail one more call after Redis is
+back. Disconnected connections stay in the pool and reconnect on next use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import weakref
@@ -20,7 +28,15 @@ from typing import Any
 
 from .._exceptions import ConfigError
 
-__all__ = ["URL_SCHEMES", "LoopClients", "build_client", "check_seconds", "check_url"]
+__all__ = [
+    "URL_SCHEMES",
+    "LoopClients",
+    "adrop_idle",
+    "build_client",
+    "check_seconds",
+    "check_url",
+    "drop_idle",
+]
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -85,6 +101,28 @@ def build_client(
         return factory(url, **settings)
     except (TypeError, ValueError) as exc:
         raise ConfigError("url", url, f"redis-py refused it: {exc}") from exc
+
+
+def _idle_disconnect(client: Any) -> Any:
+    """The pool's ``disconnect`` (``None`` for clients without one pool, e.g. a cluster)."""
+    pool = getattr(client, "connection_pool", None)
+    return getattr(pool, "disconnect", None)
+
+
+def drop_idle(client: Any) -> None:
+    """Disconnect the idle connections of a sync client's pool; never raises."""
+    disconnect = _idle_disconnect(client)
+    if disconnect is not None:
+        with contextlib.suppress(Exception):
+            disconnect(inuse_connections=False)
+
+
+async def adrop_idle(client: Any) -> None:
+    """Disconnect the idle connections of an async client's pool; never raises."""
+    disconnect = _idle_disconnect(client)
+    if disconnect is not None:
+        with contextlib.suppress(Exception):
+            await disconnect(inuse_connections=False)
 
 
 class LoopClients:

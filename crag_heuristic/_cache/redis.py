@@ -17,8 +17,11 @@ Redis down or hung must not slow every query down to a socket timeout: after
 a connection-level failure the cache fails fast (``kind="down"``) for
 ``retry_interval`` seconds, then lets one call probe Redis, and is up again as
 soon as one succeeds (see :mod:`.health`); redis-py reconnects by itself, so
-no new client is needed. Errors the server answers (``OOM``, ``READONLY``)
-do not mark it down: reads still work when writes are refused.
+no new client is needed. A connection-level failure also disconnects the
+idle connections of the failing client's pool (see :mod:`.clients`), so
+after a restart no call is handed a connection to the dead server. Errors
+the server answers (``OOM``, ``READONLY``) do not mark it down: reads still
+work when writes are refused.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._exceptions import CacheError, ConfigError
 from .._logging import get_logger
-from .clients import LoopClients, build_client, check_seconds, check_url
+from .clients import LoopClients, adrop_idle, build_client, check_seconds, check_url, drop_idle
 from .codec import check_key, check_ttl, check_value, decode_value
 from .health import DownWindow, classify, redis_errors
 from .stats import CacheStats, Counters
@@ -248,15 +251,21 @@ class RedisCache:
         try:
             result = call(client)
         except self._errors as exc:
+            if classify(exc)[1]:
+                drop_idle(client)
             raise self._failure(op, key, exc) from exc
         self._up()
         return result
 
     async def _arun(self, op: str, key: str | None, call: Callable[[Any], Any]) -> Any:
         self._admit(op)
+        client = None
         try:
-            result = await call(self._loop_client())
+            client = self._loop_client()
+            result = await call(client)
         except self._errors as exc:
+            if client is not None and classify(exc)[1]:
+                await adrop_idle(client)
             raise self._failure(op, key, exc) from exc
         self._up()
         return result
@@ -367,6 +376,8 @@ class RedisCache:
         try:
             answered = bool(self._client.ping())
         except self._errors as exc:
+            if classify(exc)[1]:
+                drop_idle(self._client)
             self._failure("ping", None, exc)
             return False
         self._up()
@@ -417,9 +428,13 @@ class RedisCache:
         """:meth:`ping` on the async client (or the sync one in a worker thread)."""
         if not self._has_async:
             return await asyncio.to_thread(self.ping)
+        client = None
         try:
-            answered = bool(await self._loop_client().ping())
+            client = self._loop_client()
+            answered = bool(await client.ping())
         except self._errors as exc:
+            if client is not None and classify(exc)[1]:
+                await adrop_idle(client)
             self._failure("ping", None, exc)
             return False
         self._up()
