@@ -256,7 +256,7 @@ def fit_gate(
     set_features: Sequence[str] = DEFAULT_SET_FEATURES,
     target_precision: float = 0.90,
     min_failure_recall: float = 0.80,
-    max_good_irrelevant: float = 0.10,
+    max_good_irrelevant: float = 0.15,
     name: str = "fitted",
     fitted_on: str = "",
     seed: int = 0,

@@ -49,6 +49,8 @@ def test_evaluate_prints_the_evaluation(chunks_file: Path) -> None:
             str(chunks_file),
             "--score-kind",
             "cosine",
+            "--profile",
+            "synapse",
         ]
     )
     assert code == EXIT_OK

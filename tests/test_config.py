@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from crag_heuristic import (
+    DEFAULT_PROFILE,
     ConfigError,
+    Evaluator,
     EvaluatorConfig,
     SignalWeights,
     Thresholds,
@@ -25,6 +27,15 @@ def test_synapse_profile_is_the_default() -> None:
         "source_diversity": 0.15,
     }
     assert (config.thresholds.relevant, config.thresholds.partial) == (0.75, 0.50)
+
+
+def test_the_default_profile_is_the_fitted_gate() -> None:
+    config = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
+    assert DEFAULT_PROFILE == "minilm-scifact" == Evaluator().config.name
+    assert config.model is not None and "scifact train" in config.model.fitted_on
+    assert [t.feature for t in config.model.set.terms] == ["best_chunk", "similarity_std"]
+    assert 0 < config.thresholds.partial < config.thresholds.relevant < 1
+    assert EvaluatorConfig.from_profile(DEFAULT_PROFILE) is config  # parsed once, shared
 
 
 def test_crag_profile_uses_the_papers_bands() -> None:
@@ -172,7 +183,7 @@ def test_file_errors_are_config_errors(tmp_path: Path) -> None:
 
 def test_load_config_resolves_every_form(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text('{"profile": "crag"}')
-    assert load_config(None) == EvaluatorConfig()
+    assert load_config(None) == EvaluatorConfig.from_profile(DEFAULT_PROFILE)
     assert load_config("crag").thresholds.relevant == 0.7
     assert load_config(tmp_path / "c.json").thresholds.relevant == 0.7
     assert load_config(str(tmp_path / "c.json")).thresholds.relevant == 0.7

@@ -31,7 +31,7 @@ QUERY = "How efficient are solar panels? solar panel efficiency"
 
 
 def test_weighted_verdict_by_hand(solar_chunks: list[Chunk]) -> None:
-    evaluation = Evaluator().evaluate("solar panel efficiency", solar_chunks)
+    evaluation = Evaluator("synapse").evaluate("solar panel efficiency", solar_chunks)
     assert evaluation.signals.keyword_overlap == pytest.approx(1.0)
     assert evaluation.signals.semantic_coherence == pytest.approx(0.576)
     assert evaluation.signals.length_adequacy == pytest.approx(0.104)
@@ -55,7 +55,7 @@ def test_crag_profile_changes_only_the_bands(solar_chunks: list[Chunk]) -> None:
 
 
 def test_config_can_be_overridden_per_call(solar_chunks: list[Chunk]) -> None:
-    evaluator = Evaluator()
+    evaluator = Evaluator("synapse")
     loose = evaluator.config.replace(thresholds={"relevant": 0.6})
     assert (
         evaluator.evaluate("solar panel efficiency", solar_chunks, config=loose).verdict
@@ -67,11 +67,11 @@ def test_config_can_be_overridden_per_call(solar_chunks: list[Chunk]) -> None:
 def test_idf_weights_rare_terms(solar_chunks: list[Chunk]) -> None:
     stats = CorpusStats(n_docs=10, doc_freq={"solar": 1, "panel": 4, "effici": 9})
     only_solar = [Chunk(id="c", text="solar", score=0.5, score_kind="cosine")]
-    ev = Evaluator().evaluate("solar panel efficiency", only_solar, corpus_stats=stats)
+    ev = Evaluator("synapse").evaluate("solar panel efficiency", only_solar, corpus_stats=stats)
     idf = [math.log(1 + 9.5 / 1.5), math.log(1 + 6.5 / 4.5), math.log(1 + 1.5 / 9.5)]
     assert ev.signals.keyword_overlap == pytest.approx(idf[0] / sum(idf))  # 0.65695
     assert ev.details["idf_weighted"] is True
-    uniform = Evaluator().evaluate("solar panel efficiency", only_solar)
+    uniform = Evaluator("synapse").evaluate("solar panel efficiency", only_solar)
     assert uniform.signals.keyword_overlap == pytest.approx(1 / 3)
     no_idf = EvaluatorConfig().replace(keyword={"use_idf": False})
     assert Evaluator(no_idf).evaluate(
@@ -84,7 +84,7 @@ def test_pooled_keyword_aggregate() -> None:
         Chunk(id="1", text="solar", score=0.5, score_kind="cosine"),
         Chunk(id="2", text="panel", score=0.5, score_kind="cosine"),
     ]
-    best = Evaluator().evaluate("solar panel", chunks)
+    best = Evaluator("synapse").evaluate("solar panel", chunks)
     pooled = Evaluator(EvaluatorConfig().replace(keyword={"aggregate": "pooled"})).evaluate(
         "solar panel", chunks
     )
@@ -94,11 +94,11 @@ def test_pooled_keyword_aggregate() -> None:
 
 def test_substring_is_not_a_match() -> None:
     chunk = Chunk(id="1", text="A category of catalogues.", score=0.5, score_kind="cosine")
-    assert Evaluator().evaluate("cat", [chunk]).signals.keyword_overlap == 0.0
+    assert Evaluator("synapse").evaluate("cat", [chunk]).signals.keyword_overlap == 0.0
 
 
 def test_no_chunks_is_irrelevant_with_reasoning() -> None:
-    evaluation = Evaluator().evaluate("anything", [])
+    evaluation = Evaluator("synapse").evaluate("anything", [])
     assert evaluation.verdict is Verdict.IRRELEVANT
     assert evaluation.score == 0.0
     assert evaluation.chunks == ()
@@ -108,7 +108,7 @@ def test_no_chunks_is_irrelevant_with_reasoning() -> None:
 def test_unknown_scores_drop_coherence_and_renormalise_weights() -> None:
     # no score kind: coherence unavailable; weights 0.3/0.15/0.15 renormalise to 0.5/0.25/0.25
     chunk = Chunk(id="1", text="solar " * 100, score=0.9)
-    evaluation = Evaluator().evaluate("solar", [chunk])
+    evaluation = Evaluator("synapse").evaluate("solar", [chunk])
     assert evaluation.signals.semantic_coherence is None
     assert evaluation.details["weights_used"] == pytest.approx(
         {
@@ -128,7 +128,7 @@ def test_mixed_score_kinds_are_converted_each_and_noted() -> None:
         Chunk(id="1", text="x", score=0.5, score_kind="squared_l2"),  # cos 0.75
         Chunk(id="2", text="y", score=10.0, score_kind="bm25"),  # 0.5
     ]
-    evaluation = Evaluator().evaluate("x", chunks)
+    evaluation = Evaluator("synapse").evaluate("x", chunks)
     assert [c.similarity for c in evaluation.chunks] == pytest.approx([0.75, 0.5])
     assert evaluation.details["score_kinds"] == ["bm25", "squared_l2"]
     assert "mixed score kinds" in evaluation.reasoning
@@ -138,14 +138,14 @@ def test_same_source_lowers_diversity() -> None:
     chunks = [
         Chunk(id=str(i), text="t", score=0.5, score_kind="cosine", source="doc") for i in range(4)
     ]
-    evaluation = Evaluator().evaluate("t", chunks)
+    evaluation = Evaluator("synapse").evaluate("t", chunks)
     assert evaluation.signals.source_diversity == pytest.approx(0.25)
     assert [c.signals.source_diversity for c in evaluation.chunks] == pytest.approx([0.25] * 4)
 
 
 def test_stop_word_query_still_matches() -> None:
     chunk = Chunk(id="1", text="To be or not to be", score=0.5, score_kind="cosine")
-    evaluation = Evaluator().evaluate("to be", [chunk])
+    evaluation = Evaluator("synapse").evaluate("to be", [chunk])
     assert evaluation.signals.keyword_overlap == 1.0
     assert evaluation.details["all_stop_words"] is True
 
@@ -153,18 +153,18 @@ def test_stop_word_query_still_matches() -> None:
 @pytest.mark.parametrize("query", ["", "   ", "\n\t", None, 42, b"bytes"])
 def test_bad_queries_raise_invalid_query(query: object, solar_chunks: list[Chunk]) -> None:
     with pytest.raises(InvalidQueryError):
-        Evaluator().evaluate(query, solar_chunks)  # type: ignore[arg-type]
+        Evaluator("synapse").evaluate(query, solar_chunks)  # type: ignore[arg-type]
 
 
 def test_punctuation_only_query_is_documented_not_an_error(solar_chunks: list[Chunk]) -> None:
-    evaluation = Evaluator().evaluate("???", solar_chunks)
+    evaluation = Evaluator("synapse").evaluate("???", solar_chunks)
     assert evaluation.signals.keyword_overlap == 0.0
     assert "no word tokens" in evaluation.reasoning
 
 
 def test_bad_corpus_stats_type() -> None:
     with pytest.raises(InputError):
-        Evaluator().evaluate("q", [], corpus_stats={"a": 1})  # type: ignore[arg-type]
+        Evaluator("synapse").evaluate("q", [], corpus_stats={"a": 1})  # type: ignore[arg-type]
 
 
 def test_one_megabyte_chunk_is_handled() -> None:
@@ -172,31 +172,31 @@ def test_one_megabyte_chunk_is_handled() -> None:
         id="big", text=("solar energy " + "\x00\udcff ") * 70_000, score=0.6, score_kind="cosine"
     )
     assert len(big.text) > 1_000_000
-    evaluation = Evaluator().evaluate("solar energy", [big])
+    evaluation = Evaluator("synapse").evaluate("solar energy", [big])
     assert evaluation.signals.keyword_overlap == 1.0
     assert evaluation.signals.length_adequacy == 1.0
 
 
 def test_deterministic_and_cache_transparent(solar_chunks: list[Chunk]) -> None:
-    evaluator = Evaluator()
+    evaluator = Evaluator("synapse")
     first = evaluator.evaluate(QUERY, solar_chunks)
     assert evaluator.evaluate(QUERY, solar_chunks) == first
     evaluator.clear_cache()
     assert evaluator.evaluate(QUERY, solar_chunks) == first
-    assert Evaluator(cache_size=0).evaluate(QUERY, solar_chunks) == first
+    assert Evaluator("synapse", cache_size=0).evaluate(QUERY, solar_chunks) == first
 
 
 def test_cache_keys_on_text_not_only_id(solar_chunks: list[Chunk]) -> None:
-    evaluator = Evaluator()
+    evaluator = Evaluator("synapse")
     evaluator.evaluate("solar", solar_chunks)
     changed = [solar_chunks[0].replace(text="nothing relevant here"), solar_chunks[1]]
     assert evaluator.evaluate("solar", changed).signals.keyword_overlap == 0.0
 
 
 def test_thread_safe(solar_chunks: list[Chunk]) -> None:
-    evaluator = Evaluator(cache_size=2)  # tiny cache: constant eviction under contention
+    evaluator = Evaluator("synapse", cache_size=2)  # tiny cache: constant eviction under contention
     queries = [f"solar panel efficiency {i}" for i in range(50)]
-    expected = [Evaluator().evaluate(q, solar_chunks) for q in queries]
+    expected = [Evaluator("synapse").evaluate(q, solar_chunks) for q in queries]
     errors: list[BaseException] = []
 
     def work() -> None:
@@ -216,5 +216,5 @@ def test_thread_safe(solar_chunks: list[Chunk]) -> None:
 
 def test_score_kind_bm25_uses_saturation() -> None:
     chunk = Chunk(id="1", text="x", score=30.0, score_kind=ScoreKind.BM25)
-    evaluation = Evaluator().evaluate("x", [chunk])
+    evaluation = Evaluator("synapse").evaluate("x", [chunk])
     assert evaluation.chunks[0].similarity == pytest.approx(0.75)

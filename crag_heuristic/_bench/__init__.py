@@ -1,10 +1,18 @@
 """The benchmark harness and the data pipeline calibration shares with it.
 
-Heavy dependencies (matplotlib, ranx, torch via MiniLM) are imported only
+Heavy dependencies (matplotlib, pytrec_eval, torch via MiniLM) are imported only
 where they are used; install them with the ``bench`` extra.
 """
 
 from .harness import SECTIONS, run_bench
-from .pipeline import labels_for, prepare, retrievals_for, to_examples
+from .pipeline import calibrate, labels_for, prepare, retrievals_for, to_examples
 
-__all__ = ["SECTIONS", "labels_for", "prepare", "retrievals_for", "run_bench", "to_examples"]
+__all__ = [
+    "SECTIONS",
+    "calibrate",
+    "labels_for",
+    "prepare",
+    "retrievals_for",
+    "run_bench",
+    "to_examples",
+]

@@ -81,14 +81,15 @@ def cost_section(
 ) -> dict[str, Any]:
     """Latencies (ms) and ratios to the bare retrieval, on natural retrievals."""
     natural = [r for r in retrievals if r.kind == "natural"][:limit]
-    if prepared.encoder is None:
+    if prepared.encoder is None and prepared.encode:
         try:
             from .dense import MiniLM
 
             prepared.encoder = MiniLM()
         except Exception:  # noqa: BLE001 - no bench extra: time FAISS alone and say so
             prepared.encoder = None
-    known = prepared.vectors({r.query: r.query for r in natural})
+    by_qid = prepared.vectors({r.qid: r.query for r in natural})
+    known = {r.query: by_qid[r.qid] for r in natural}
     retriever = _EncodingRetriever(prepared, known)
     for r in natural[:5]:  # warm up the model and the index
         retriever.search(r.query, 10)

@@ -24,7 +24,7 @@ import numpy as np
 from .._baselines import nqc, score_gap, seed_design, top1
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
-from .pipeline import Prepared, labels_for, retrievals_for
+from .pipeline import Prepared, labels_for, progress, retrievals_for
 from .retrievals import Retrieval
 
 __all__ = ["FailureResult", "failure_section", "verdict_table"]
@@ -40,9 +40,12 @@ class FailureResult:
     summary: dict[str, Any]
 
 
-def _auc(failed: np.ndarray, score: np.ndarray) -> float:
+def _auc(failed: np.ndarray, score: np.ndarray) -> float | None:
+    """ROC-AUC of a high score for "not failed"; ``None`` when one class is absent."""
     from sklearn.metrics import roc_auc_score
 
+    if failed.all() or not failed.any():
+        return None
     return float(roc_auc_score(failed, -score))
 
 
@@ -92,7 +95,10 @@ def failure_section(
     for name, config in profiles.items():
         evaluator = Evaluator(config, analyzer=prepared.analyzer)
         started = time.perf_counter()
-        evaluations = [evaluator.evaluate(r.query, r.chunks, prepared.stats) for r in retrievals]
+        evaluations = [
+            evaluator.evaluate(r.query, r.chunks, prepared.stats)
+            for r in progress(retrievals, name)
+        ]
         timings[name] = (time.perf_counter() - started) / len(retrievals) * 1e3
         scores[name] = np.array([e.score for e in evaluations])
         verdicts[name] = [e.verdict.value for e in evaluations]

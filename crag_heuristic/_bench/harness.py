@@ -48,6 +48,7 @@ def run_bench(
     profile: EvaluatorConfig | str | None = None,
     sections: Sequence[str] = SECTIONS,
     cache_dir: str | Path | None = None,
+    encode: bool = True,
     command: str = "",
     progress: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def run_bench(
     config = load_config(profile)
     started = time.perf_counter()
     progress(f"loading {data_dir}")
-    prepared = prepare(data_dir, cache_dir=cache_dir or out / "cache")
+    prepared = prepare(data_dir, cache_dir=cache_dir or out / "cache", encode=encode)
     results: dict[str, Any] = {
         "collection": prepared.collection.name,
         "command": command,
@@ -235,7 +236,7 @@ def render_report(results: dict[str, Any]) -> str:
             "| gate | AUC natural + probes | AUC natural |",
             "|---|---|---|",
         ]
-        for name, auc in sorted(f["auc"].items(), key=lambda kv: -kv[1]["natural+probes"]):
+        for name, auc in sorted(f["auc"].items(), key=lambda kv: -(kv[1]["natural+probes"] or 0)):
             lines.append(f"| {name} | {_f(auc['natural+probes'])} | {_f(auc['natural'])} |")
         for name, table in f["verdicts"].items():
             lines += [

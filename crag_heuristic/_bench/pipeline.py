@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .._calibrate import GateExample
+from .._calibrate import CalibrationResult, GateExample, fit_gate
+from .._config import EvaluatorConfig, load_config
 from .._corpus import CorpusStats
 from .._exceptions import InputError
 from .._text import Analyzer
@@ -13,7 +15,24 @@ from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
 from .retrievals import Retrieval, make_retrievals
 
-__all__ = ["Prepared", "labels_for", "prepare", "to_examples"]
+__all__ = [
+    "Prepared",
+    "calibrate",
+    "progress",
+    "labels_for",
+    "prepare",
+    "retrievals_for",
+    "to_examples",
+]
+
+
+def progress(items: Any, description: str) -> Any:
+    """``items`` with a progress bar on a terminal (tqdm, from the bench extra), else as is."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=description, disable=None, leave=False)
 
 
 def labels_for(collection: Collection, labels: str, split: str) -> Qrels:
@@ -48,11 +67,19 @@ class Prepared:
     analyzer: Analyzer
     cache_dir: Path | None
     encoder: MiniLM | None = None
+    encode: bool = True
 
     def vectors(self, texts: dict[str, str]) -> dict[str, Vector]:
-        """Query vectors for ``texts`` (shipped, cached, or encoded with MiniLM)."""
+        """Query vectors for ``texts`` (shipped, cached, or encoded with MiniLM).
+
+        Raises:
+            InputError: a vector is missing and encoding is off.
+        """
         needs = any(key not in self.collection.query_vectors for key in texts)
         if needs and self.encoder is None and not _cached(self, texts):
+            if not self.encode:
+                missing = next(key for key in texts if key not in self.collection.query_vectors)
+                raise InputError(f"no vector for query {missing!r} and encoding is off")
             self.encoder = MiniLM()
         return query_vectors(self.collection, texts, self.cache_dir, self.encoder)
 
@@ -74,8 +101,14 @@ def _cached(prepared: Prepared, texts: dict[str, str]) -> bool:
     )
 
 
-def prepare(data_dir: str | Path, cache_dir: str | Path | None = None) -> Prepared:
-    """Load the folder, index its vectors, count its document frequencies."""
+def prepare(
+    data_dir: str | Path, cache_dir: str | Path | None = None, *, encode: bool = True
+) -> Prepared:
+    """Load the folder, index its vectors, count its document frequencies.
+
+    With ``encode=False`` nothing is encoded: every query vector must ship
+    with the folder (and the cost section times FAISS alone).
+    """
     collection = load_collection(data_dir)
     analyzer = Analyzer()
     stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
@@ -85,6 +118,7 @@ def prepare(data_dir: str | Path, cache_dir: str | Path | None = None) -> Prepar
         stats=stats,
         analyzer=analyzer,
         cache_dir=None if cache_dir is None else Path(cache_dir),
+        encode=encode,
     )
 
 
@@ -109,3 +143,51 @@ def to_examples(retrievals: list[Retrieval]) -> list[GateExample]:
         GateExample(group=r.qid, kind=r.kind, query=r.query, chunks=r.chunks, relevant=r.relevant)
         for r in retrievals
     ]
+
+
+def calibrate(
+    data_dir: str | Path,
+    *,
+    labels: str = "qrels",
+    split: str = "train",
+    k: int = 10,
+    probes: bool = True,
+    base: EvaluatorConfig | str | None = "synapse",
+    name: str = "fitted",
+    cache_dir: str | Path | None = None,
+    encode: bool = True,
+    **targets: float,
+) -> CalibrationResult:
+    """Fit a gate profile on one split of a BEIR-layout folder (see ``fit_gate``).
+
+    Args:
+        data_dir: the folder.
+        labels: ``"qrels"`` or ``"llm:RUN"`` (an LLM grader's labels).
+        split: the qrels split to fit on; never the one you report on.
+        k: the retrieval depth graded.
+        probes: add leave-relevant-out probes (realistic corpus gaps).
+        base: the profile whose other settings the fitted one keeps.
+        name: the fitted profile's name.
+        cache_dir: where encoded query vectors are cached.
+        encode: encode missing query vectors with MiniLM (else they must ship).
+        targets: ``target_precision``, ``min_failure_recall``, ``max_good_irrelevant``.
+
+    Returns:
+        The fitted profile (``.config``; ``.write(path)`` saves it) and its
+        cross-validated report.
+    """
+    prepared = prepare(data_dir, cache_dir=cache_dir, encode=encode)
+    qrels = labels_for(prepared.collection, labels, split)
+    retrievals = retrievals_for(prepared, qrels, k, probes=probes)
+    fitted_on = (
+        f"{prepared.collection.name} {split} split, labels {labels}, k={k}, "
+        f"{'natural + leave-relevant-out probes' if probes else 'natural retrievals'}"
+    )
+    return fit_gate(
+        to_examples(retrievals),
+        base=load_config(base),
+        corpus_stats=prepared.stats,
+        name=name,
+        fitted_on=fitted_on,
+        **targets,  # type: ignore[arg-type]
+    )

@@ -1,14 +1,15 @@
 """Benchmark 3: does the router's correction improve the ranking?
 
-nDCG@10 and Recall@100 (computed by ranx) of the bare dense retriever against
-the CRAG router on the same queries: the router grades the top ``gate_k``
-(10) chunks of a 100-deep retrieval; RELEVANT keeps the list as is; PARTIAL
-expands the query with synonyms and fuses, with RRF, the dense ranking with
-BM25 rankings of the original and expanded queries (a 100-deep fusion);
-IRRELEVANT would go to the web, which is off here, so the list is kept. The
-per-route breakdown shows that the fast path loses nothing (it returns the
-bare list) and what the corrected queries gain. For reference: BM25 alone
-and the dense + BM25 fusion applied to every query.
+nDCG@10 and Recall@100 (pytrec_eval: the trec_eval bindings BEIR reports
+with) of the bare dense retriever against the CRAG router on the same
+queries: the router grades the top ``gate_k`` (10) chunks of a 100-deep
+retrieval; RELEVANT keeps the list as is; PARTIAL expands the query with
+synonyms and fuses, with RRF, the dense ranking with BM25 rankings of the
+original and expanded queries (a 100-deep fusion); IRRELEVANT would go to the
+web, which is off here, so it falls back to the same expansion. The per-route
+breakdown shows that the fast path loses nothing (it returns the bare list)
+and what the corrected queries gain. For reference: BM25 alone and the dense
++ BM25 fusion applied to every query.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .._fusion import reciprocal_rank_fusion
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
-from .pipeline import Prepared
+from .pipeline import Prepared, progress
 from .retrievals import chunks_of
 
 __all__ = ["VectorRetriever", "quality_section"]
@@ -56,20 +57,18 @@ class VectorRetriever:
 
 
 def _metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]) -> dict[str, Any]:
-    """Per-query nDCG@10 and Recall@100, by query id (ranx sorts queries internally)."""
-    from ranx import Qrels, Run, evaluate
+    """Per-query nDCG@10 and Recall@100 with pytrec_eval (trec_eval, as BEIR reports)."""
+    import pytrec_eval
 
-    judged = Qrels(qrels)
-    run = Run(
-        {
-            q: {c.id: float(len(chunks) - i) for i, c in enumerate(chunks)} or {"-": 0.0}
-            for q, chunks in runs.items()
-        }
-    )
-    evaluate(judged, run, ["ndcg@10", "recall@100"])
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"})
+    run = {
+        q: {c.id: float(len(chunks) - i) for i, c in enumerate(chunks)}
+        for q, chunks in runs.items()
+    }
+    scores = evaluator.evaluate(run)
     return {
-        metric: {q: float(v) for q, v in run.scores[metric].items()}
-        for metric in ("ndcg@10", "recall@100")
+        "ndcg@10": {q: float(scores.get(q, {}).get("ndcg_cut_10", 0.0)) for q in runs},
+        "recall@100": {q: float(scores.get(q, {}).get("recall_100", 0.0)) for q in runs},
     }
 
 
@@ -107,7 +106,7 @@ def quality_section(
 
     async def run_router() -> dict[str, Any]:
         results = {}
-        for q in qids:
+        for q in progress(qids, "router"):
             results[q] = await crag.aretrieve(texts[q], 100)
         return results
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._config import EvaluatorConfig, available_profiles, load_config
+from .._config import DEFAULT_PROFILE, EvaluatorConfig, available_profiles, load_config
 from .._exceptions import InputError, InvalidChunkError
 from .._types import Chunk, ScoreKind
 
@@ -101,7 +101,7 @@ def read_chunks(path: str | Path, *, default_kind: ScoreKind | None = None) -> l
 
 
 def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
-    base = load_config(args.config) if args.config else EvaluatorConfig.from_profile(args.profile)
+    base = load_config(args.config) if args.config else load_config(args.profile)
     overrides: dict[str, Any] = {}
     for item in args.set or []:
         key, sep, value = item.partition("=")
@@ -126,8 +126,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("configuration")
     group.add_argument(
         "--profile",
-        default="synapse",
-        help=f"named profile (default: synapse; known: {', '.join(available_profiles())})",
+        help=f"named profile (default {DEFAULT_PROFILE}; known: {', '.join(available_profiles())})",
     )
     group.add_argument("--config", metavar="FILE", help="a TOML, JSON or YAML config file")
     group.add_argument(

@@ -7,31 +7,42 @@
   restarted on the same port, or started full.
 * :func:`ensure_searxng_venv`, :class:`FixtureEngine`, :class:`SearxngServer`:
   a real SearXNG, offline, fed by a programmable loopback engine.
+* :class:`FaultyEngine`, :class:`CallTrace`, :class:`TracedCache`,
+  :class:`TracedWebSearcher`: fault injection and per-query call tracing for
+  load tests (``benchmarks/load_faults.py``).
 * :func:`capture_events`: the library's structured events as dicts.
 """
 
 from .._exceptions import RedisServerError
 from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
+from ._faulty_engine import FAULT_KINDS, FaultyEngine
 from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
 from ._logs import capture_events
 from ._redis import ENV_URL, RedisServer, find_redis_server
 from ._searxng import SearxngServer, SearxngStartError
 from ._searxng_venv import SEARXNG_PACKAGE, SearxngUnavailable, ensure_searxng_venv
+from ._trace import CallTrace, TracedCache, TracedCall, TracedWebSearcher
 
 __all__ = [
+    "CallTrace",
     "ENV_URL",
-    "SEARXNG_PACKAGE",
+    "FAULT_KINDS",
+    "FaultyEngine",
     "FixtureEngine",
     "FixtureReply",
     "ListRetriever",
     "RecordingWebSearcher",
     "RedisServer",
     "RedisServerError",
+    "SEARXNG_PACKAGE",
     "SearxngServer",
     "SearxngStartError",
     "SearxngUnavailable",
     "StaticExpander",
     "StaticExpansion",
+    "TracedCache",
+    "TracedCall",
+    "TracedWebSearcher",
     "capture_events",
     "ensure_searxng_venv",
     "find_redis_server",

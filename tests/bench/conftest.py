@@ -1,0 +1,69 @@
+"""A small BEIR-layout folder built from the bundled sample, with its own vectors.
+
+Vectors come from the sample's LSA embedder (saved under the file names the
+harness expects), so the harness runs without MiniLM (``encode=False``).
+Train queries are the documents' titles; test queries are the sample's
+labelled questions; test qrels are graded (2 relevant, 0 a judged topic-mate)
+and a noisy copy of them plays an LLM grader.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crag_heuristic import LsaEmbedder, load_sample_queries
+from crag_heuristic._sample import _read_jsonl
+
+
+def _write_qrels(path: Path, rows: list[tuple[str, str, int]]) -> None:
+    path.write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows)
+    )
+
+
+@pytest.fixture(scope="session")
+def beir_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sample-beir")
+    docs = _read_jsonl("sample_corpus.jsonl")
+    with (root / "corpus.jsonl").open("w") as handle:
+        for d in docs:
+            handle.write(
+                json.dumps({"_id": d["_id"], "title": d["title"], "text": d["text"]}) + "\n"
+            )
+    train = {f"t{i}": (d["title"], d["_id"]) for i, d in enumerate(docs)}
+    test = {q["_id"]: q for q in load_sample_queries() if q["metadata"]["relevant"]}
+    with (root / "queries.jsonl").open("w") as handle:
+        for qid, (title, _) in train.items():
+            handle.write(json.dumps({"_id": qid, "text": title}) + "\n")
+        for qid, q in test.items():
+            handle.write(json.dumps({"_id": qid, "text": q["text"]}) + "\n")
+    (root / "qrels").mkdir()
+    _write_qrels(root / "qrels" / "train.tsv", [(q, d, 2) for q, (_, d) in train.items()])
+    topic = {d["_id"]: d["metadata"]["topic"] for d in docs}
+    graded = []
+    for qid, q in test.items():
+        relevant = set(q["metadata"]["relevant"])
+        topics = {topic[r] for r in relevant}
+        graded += [(qid, d, 2 if d in relevant else 0) for d in topic if topic[d] in topics]
+    _write_qrels(root / "qrels" / "test.tsv", graded)
+    (root / "llm_judgments").mkdir()
+    noisy = [(q, d, (0 if g else 3) if i % 5 == 0 else g) for i, (q, d, g) in enumerate(graded)]
+    _write_qrels(root / "llm_judgments" / "noisy-grader.tsv", noisy)
+
+    texts = [f"{d['title']} {d['text']}" for d in docs]
+    embedder = LsaEmbedder(texts, n_components=48)
+    np.save(root / "corpus_minilm_l6_v2.npy", embedder.embed_many(texts))
+    (root / "corpus_minilm_l6_v2.ids.txt").write_text("\n".join(d["_id"] for d in docs) + "\n")
+    for split, queries in (
+        ("train", {q: t for q, (t, _) in train.items()}),
+        ("test", {q: v["text"] for q, v in test.items()}),
+    ):
+        np.save(
+            root / f"queries_{split}_minilm_l6_v2.npy", embedder.embed_many(list(queries.values()))
+        )
+        (root / f"queries_{split}_minilm_l6_v2.ids.txt").write_text("\n".join(queries) + "\n")
+    return root
