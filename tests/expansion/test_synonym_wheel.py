@@ -56,6 +56,13 @@ def test_wheel_holds_the_synonym_files(wheel: Path) -> None:
     assert "crag_heuristic/_expansion/synonyms.py" in names
     assert english == (ROOT / "synonyms" / "english.txt").read_bytes()
     assert not any(name.startswith("synonyms/") for name in names)
+    for data in (
+        "py.typed",
+        "profiles/minilm-scifact.toml",
+        "data/sample_corpus.jsonl",
+        "data/sample_queries.jsonl",
+    ):
+        assert f"crag_heuristic/{data}" in names
 
 
 @pytest.mark.slow
@@ -76,6 +83,7 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
         print(",".join(SynonymSet.bundled_names()))
         print(resources.files("crag_heuristic.synonyms").joinpath("english.txt").is_file())
         print(SynonymExpander(["biomedical"]).expand("heart attack").queries[1])
+        print(crag_heuristic.Evaluator().config.name, len(crag_heuristic.load_sample_corpus()))
         """
     )
     # the target directory comes first on sys.path, ahead of the editable install
@@ -89,8 +97,9 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
         cwd=tmp_path,
         timeout=300,
     )
-    location, names, found, query = done.stdout.splitlines()
+    location, names, found, query, default = done.stdout.splitlines()
     assert Path(location).is_relative_to(target)
     assert names == "biomedical,english,finance,programming"
     assert found == "True"
     assert query == "myocardial infarction"
+    assert default == "minilm-scifact 64"  # the default profile and the sample ship too
