@@ -9,7 +9,8 @@ All in the same run, on the same machine, with ``time.perf_counter``:
   chunks recur; and cold: a fresh evaluator each time);
 * the router on the fast path (RELEVANT) and on the corrected path (PARTIAL:
   expansion, BM25 re-retrieval, fusion, re-evaluation), each including its
-  own query encoding and search, so the overhead is router minus bare.
+  own query encoding and search, so the overhead is router minus bare. Bare
+  and router calls alternate query by query, so load drift hits both alike.
 
 Ratios are against the bare retrieval's median measured in this run.
 """
@@ -93,7 +94,6 @@ def cost_section(
     retriever = _EncodingRetriever(prepared, known)
     for r in natural[:5]:  # warm up the model and the index
         retriever.search(r.query, 10)
-    bare = [_timed(retriever.search, r.query, 10) for r in natural]
 
     evaluator = Evaluator(profile, analyzer=prepared.analyzer)
     for r in natural:
@@ -114,7 +114,9 @@ def cost_section(
         retriever, evaluator, lexical=bm25, cache=False, config={"k": 10, "expand_on": "lexical"}
     )
     by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
-    for r in natural:
+    bare = []
+    for r in natural:  # interleaved, so drift in machine load hits both alike
+        bare.append(_timed(retriever.search, r.query, 10))
         started = time.perf_counter()
         result = crag.retrieve(r.query, 10)
         elapsed = (time.perf_counter() - started) * 1e3

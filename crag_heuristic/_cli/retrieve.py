@@ -86,7 +86,17 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
     router_config = {"k": args.k, "refine": args.refine, "max_retries": args.max_retries}
     if args.fetch_k:
         router_config["fetch_k"] = args.fetch_k
-    crag = CRAG(retriever, evaluator, lexical=lexical, config=router_config)
+    web = None
+    if args.searxng:
+        from .._web import SearxngClient
+
+        web = SearxngClient(args.searxng)
+    cache: Any = None  # the in-process default
+    if args.redis:
+        from .._cache import RedisCache
+
+        cache = RedisCache(url=args.redis)
+    crag = CRAG(retriever, evaluator, lexical=lexical, web=web, cache=cache, config=router_config)
     result = crag.retrieve(args.query, args.k)
     if args.pretty:
         out.write(render_table(result, retriever.score_semantics) + "\n")
@@ -198,6 +208,12 @@ def register(commands: Any) -> None:
     retrieve.add_argument("--fetch-k", type=int, help="candidates per ranking before fusion")
     retrieve.add_argument("--max-retries", type=int, default=2, help="correction rounds (0: off)")
     retrieve.add_argument("--refine", action="store_true", help="refine the final chunks")
+    retrieve.add_argument(
+        "--searxng", metavar="URL", help="a SearXNG instance for the web fallback (JSON enabled)"
+    )
+    retrieve.add_argument(
+        "--redis", metavar="URL", help="cache evaluations and web results in this Redis"
+    )
     retrieve.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
     add_config_options(retrieve)
     retrieve.set_defaults(handler=_retrieve)

@@ -121,3 +121,23 @@ def test_console_script_help() -> None:
         check=True,
     )
     assert "--index" in result.stdout and "bundled sample" in result.stdout
+
+
+def test_retrieve_with_a_real_redis_and_an_unreachable_searxng() -> None:
+    from crag_heuristic.testing import RedisServer
+
+    with RedisServer() as server:
+        argv = [
+            "retrieve",
+            "-q",
+            "Which chess openings are best for beginners?",
+            "--redis",
+            server.url,
+            "--searxng",
+            "http://127.0.0.1:9",
+        ]
+        first = json.loads(run(argv)[1])
+        second = json.loads(run(argv)[1])
+    assert first["verdict"] in {"partial", "irrelevant"}
+    assert first["web_error"] is not None and first["web_error"].startswith("WebSearch")
+    assert first["cache_hit"] is False and second["cache_hit"] is True
