@@ -54,11 +54,11 @@ def run_bench(
 ) -> dict[str, Any]:
     """Run the chosen sections; write results.json, report.md and plots to ``out``."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     config = load_config(profile)
     started = time.perf_counter()
     progress(f"loading {data_dir}")
     prepared = prepare(data_dir, cache_dir=cache_dir or out / "cache", encode=encode)
+    out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {
         "collection": prepared.collection.name,
         "command": command,

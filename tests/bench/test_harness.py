@@ -137,10 +137,11 @@ def test_cli_bench_and_calibrate(beir_folder: Path, tmp_path: Path) -> None:
     )
     assert code == EXIT_OK
     assert "nDCG@10 bare dense -> CRAG router" in out.getvalue()
-    assert (
-        main(["bench", "--data-dir", str(tmp_path), "--no-encode"], out=io.StringIO())
-        == EXIT_BAD_INPUT
-    )
+    not_beir = tmp_path / "empty"
+    not_beir.mkdir()
+    bad = ["bench", "--data-dir", str(not_beir), "--out", str(tmp_path / "never"), "--no-encode"]
+    assert main(bad, out=io.StringIO()) == EXIT_BAD_INPUT
+    assert not (tmp_path / "never").exists()  # nothing written for bad input
 
 
 def test_a_profile_fitted_here_grades_the_sample(beir_folder: Path) -> None:
