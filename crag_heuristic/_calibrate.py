@@ -78,7 +78,13 @@ class GateExample:
 
     @property
     def good(self) -> bool:
+        """A relevant chunk is in the list."""
         return any(chunk.id in self.relevant for chunk in self.chunks)
+
+    @property
+    def failed(self) -> bool:
+        """No relevant chunk in the list."""
+        return not self.good
 
 
 @dataclass(frozen=True)

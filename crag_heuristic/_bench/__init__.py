@@ -5,7 +5,7 @@ where they are used; install them with the ``bench`` extra.
 """
 
 from .harness import SECTIONS, run_bench
-from .pipeline import calibrate, labels_for, prepare, retrievals_for, to_examples
+from .pipeline import calibrate, labels_for, prepare, retrievals_for
 
 __all__ = [
     "SECTIONS",
@@ -14,5 +14,4 @@ __all__ = [
     "prepare",
     "retrievals_for",
     "run_bench",
-    "to_examples",
 ]

@@ -24,13 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from .._calibrate import GateExample
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
 from .pipeline import Prepared
-from .retrievals import Retrieval, chunks_of
+from .retrievals import chunks_of
 
 __all__ = ["cost_section", "percentiles"]
 
@@ -76,7 +77,7 @@ class _EncodingRetriever:
 def cost_section(
     prepared: Prepared,
     profile: EvaluatorConfig,
-    retrievals: list[Retrieval],
+    retrievals: list[GateExample],
     *,
     limit: int = 300,
 ) -> dict[str, Any]:
@@ -89,8 +90,8 @@ def cost_section(
             prepared.encoder = MiniLM()
         except Exception:  # noqa: BLE001 - no bench extra: time FAISS alone and say so
             prepared.encoder = None
-    by_qid = prepared.vectors({r.qid: r.query for r in natural})
-    known = {r.query: by_qid[r.qid] for r in natural}
+    by_qid = prepared.vectors({r.group: r.query for r in natural})
+    known = {r.query: by_qid[r.group] for r in natural}
     retriever = _EncodingRetriever(prepared, known)
     for r in natural[:5]:  # warm up the model and the index
         retriever.search(r.query, 10)

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from .._baselines import nqc, score_gap, seed_design, top1
+from .._calibrate import GateExample
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
 from .pipeline import Prepared, labels_for, progress, retrievals_for
-from .retrievals import Retrieval
 
 __all__ = ["FailureResult", "failure_section", "verdict_table"]
 
@@ -34,7 +34,7 @@ __all__ = ["FailureResult", "failure_section", "verdict_table"]
 class FailureResult:
     """Scores per gate, labels, and the summary numbers."""
 
-    retrievals: list[Retrieval]
+    retrievals: list[GateExample]
     scores: dict[str, np.ndarray]
     verdicts: dict[str, list[str]]
     summary: dict[str, Any]
@@ -87,7 +87,7 @@ def failure_section(
     failed = np.array([r.failed for r in retrievals])
     natural = np.array([r.kind == "natural" for r in retrievals])
     centroid = np.asarray(collection.doc_vectors, dtype=np.float64).mean(axis=0)
-    vectors = prepared.vectors({r.qid: r.query for r in retrievals})
+    vectors = prepared.vectors({r.group: r.query for r in retrievals})
 
     scores: dict[str, np.ndarray] = {}
     verdicts: dict[str, list[str]] = {}
@@ -112,7 +112,7 @@ def failure_section(
     scores["top-1 score"] = np.array([top1(s) for s in sims])
     scores["score gap (top-1 - top-k)"] = np.array([score_gap(s) for s in sims])
     scores["NQC"] = np.array(
-        [nqc(s, float(vectors[r.qid] @ centroid)) for r, s in zip(retrievals, sims, strict=True)]
+        [nqc(s, float(vectors[r.group] @ centroid)) for r, s in zip(retrievals, sims, strict=True)]
     )
     summary: dict[str, Any] = {
         "split": split,

@@ -13,7 +13,7 @@ from .._exceptions import InputError
 from .._text import Analyzer
 from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
-from .retrievals import Retrieval, make_retrievals
+from .retrievals import make_retrievals
 
 __all__ = [
     "Prepared",
@@ -22,7 +22,6 @@ __all__ = [
     "labels_for",
     "prepare",
     "retrievals_for",
-    "to_examples",
 ]
 
 
@@ -124,7 +123,7 @@ def prepare(
 
 def retrievals_for(
     prepared: Prepared, qrels: Qrels, k: int, *, probes: bool = True
-) -> list[Retrieval]:
+) -> list[GateExample]:
     """Natural (+ probe) retrievals of depth ``k`` for the judged queries of ``qrels``."""
     collection = prepared.collection
     relevant = {
@@ -135,14 +134,6 @@ def retrievals_for(
         raise InputError("no judged query with a relevant document")
     vectors = prepared.vectors({q: collection.queries[q] for q in qids})
     return make_retrievals(collection, prepared.index, qids, vectors, relevant, k, probes=probes)
-
-
-def to_examples(retrievals: list[Retrieval]) -> list[GateExample]:
-    """Retrievals as calibration examples (grouped by query)."""
-    return [
-        GateExample(group=r.qid, kind=r.kind, query=r.query, chunks=r.chunks, relevant=r.relevant)
-        for r in retrievals
-    ]
 
 
 def calibrate(
@@ -184,7 +175,7 @@ def calibrate(
         f"{'natural + leave-relevant-out probes' if probes else 'natural retrievals'}"
     )
     return fit_gate(
-        to_examples(retrievals),
+        retrievals,
         base=load_config(base),
         corpus_stats=prepared.stats,
         name=name,

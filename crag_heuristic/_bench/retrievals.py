@@ -5,42 +5,21 @@
   index (a FAISS ``IDSelectorNot``): on-topic neighbours, nothing that
   answers; every probe is a failure by construction.
 
-A retrieval "failed" when none of its top ``k`` documents is relevant.
+A retrieval "failed" when none of its top ``k`` documents is relevant. Each
+is a :class:`~crag_heuristic.GateExample` (grouped by query id), the form
+calibration takes too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
+from .._calibrate import GateExample
 from .._types import Chunk, ScoreKind
 from .data import Collection
 from .dense import DenseIndex, Vector
 
-__all__ = ["Retrieval", "chunks_of", "make_retrievals"]
-
-Kind = Literal["natural", "probe"]
-
-
-@dataclass(frozen=True)
-class Retrieval:
-    """One ranked list to grade, with its labels."""
-
-    qid: str
-    kind: Kind
-    query: str
-    chunks: tuple[Chunk, ...]
-    relevant: frozenset[str]
-
-    @property
-    def failed(self) -> bool:
-        """No relevant document in the list."""
-        return not any(chunk.id in self.relevant for chunk in self.chunks)
-
-    def labels(self) -> list[bool]:
-        """Per chunk: is it relevant?"""
-        return [chunk.id in self.relevant for chunk in self.chunks]
+__all__ = ["chunks_of", "make_retrievals"]
 
 
 def chunks_of(collection: Collection, hits: Sequence[tuple[str, float]]) -> tuple[Chunk, ...]:
@@ -66,33 +45,23 @@ def make_retrievals(
     k: int,
     *,
     probes: bool = True,
-) -> list[Retrieval]:
+) -> list[GateExample]:
     """Natural (and probe) retrievals of depth ``k`` for ``qids``, in that order."""
     import numpy as np
 
     matrix = np.stack([vectors[q] for q in qids])
-    natural = index.search(matrix, k)
-    out = [
-        Retrieval(
-            q,
-            "natural",
-            collection.queries[q],
-            chunks_of(collection, hits),
-            frozenset(relevant.get(q, ())),
-        )
-        for q, hits in zip(qids, natural, strict=True)
-    ]
+    runs = [("natural", index.search(matrix, k))]
     if probes:
         banned = [relevant.get(q, set()) for q in qids]
-        probed = index.search(matrix, k, exclude=banned)
-        out += [
-            Retrieval(
-                q,
-                "probe",
-                collection.queries[q],
-                chunks_of(collection, hits),
-                frozenset(relevant.get(q, ())),
-            )
-            for q, hits in zip(qids, probed, strict=True)
-        ]
-    return out
+        runs.append(("probe", index.search(matrix, k, exclude=banned)))
+    return [
+        GateExample(
+            group=q,
+            kind=kind,
+            query=collection.queries[q],
+            chunks=chunks_of(collection, hits),
+            relevant=frozenset(relevant.get(q, ())),
+        )
+        for kind, rows in runs
+        for q, hits in zip(qids, rows, strict=True)
+    ]

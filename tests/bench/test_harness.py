@@ -152,7 +152,7 @@ def test_a_profile_fitted_here_grades_the_sample(beir_folder: Path) -> None:
     [answered] = [
         r
         for r in retrievals_for(prepared, labels_for(prepared.collection, "qrels", "test"), 5)
-        if r.kind == "natural" and r.qid == "q1"
+        if r.kind == "natural" and r.group == "q1"
     ]
     evaluation = Evaluator(config).evaluate(answered.query, answered.chunks, prepared.stats)
     top = next(g for g in evaluation.chunks if g.chunk_id in answered.relevant)
