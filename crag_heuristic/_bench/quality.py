@@ -22,6 +22,7 @@ import numpy as np
 
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
+from .._expansion import PRFExpander
 from .._fusion import reciprocal_rank_fusion
 from .._retrievers import BM25Retriever
 from .._router import CRAG
@@ -91,29 +92,41 @@ def quality_section(
         [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
         analyzer=prepared.analyzer,
     )
-    crag = CRAG(
-        dense,
-        Evaluator(profile, analyzer=prepared.analyzer),
-        lexical=bm25,
-        cache=False,
-        config={"k": 100, "gate_k": 10, "fetch_k": 100, "expand_on": "lexical"},
-    )
+    evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+
+    def router(expander: Any) -> CRAG:
+        return CRAG(
+            dense,
+            evaluator,
+            expander=expander,
+            lexical=bm25,
+            cache=False,
+            config={"k": 100, "gate_k": 10, "fetch_k": 100, "expand_on": "lexical"},
+        )
+
     bare = {q: dense.search(texts[q], 100) for q in qids}
     lexical = {q: bm25.search(texts[q], 100) for q in qids}
     fused_all = {
         q: reciprocal_rank_fusion([bare[q], lexical[q]], keep_scores=True)[:100] for q in qids
     }
 
-    async def run_router() -> dict[str, Any]:
+    async def run_router(crag: CRAG, label: str) -> dict[str, Any]:
         results = {}
-        for q in progress(qids, "router"):
+        for q in progress(qids, label):
             results[q] = await crag.aretrieve(texts[q], 100)
         return results
 
-    routed = asyncio.run(run_router())
+    # the expander the router ships with (synonyms), and the alternatives it was chosen over
+    routed = asyncio.run(run_router(router(None), "router"))
+    prf = asyncio.run(run_router(router(PRFExpander()), "router, PRF"))
+    plain = asyncio.run(run_router(router(False), "router, no expansion"))
     runs = {
         "dense (bare)": bare,
         "CRAG router": {q: list(r.chunks) for q, r in routed.items()},
+        "CRAG router, PRF expansion": {q: list(r.chunks) for q, r in prf.items()},
+        "CRAG router, no expansion (BM25 of the query only)": {
+            q: list(r.chunks) for q, r in plain.items()
+        },
         "BM25": lexical,
         "dense + BM25 RRF, every query": fused_all,
     }
