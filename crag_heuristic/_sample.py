@@ -43,7 +43,7 @@ def load_sample_corpus() -> list[Chunk]:
             source=row["_id"],
             metadata={"title": row["title"], **row.get("metadata", {})},
         )
-        for row in _read_jsonl("sample_corpus.jsonl")
+        for row in _read_jsonl("sample_documents.jsonl")
     ]
 
 

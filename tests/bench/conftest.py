@@ -28,7 +28,7 @@ def _write_qrels(path: Path, rows: list[tuple[str, str, int]]) -> None:
 @pytest.fixture(scope="session")
 def beir_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sample-beir")
-    docs = _read_jsonl("sample_corpus.jsonl")
+    docs = _read_jsonl("sample_documents.jsonl")
     with (root / "corpus.jsonl").open("w") as handle:
         for d in docs:
             handle.write(

@@ -59,7 +59,7 @@ def test_wheel_holds_the_synonym_files(wheel: Path) -> None:
     for data in (
         "py.typed",
         "profiles/minilm-scifact.toml",
-        "data/sample_corpus.jsonl",
+        "data/sample_documents.jsonl",
         "data/sample_queries.jsonl",
     ):
         assert f"crag_heuristic/{data}" in names
