@@ -22,7 +22,7 @@ from . import model
 from . import signals as sig
 from .refine import Refinement, refine
 
-__all__ = ["Evaluator", "check_query", "verdict_for"]
+__all__ = ["Evaluator", "check_k", "check_query", "verdict_for"]
 
 _SIGNAL_LABELS = {
     "keyword_overlap": "keyword overlap",
@@ -39,6 +39,13 @@ def check_query(query: Any) -> str:
     if not query.strip():
         raise InvalidQueryError(query, "must not be empty or whitespace")
     return query
+
+
+def check_k(k: Any) -> int:
+    """Return ``k`` if it is a positive integer, else raise InputError."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}")
+    return k
 
 
 def verdict_for(score: float, thresholds: Thresholds) -> Verdict:

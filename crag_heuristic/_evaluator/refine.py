@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._config import EvaluatorConfig
+from .._config import EvaluatorConfig, _check_number
 from .._corpus import CorpusStats
-from .._exceptions import ConfigError
 from .._text import Analyzer, split_sentences
 from .._types import Chunk, check_chunks
 from . import signals as sig
@@ -134,10 +133,8 @@ def refine(
     cfg = config or EvaluatorConfig()
     budget = cfg.refine.token_budget if token_budget is None else token_budget
     cut = cfg.refine.strip_threshold if threshold is None else threshold
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError("refine.token_budget", budget, "must be an integer >= 1")
-    if isinstance(cut, bool) or not isinstance(cut, int | float) or not 0.0 <= cut <= 1.0:
-        raise ConfigError("refine.strip_threshold", cut, "must be a number in [0, 1]")
+    _check_number("refine.token_budget", budget, low=1, integer=True)
+    _check_number("refine.strip_threshold", cut, low=0.0, high=1.0)
     analyzer = analyzer or Analyzer()
     terms = analyzer.query_terms(query)
     use_idf = corpus_stats is not None and cfg.keyword.use_idf

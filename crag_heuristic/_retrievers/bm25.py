@@ -31,12 +31,11 @@ import numpy as np
 from rank_bm25 import BM25Okapi, BM25Plus
 
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_query
+from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
 from .documents import to_chunk
-from .faiss import _check_k
 
 __all__ = ["BM25Retriever"]
 
@@ -130,7 +129,7 @@ class BM25Retriever:
         Ties are broken by corpus order, so results are deterministic.
         """
         check_query(query)
-        _check_k(k)
+        check_k(k)
         scores = self.scores(query)
         positive = np.flatnonzero(scores > 0)
         if positive.size == 0:

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_query
+from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
@@ -275,7 +275,7 @@ class FaissRetriever:
             RetrieverError: the embedder, FAISS or the docstore failed.
         """
         check_query(query)
-        _check_k(k)
+        check_k(k)
         if self.index.ntotal == 0:
             return []
         vector = self.embed_query(query)
@@ -401,8 +401,3 @@ def _better(a: Chunk, b: Chunk) -> bool:
     if b.score is None:
         return True
     return a.score < b.score if a.score_kind.is_distance else a.score > b.score
-
-
-def _check_k(k: Any) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")

@@ -26,11 +26,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_query
+from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk
-from .faiss import FaissScores, _check_k, detect_unit_vectors
+from .faiss import FaissScores, detect_unit_vectors
 
 __all__ = ["LangChainFaissRetriever"]
 
@@ -102,7 +102,7 @@ class LangChainFaissRetriever:
             RetrieverError: the store failed or returned something unusable.
         """
         check_query(query)
-        _check_k(k)
+        check_k(k)
         try:
             pairs = self.store.similarity_search_with_score(query, **self._kwargs(k))
         except Exception as exc:
@@ -112,7 +112,7 @@ class LangChainFaissRetriever:
     async def asearch(self, query: str, k: int) -> list[Chunk]:
         """The async search: the store's own if it has one, else a worker thread."""
         check_query(query)
-        _check_k(k)
+        check_k(k)
         native = getattr(self.store, "asimilarity_search_with_score", None)
         try:
             if native is not None:

@@ -18,7 +18,7 @@ from .._cache import MemoryCache
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._evaluator.evaluator import check_query
+from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import (
     CacheError,
     InputError,
@@ -191,11 +191,7 @@ class CRAG:
         return str(value) if value else type(self.web).__qualname__
 
     def _k(self, k: int | None) -> int:
-        if k is None:
-            return self.config.k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be a positive integer, got {k!r}")
-        return k
+        return self.config.k if k is None else check_k(k)
 
     def _metric(self, method: str, *args: Any) -> None:
         if self.metrics is None:
