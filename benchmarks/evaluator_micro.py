@@ -22,7 +22,6 @@ import argparse
 import json
 import platform
 import random
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from crag_heuristic import Chunk, Evaluator, ScoreKind
 from crag_heuristic._baselines import seed_design
+from crag_heuristic._bench.cost import percentiles
 from crag_heuristic._text import DEFAULT_STOP_WORDS
 
 QUERY = "how does the solar panel efficiency change with temperature in winter"
@@ -84,12 +84,6 @@ def timed(fn: Callable[[int], object], iterations: int) -> list[float]:
         fn(i)
         samples.append((time.perf_counter_ns() - start) / 1000.0)
     return samples
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    q = statistics.quantiles(ordered, n=100, method="inclusive")
-    return {"p50": q[49], "p99": q[98], "mean": statistics.fmean(ordered)}
 
 
 def measure(

@@ -52,6 +52,7 @@ __all__ = [
     "GateExample",
     "fit_chunk_stage",
     "fit_gate",
+    "kappa_band",
     "profile_toml",
 ]
 
@@ -191,17 +192,23 @@ def _bands(
     return min(relevant, 1.0), min(partial, relevant), met
 
 
-def _chunk_bands(p: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """(relevant band maximising kappa, partial band keeping 95 % of positives, kappa)."""
+def kappa_band(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(band, kappa): the band over the scores' percentiles whose ``score > band``
+    agrees best with ``labels`` by Cohen's kappa (the first such band on ties)."""
     from sklearn.metrics import cohen_kappa_score
 
-    candidates = np.unique(np.quantile(p, np.linspace(0.01, 0.99, 99)))
-    kappas = [cohen_kappa_score(y, p > t) for t in candidates]
+    candidates = np.unique(np.quantile(scores, np.linspace(0.01, 0.99, 99)))
+    kappas = [cohen_kappa_score(labels, scores > t) for t in candidates]
     best = int(np.argmax(kappas))
+    return float(candidates[best]), float(kappas[best])
+
+
+def _chunk_bands(p: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """(relevant band maximising kappa, partial band keeping 95 % of positives, kappa)."""
+    relevant, kappa = kappa_band(p, y)
     positives = np.sort(p[y])
     partial = float(np.quantile(positives, 0.05)) if len(positives) else 0.0
-    relevant = float(candidates[best])
-    return relevant, min(partial, relevant), float(kappas[best])
+    return relevant, min(partial, relevant), kappa
 
 
 @dataclass(frozen=True)

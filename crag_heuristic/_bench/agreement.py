@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._calibrate import GateExample, fit_chunk_stage
+from .._calibrate import GateExample, fit_chunk_stage, kappa_band
 from .._config import EvaluatorConfig, ModelConfig
 from .._evaluator import Evaluator
 from .data import read_qrels
@@ -40,11 +40,6 @@ def _kappa(a: Any, b: Any) -> float:
     from sklearn.metrics import cohen_kappa_score
 
     return float(cohen_kappa_score(np.asarray(a, dtype=int), np.asarray(b, dtype=int)))
-
-
-def _best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    candidates = np.unique(np.quantile(scores, np.linspace(0.01, 0.99, 99)))
-    return float(max(candidates, key=lambda t: _kappa(labels, scores > t)))
 
 
 def _pools(prepared: Prepared) -> tuple[list[GateExample], dict[tuple[str, str], int]]:
@@ -126,7 +121,7 @@ def agreement_section(
                 ("shipped", shipped_scores),
                 ("cosine", cosine),
             ):
-                band = _best_threshold(values[train], human[train])
+                band, _ = kappa_band(values[train], human[train])
                 out[name][test] = values[test] > band
         return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +69,12 @@ def query_vectors(
     collection: Collection,
     texts: dict[str, str],
     cache_dir: Path | None,
-    encoder: MiniLM | None = None,
+    encoder: Callable[[], MiniLM] = MiniLM,
 ) -> dict[str, Vector]:
-    """Vectors for ``texts`` (id -> text): shipped ones first, then cached, then MiniLM."""
+    """Vectors for ``texts`` (id -> text): shipped ones first, then cached, then encoded.
+
+    ``encoder`` provides the model; it is called only when something is left to encode.
+    """
     out = {key: collection.query_vectors[key] for key in texts if key in collection.query_vectors}
     missing = {key: text for key, text in texts.items() if key not in out}
     if not missing:
@@ -86,8 +89,7 @@ def query_vectors(
     keyed = {key: _text_key(text) for key, text in missing.items()}
     todo = {key: text for key, text in missing.items() if keyed[key] not in cache}
     if todo:
-        encoder = encoder or MiniLM()
-        vectors = encoder.encode(list(todo.values()))
+        vectors = encoder().encode(list(todo.values()))
         for key, vector in zip(todo, vectors, strict=True):
             cache[keyed[key]] = [float(x) for x in vector]
         if cache_file is not None:

@@ -74,30 +74,15 @@ class Prepared:
         Raises:
             InputError: a vector is missing and encoding is off.
         """
-        needs = any(key not in self.collection.query_vectors for key in texts)
-        if needs and self.encoder is None and not _cached(self, texts):
-            if not self.encode:
-                missing = next(key for key in texts if key not in self.collection.query_vectors)
-                raise InputError(f"no vector for query {missing!r} and encoding is off")
-            self.encoder = MiniLM()
-        return query_vectors(self.collection, texts, self.cache_dir, self.encoder)
 
+        def encoder() -> MiniLM:  # called only when a vector is neither shipped nor cached
+            if self.encoder is None:
+                if not self.encode:
+                    raise InputError("a query vector is missing and encoding is off")
+                self.encoder = MiniLM()
+            return self.encoder
 
-def _cached(prepared: Prepared, texts: dict[str, str]) -> bool:
-    from .dense import _text_key
-
-    if prepared.cache_dir is None:
-        return False
-    cache_file = prepared.cache_dir / f"query_vectors_{prepared.collection.name}.json"
-    if not cache_file.exists():
-        return False
-    import json
-
-    cached = json.loads(cache_file.read_text())
-    return all(
-        key in prepared.collection.query_vectors or _text_key(text) in cached
-        for key, text in texts.items()
-    )
+        return query_vectors(self.collection, texts, self.cache_dir, encoder)
 
 
 def prepare(
