@@ -218,3 +218,10 @@ def test_score_kind_bm25_uses_saturation() -> None:
     chunk = Chunk(id="1", text="x", score=30.0, score_kind=ScoreKind.BM25)
     evaluation = Evaluator("synapse").evaluate("x", [chunk])
     assert evaluation.chunks[0].similarity == pytest.approx(0.75)
+
+
+def test_fingerprint_follows_the_configuration() -> None:
+    evaluator = Evaluator("synapse")
+    assert evaluator.fingerprint == evaluator.config.fingerprint()
+    evaluator.config = EvaluatorConfig.from_profile("crag")
+    assert evaluator.fingerprint == EvaluatorConfig.from_profile("crag").fingerprint()

@@ -113,9 +113,20 @@ class Evaluator:
         self.config = load_config(config)
         self.analyzer = analyzer or Analyzer()
         self._cache = _LRU(cache_size)
+        self._fingerprint = (self.config, self.config.fingerprint())
 
     def __repr__(self) -> str:
         return f"Evaluator(config={self.config.name!r}, analyzer={self.analyzer!r})"
+
+    @property
+    def fingerprint(self) -> str:
+        """``config.fingerprint()``, computed once per configuration object (a digest
+        of the whole configuration costs more than an evaluation)."""
+        config, digest = self._fingerprint
+        if config is not self.config:  # the attribute was reassigned
+            digest = self.config.fingerprint()
+            self._fingerprint = (self.config, digest)
+        return digest
 
     def clear_cache(self) -> None:
         """Forget the analysed chunks (for cold-start measurements)."""

@@ -245,7 +245,7 @@ def _first_evaluation(
     key = evaluation_key(
         query,
         chunks,
-        config_fingerprint=evaluator.config.fingerprint(),
+        config_fingerprint=evaluator.fingerprint,
         corpus_fingerprint=None if ctx.corpus_stats is None else ctx.corpus_stats.fingerprint(),
         analyzer_fingerprint=evaluator.analyzer.fingerprint,
     )
