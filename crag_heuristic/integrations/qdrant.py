@@ -190,8 +190,8 @@ class QdrantRetriever:
         distance: the distance you expect; an error if the collection has
             another one (catches a pipeline pointed at the wrong collection).
         normalized: whether the stored vectors are unit-normalised (matters for
-            Dot and Euclid). ``None`` detects it from a sample; ``True`` is
-            checked against that sample.
+            Dot and Euclid; Qdrant normalises Cosine collections itself). ``None``
+            detects it from a sample; ``True`` is checked against that sample.
         text_key: the payload field holding the text.
         source_key: the payload field holding the source (for source diversity).
         query_filter: a ``models.Filter`` applied to every search.
@@ -260,12 +260,16 @@ class QdrantRetriever:
                 f"collection {collection_name!r} uses {self.distance.value} distance, "
                 f"not the declared {_distance(distance).value}: its scores would be misread"
             )
-        detected = self._detect_unit_vectors()
-        if normalized is True and detected is False:
-            raise InputError(
-                f"normalized=True, but stored vectors of {collection_name!r} are not unit length"
-            )
-        self.normalized = detected if normalized is None else bool(normalized)
+        if self.distance is models.Distance.COSINE:
+            self.normalized: bool | None = True  # Qdrant normalises vectors on upsert
+        else:
+            detected = self._detect_unit_vectors()
+            if normalized is True and detected is False:
+                raise InputError(
+                    f"normalized=True, but stored vectors of {collection_name!r} "
+                    "are not unit length"
+                )
+            self.normalized = detected if normalized is None else bool(normalized)
         self.scores = QdrantScores(self.distance, self.normalized)
         self.text_key = text_key
         self.source_key = source_key

@@ -12,8 +12,10 @@ import warnings
 from typing import Any
 
 import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 from llama_index.core.embeddings import BaseEmbedding
 from pydantic import PrivateAttr
 
@@ -78,3 +80,14 @@ def lc_documents(corpus: list[Chunk], *, ids: bool = True) -> list[Document]:
         Document(id=c.id if ids else None, page_content=c.text, metadata={"source": c.source})
         for c in corpus
     ]
+
+
+class FixedRetriever(BaseRetriever):
+    """A plain LangChain retriever: the same documents for every query, no scores."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return list(self.documents)

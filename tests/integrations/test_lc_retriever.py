@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from frameworks_support import ANSWERED, UNANSWERED, LsaEmbeddings, langchain_faiss, lc_documents
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from frameworks_support import (
+    ANSWERED,
+    UNANSWERED,
+    FixedRetriever,
+    LsaEmbeddings,
+    langchain_faiss,
+    lc_documents,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
@@ -132,17 +138,6 @@ def test_as_retriever_is_unwrapped_so_scores_are_kept(
     documents = retriever.invoke(ANSWERED)
     assert len(documents) == 4  # CRAGRetriever's k, not the wrapped retriever's
     assert documents[0].metadata["crag"]["score_kind"] == "cosine"
-
-
-class FixedRetriever(BaseRetriever):
-    """A plain retriever: documents, no scores (unless in metadata)."""
-
-    documents: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return list(self.documents)
 
 
 def test_plain_retriever_has_no_scores_and_the_gate_says_so(corpus: list[Chunk]) -> None:
