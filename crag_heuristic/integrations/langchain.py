@@ -64,7 +64,7 @@ from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._evaluator.evaluator import check_k
-from .._exceptions import InputError
+from .._exceptions import InputError, RetrieverError
 from .._expansion import QueryExpander
 from .._metrics import MetricsSink
 from .._protocols import AsyncCache, AsyncRetriever, AsyncWebSearcher, Cache, Retriever, WebSearcher
@@ -322,20 +322,28 @@ class CRAGGradeNode:
         ours = metadata.get("crag")
         score: Any
         if isinstance(ours, Mapping) and ours.get("score_kind") is not None:
-            score, kind = ours.get("score"), ScoreKind(ours["score_kind"])
+            score, key = ours.get("score"), "crag.score"
+            try:
+                kind = ScoreKind(ours["score_kind"])
+            except ValueError:
+                raise InputError(
+                    f"document #{position}: unknown metadata['crag']['score_kind'] "
+                    f"{ours['score_kind']!r}"
+                ) from None
         else:
-            score, kind = metadata.get(self.score_key), self.score_kind
+            score, kind, key = metadata.get(self.score_key), self.score_kind, self.score_key
         if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise InputError(
-                f"document #{position}: metadata[{self.score_key!r}] = {score!r} is not a number"
+            raise InputError(f"document #{position}: metadata {key} = {score!r} is not a number")
+        try:
+            chunk = document_to_chunk(
+                document,
+                score=score,
+                score_kind=kind if score is not None else ScoreKind.UNKNOWN,
+                retriever="langgraph-state",
+                position=position,
             )
-        chunk = document_to_chunk(
-            document,
-            score=score,
-            score_kind=kind if score is not None else ScoreKind.UNKNOWN,
-            retriever="langgraph-state",
-            position=position,
-        )
+        except RetrieverError as exc:  # a score the chunk rejects: the state's fault
+            raise InputError(f"state[{self.documents_key!r}]: {exc}") from None
         return chunk, document
 
     def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:

@@ -110,6 +110,12 @@ def test_node_state_errors_and_documents_without_ids(corpus: list[Chunk]) -> Non
                 "documents": [Document(page_content="x", metadata={"score": "0.9"})],
             }
         )
+    negative = Document(page_content="x", metadata={"score": -1.0})
+    with pytest.raises(InputError, match="a l2 score cannot be negative"):
+        CRAGGradeNode(score_kind="l2")({"question": ANSWERED, "documents": [negative]})
+    foreign = Document(page_content="x", metadata={"crag": {"score": 1.0, "score_kind": "sim"}})
+    with pytest.raises(InputError, match="unknown metadata\\['crag'\\]\\['score_kind'\\]"):
+        node({"question": ANSWERED, "documents": [foreign]})
     no_ids = [*lc_documents(corpus[:3], ids=False), "a plain string document about roads"]
     update = node({"question": ANSWERED, "documents": no_ids + no_ids[:1]})  # a repeat
     ids = [d.metadata["crag"]["chunk_id"] for d in update["documents"]]
