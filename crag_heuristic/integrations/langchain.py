@@ -187,6 +187,19 @@ class CRAGRetriever(BaseRetriever):
                 analyzer=router_evaluator.analyzer,
             )
         elif isinstance(base, Retriever | AsyncRetriever):
+            given = {
+                "score_kind": score_kind,
+                "score_key": score_key,
+                "normalized": normalized,
+                "search_kwargs": search_kwargs,
+                "require_scores": require_scores or None,
+            }
+            if any(value is not None for value in given.values()):
+                names = ", ".join(name for name, value in given.items() if value is not None)
+                raise InputError(
+                    f"{names}: options for LangChain stores and retrievers; a crag-heuristic "
+                    f"retriever ({type(base).__name__}) declares its own scores"
+                )
             retriever = base
         else:
             raise InputError(

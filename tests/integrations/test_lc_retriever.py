@@ -176,6 +176,8 @@ def test_over_a_crag_heuristic_retriever() -> None:
     documents = retriever.invoke(ANSWERED)
     assert documents[0].id == "rome-4"
     assert documents[0].metadata["crag"]["metric"] == "inner_product"
+    with pytest.raises(InputError, match="score_kind: options for LangChain stores"):
+        CRAGRetriever(base=inner, score_kind="cosine")
 
 
 def test_constructor_errors(memory_store: InMemoryVectorStore) -> None:
