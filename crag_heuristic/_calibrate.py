@@ -242,7 +242,7 @@ def fit_chunk_stage(
     if not examples:
         raise InputError("calibration needs labelled retrievals")
     base = base or EvaluatorConfig()
-    evaluator = Evaluator(base.replace(model=None))
+    evaluator = Evaluator(base.replace(model=None), all_evidence=True)
     evaluations: list[Evaluation] = [
         evaluator.evaluate(ex.query, ex.chunks, corpus_stats) for ex in examples
     ]

@@ -54,8 +54,10 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "EVIDENCE_GROUPS",
     "CoherenceConfig",
     "EvaluatorConfig",
+    "FallbackModel",
     "KeywordConfig",
     "LengthConfig",
     "LogisticStage",
@@ -148,7 +150,7 @@ class KeywordConfig:
             coverage: one chunk must hold the evidence) or ``"pooled"`` (the
             coverage of all chunks' terms together).
         bm25_k1, bm25_b: the BM25 parameters of the ``bm25`` and
-            ``lexical_contrast`` features (see ``crag_heuristic._evaluator.features``).
+            ``lexical_contrast`` features (see ``crag_heuristic._evaluator.evidence``).
     """
 
     use_idf: bool = True
@@ -238,33 +240,17 @@ class RefineConfig:
         _check_number("token_budget", self.token_budget, low=1, integer=True)
 
 
-# The features a model may use; crag_heuristic._evaluator.features defines each.
-CHUNK_FEATURES = (
-    "keyword_overlap",
-    "bm25",
-    "lexical_contrast",
-    "similarity",
-    "similarity_z",
-    "length_adequacy",
-    "source_diversity",
-)
-SET_FEATURES = (
-    "best_chunk",
-    "top_chunk",
-    "mean_chunk",
-    "chunk_margin",
-    "bm25_margin",
-    "agreement",
-    "keyword_overlap",
-    "bm25_max",
-    "similarity_top",
-    "similarity_mean",
-    "similarity_std",
-    "similarity_gap",
-    "coherence",
-    "length_adequacy",
-    "source_diversity",
-)
+def _known_features() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The chunk and set feature names (``crag_heuristic._evaluator.evidence`` defines
+    each). Imported on use: the evaluator imports this module."""
+    from ._evaluator.evidence import CHUNK_FEATURES, SET_FEATURES
+
+    return CHUNK_FEATURES, SET_FEATURES
+
+
+EVIDENCE_GROUPS = ("corpus_stats", "similarity")
+"""What an input may lack: ``similarity`` (no chunk has a score with an absolute
+meaning) and ``corpus_stats`` (no document frequencies: IDF weights are uniform)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -299,6 +285,59 @@ class LogisticStage:
             raise ConfigError("terms", self.terms, "must be a list of {feature, weight, ...}")
 
 
+def _check_stages(chunk: Any, set_: Any) -> None:
+    chunk_known, set_known = _known_features()
+    for stage_name, stage, known in (("chunk", chunk, chunk_known), ("set", set_, set_known)):
+        if not isinstance(stage, LogisticStage):
+            raise ConfigError(stage_name, stage, "must be a logistic stage")
+        for term in stage.terms:
+            if term.feature not in known:
+                raise ConfigError(
+                    f"{stage_name}.terms",
+                    term.feature,
+                    f"unknown {stage_name} feature; known: {', '.join(known)}",
+                )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FallbackModel:
+    """A two-stage gate for inputs that lack some evidence.
+
+    A model fitted with similarities and corpus statistics cannot simply drop
+    them: its other weights assumed them. ``crag-heuristic calibrate`` also
+    fits the gate without each group of evidence, and the evaluator uses the
+    fallback whose ``missing`` matches what the input lacks.
+
+    Attributes:
+        missing: the evidence groups this model does without (see
+            :data:`EVIDENCE_GROUPS`), e.g. ``["similarity"]``.
+        chunk, set: its two stages.
+        thresholds, chunk_thresholds: its own bands (``None``: the profile's).
+    """
+
+    missing: tuple[str, ...]
+    chunk: LogisticStage = field(default_factory=LogisticStage)
+    set: LogisticStage = field(default_factory=LogisticStage)
+    thresholds: Thresholds | None = None
+    chunk_thresholds: Thresholds | None = None
+
+    def __post_init__(self) -> None:
+        missing: Any = self.missing  # typed a tuple; a list from a parsed file is accepted
+        if isinstance(missing, str) or not isinstance(missing, list | tuple) or not missing:
+            raise ConfigError("missing", missing, "must be a non-empty list of evidence groups")
+        for group in missing:
+            if group not in EVIDENCE_GROUPS:
+                raise ConfigError(
+                    "missing", group, f"unknown evidence group; known: {', '.join(EVIDENCE_GROUPS)}"
+                )
+        object.__setattr__(self, "missing", tuple(sorted(set(missing))))
+        _check_stages(self.chunk, self.set)
+        for name in ("thresholds", "chunk_thresholds"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Thresholds):
+                raise ConfigError(name, value, "must be a Thresholds section")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelConfig:
     """A fitted two-stage logistic gate (see ``crag-heuristic calibrate``).
@@ -312,26 +351,32 @@ class ModelConfig:
     Attributes:
         chunk, set: the two stages.
         fitted_on: where the coefficients come from (free text).
+        fallbacks: gates for inputs without some evidence (see
+            :class:`FallbackModel`); without a matching one, missing features
+            sit at their training mean and the evaluation says so.
     """
 
     chunk: LogisticStage = field(default_factory=LogisticStage)
     set: LogisticStage = field(default_factory=LogisticStage)
     fitted_on: str = ""
+    fallbacks: tuple[FallbackModel, ...] = ()
 
     def __post_init__(self) -> None:
-        for stage_name, known in (("chunk", CHUNK_FEATURES), ("set", SET_FEATURES)):
-            stage = getattr(self, stage_name)
-            if not isinstance(stage, LogisticStage):
-                raise ConfigError(stage_name, stage, "must be a logistic stage")
-            for term in stage.terms:
-                if term.feature not in known:
-                    raise ConfigError(
-                        f"{stage_name}.terms",
-                        term.feature,
-                        f"unknown {stage_name} feature; known: {', '.join(known)}",
-                    )
+        _check_stages(self.chunk, self.set)
         if not isinstance(self.fitted_on, str):
             raise ConfigError("fitted_on", self.fitted_on, "must be a string")
+        if not isinstance(self.fallbacks, tuple) or not all(
+            isinstance(f, FallbackModel) for f in self.fallbacks
+        ):
+            raise ConfigError("fallbacks", self.fallbacks, "must be a list of fallback models")
+        seen = [f.missing for f in self.fallbacks]
+        if len(set(seen)) != len(seen):
+            raise ConfigError("fallbacks", seen, "two fallbacks lack the same evidence")
+
+    def for_missing(self, missing: frozenset[str]) -> FallbackModel | None:
+        """The fallback fitted without exactly ``missing``, if there is one."""
+        key = tuple(sorted(missing))
+        return next((f for f in self.fallbacks if f.missing == key), None)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -301,7 +301,7 @@ class ChunkEvaluation:
         signals: the chunk's signal values.
         similarity: the chunk's retriever score mapped to [0, 1], or ``None``.
         features: the evidence a fitted gate reads (see
-            ``crag_heuristic._evaluator.features``).
+            ``crag_heuristic._evaluator.evidence``).
     """
 
     chunk_id: str

@@ -22,7 +22,7 @@ def bm25_part(tf: int, dl: float, avgdl: float, k1: float = 1.5, b: float = 0.75
 
 
 def test_bm25_contrast_and_similarity_z_by_hand() -> None:
-    ev = Evaluator().evaluate("solar power", CHUNKS)
+    ev = Evaluator(all_evidence=True).evaluate("solar power", CHUNKS)
     a, b = (grade.features for grade in ev.chunks)
     avgdl = (4 + 3) / 2  # no corpus statistics: the list's mean
     top = 2 * 2.5  # two terms of weight 1, each at most k1 + 1
@@ -43,7 +43,8 @@ def test_bm25_contrast_and_similarity_z_by_hand() -> None:
 
 def test_bm25_uses_corpus_idf_and_avgdl() -> None:
     stats = CorpusStats(n_docs=100, doc_freq={"solar": 1, "power": 50}, avg_doc_len=10.0)
-    a = Evaluator().evaluate("solar power", CHUNKS, corpus_stats=stats).chunks[0].features
+    a = Evaluator(all_evidence=True).evaluate("solar power", CHUNKS, corpus_stats=stats)
+    a = a.chunks[0].features
     w_solar, w_power = stats.idf("solar"), stats.idf("power")
     expected = (w_solar * bm25_part(2, 4, 10.0) + w_power * bm25_part(1, 4, 10.0)) / (
         2.5 * (w_solar + w_power)
