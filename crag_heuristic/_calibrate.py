@@ -78,6 +78,9 @@ class GateExample:
             IRRELEVANT band is set on natural retrievals only).
         weight: how much it counts in the fit (e.g. ``1 / n`` for each of the
             ``n`` retrievals of one collection, so collections count alike).
+        corpus_stats: the statistics of the corpus it was retrieved from, when
+            examples of several corpora are fitted together (else the
+            ``corpus_stats`` given to the fit).
     """
 
     group: str
@@ -86,6 +89,7 @@ class GateExample:
     chunks: tuple[Chunk, ...]
     relevant: frozenset[str]
     weight: float = 1.0
+    corpus_stats: CorpusStats | None = field(default=None, compare=False, repr=False)
 
     @property
     def good(self) -> bool:
@@ -283,12 +287,12 @@ def evaluate_examples(
     ``without`` removes evidence groups first (``similarity``: scores dropped;
     ``corpus_stats``: no document frequencies)."""
     evaluator = Evaluator(base.replace(model=None), all_evidence=True)
-    stats = None if "corpus_stats" in without else corpus_stats
     out = []
     for ex in examples:
         chunks: Sequence[Chunk] = ex.chunks
         if "similarity" in without:
             chunks = [c.replace(score=None, score_kind=ScoreKind.UNKNOWN) for c in chunks]
+        stats = None if "corpus_stats" in without else (ex.corpus_stats or corpus_stats)
         out.append(evaluator.evaluate(ex.query, chunks, stats))
     return out
 
@@ -499,7 +503,11 @@ def fit_gate(
     fallback_models = []
     if fallbacks:
         for missing in FALLBACK_GROUPS:
-            if "corpus_stats" in missing and corpus_stats is None:
+            if (
+                "corpus_stats" in missing
+                and corpus_stats is None
+                and not any(ex.corpus_stats for ex in examples)
+            ):
                 continue  # the main gate already does without
             variant = _fit_two_stage(
                 examples,

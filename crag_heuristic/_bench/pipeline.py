@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,13 @@ from .._config import EvaluatorConfig, load_config
 from .._corpus import CorpusStats
 from .._exceptions import InputError
 from .._text import Analyzer
+from .._types import Chunk
 from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
-from .retrievals import make_retrievals
+from .retrievals import chunks_of, make_retrievals
 
 __all__ = [
+    "HarnessRetriever",
     "Prepared",
     "calibrate",
     "progress",
@@ -85,15 +88,62 @@ class Prepared:
         return query_vectors(self.collection, texts, self.cache_dir, encoder)
 
 
+class HarnessRetriever:
+    """The collection's dense index as a retriever (query text -> known vector).
+
+    Query texts the harness has not seen (expanded or simulated queries) are
+    encoded with MiniLM when the ``bench`` extra is installed;
+    :meth:`search_many` encodes and searches a batch at once.
+    """
+
+    def __init__(self, prepared: Prepared, texts: dict[str, str] | None = None) -> None:
+        self.prepared = prepared
+        self._by_text: dict[str, Vector] = {}
+        if texts:
+            vectors = prepared.vectors(texts)
+            self._by_text = {texts[qid]: vector for qid, vector in vectors.items()}
+
+    def _vectors(self, queries: Sequence[str]) -> list[Vector]:
+        missing = {q: q for q in queries if q not in self._by_text}
+        if missing:
+            self._by_text.update(self.prepared.vectors(missing))
+        return [self._by_text[q] for q in queries]
+
+    def search(self, query: str, k: int) -> list[Chunk]:
+        return self.search_many([query], k)[0]
+
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[Chunk]]:
+        """Each query's top ``k``, encoded and searched as one batch."""
+        import numpy as np
+
+        rows = self.prepared.index.search(np.stack(self._vectors(queries)), k)
+        return [list(chunks_of(self.prepared.collection, hits)) for hits in rows]
+
+    def neighbours(self, doc: Chunk, m: int) -> list[str]:
+        """The ``m`` documents nearest to ``doc`` by their vectors (itself excluded)."""
+        index = self.prepared.index
+        vector = self.prepared.collection.doc_vectors[index.position[doc.id]]  # type: ignore[index]
+        [hits] = index.search(vector[None, :], m + 1)
+        return [d for d, _ in hits if d != doc.id][:m]
+
+    def corpus_stats(self) -> CorpusStats:
+        return self.prepared.stats
+
+
 def prepare(
-    data_dir: str | Path, cache_dir: str | Path | None = None, *, encode: bool = True
+    data_dir: str | Path,
+    cache_dir: str | Path | None = None,
+    *,
+    encode: bool = True,
+    relevant_min: int | None = None,
 ) -> Prepared:
     """Load the folder, index its vectors, count its document frequencies.
 
     With ``encode=False`` nothing is encoded: every query vector must ship
     with the folder (and the cost section times FAISS alone).
+    ``relevant_min`` overrides the folder's relevance threshold.
     """
-    collection = load_collection(data_dir)
+    collection = load_collection(data_dir, relevant_min=relevant_min)
     analyzer = Analyzer()
     stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
     return Prepared(
