@@ -237,14 +237,22 @@ def _bands(
     min_failure_recall: float,
     max_good_irrelevant: float,
 ) -> tuple[float, float, bool]:
-    """(relevant, partial, target met) bands on out-of-fold P(good)."""
+    """(relevant, partial, targets met) bands on out-of-fold P(good).
+
+    ``relevant`` is the lowest band whose fast path is precise enough on
+    natural retrievals (the traffic a user sends; probes are corpus gaps
+    made on purpose, as many as the queries) while every retrieval that
+    failed, probes included, is kept off it often enough. ``partial`` keeps
+    at most ``max_good_irrelevant`` of the good natural retrievals below it.
+    """
     failed = ~good
     relevant = None
     for t in np.unique(p_good):  # ascending: the lowest band meeting the targets
         fast = p_good > t
-        if fast.sum() < 10:
+        fast_natural = fast & natural
+        if fast_natural.sum() < 10:
             break
-        precision = (fast & good).sum() / fast.sum()
+        precision = (fast_natural & good).sum() / fast_natural.sum()
         recall = (failed & ~fast).sum() / max(failed.sum(), 1)
         if precision >= target_precision and recall >= min_failure_recall:
             relevant = float(t)
@@ -573,6 +581,12 @@ def fit_gate(
             "good_natural_in_irrelevant": max_good_irrelevant,
         },
         "oof_fast_path_precision": float((fast & good).sum() / max(fast.sum(), 1)),
+        "oof_natural_fast_path_precision": float(
+            (fast & good & natural).sum() / max((fast & natural).sum(), 1)
+        ),
+        "oof_good_natural_fast_path": float(fast[good & natural].mean())
+        if (good & natural).any()
+        else None,
         "oof_failure_recall": float((failed & ~fast).sum() / max(failed.sum(), 1)),
         "oof_probes_in_irrelevant": float(irrelevant[~natural].mean())
         if (~natural).any()

@@ -36,7 +36,13 @@ from ._text import Analyzer
 from ._types import Chunk, ScoreKind
 from ._version import __version__
 
-__all__ = ["DEFAULT_SELF_QUERIES", "DEFAULT_SELF_STYLES", "MIN_DOCUMENTS", "calibrate_self"]
+__all__ = [
+    "DEFAULT_PRIOR_C",
+    "DEFAULT_SELF_QUERIES",
+    "DEFAULT_SELF_STYLES",
+    "MIN_DOCUMENTS",
+    "calibrate_self",
+]
 
 MIN_DOCUMENTS = 50
 """Fewer documents than this cannot be calibrated on (too few distinct queries)."""
@@ -125,10 +131,17 @@ def _search_many(
 
 
 def retriever_neighbours(retriever: Retriever) -> Neighbours:
-    """Topic neighbours through the retriever: search with the document's text."""
+    """Topic neighbours through the retriever: search with the document's text
+    (a failed search gives none: that topic query is not made)."""
 
     def neighbours(doc: Chunk, m: int) -> list[str]:
-        return [h.id for h in _search(retriever, doc.text, m + 1) if h.id != doc.id][:m]
+        try:
+            hits = _search(retriever, doc.text, m + 1)
+        except _NotChunks:
+            raise
+        except Exception:  # noqa: BLE001 - counted where the queries are run
+            return []
+        return [h.id for h in hits if h.id != doc.id][:m]
 
     return neighbours
 

@@ -232,7 +232,7 @@ class QuerySimulator:
                     m = self.rng.choice(list(topic_sizes))
                     near = [i for i in neighbours(doc, m) if i in self._by_id and i != doc.id]
                     ids = (doc.id, *near[:m])
-                    text = self.topic([self._by_id[i] for i in ids])
+                    text = self.topic([self._by_id[i] for i in ids]) if near else None
                 if text:
                     out.append(SimulatedQuery(text, style, doc.id, self._targets(ids)))
         return out

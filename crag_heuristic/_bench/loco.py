@@ -31,7 +31,7 @@ import numpy as np
 
 from .._calibrate import DEFAULT_CHUNK_FEATURES, DEFAULT_SET_FEATURES, GateExample, fit_gate
 from .._config import EvaluatorConfig
-from .._self_calibrate import DEFAULT_SELF_QUERIES, calibrate_self
+from .._self_calibrate import DEFAULT_PRIOR_C, DEFAULT_SELF_QUERIES, calibrate_self
 from .._version import __version__
 from .failure import BASELINES, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
@@ -84,6 +84,7 @@ def run_loco(
     set_features: Sequence[str] = DEFAULT_SET_FEATURES,
     self_calibrate: bool = True,
     queries: int = DEFAULT_SELF_QUERIES,
+    prior_c: float = DEFAULT_PRIOR_C,
     cache_dir: str | Path | None = None,
     encode: bool = True,
     command: str = "",
@@ -124,6 +125,7 @@ def run_loco(
                 k=k,
                 queries=queries,
                 prior=loco,
+                prior_c=prior_c,
                 corpus_stats=held_out.stats,
                 analyzer=held_out.analyzer,
                 neighbours=retriever.neighbours,
@@ -139,6 +141,7 @@ def run_loco(
         "chunk_features": list(chunk_features),
         "set_features": list(set_features),
         "self_calibration_queries": queries if self_calibrate else 0,
+        "prior_c": prior_c,
         "collections": rows,
         "summary": summary,
         "seconds": time.perf_counter() - started,

@@ -19,7 +19,7 @@ from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever
 from .._types import Chunk, ScoreKind
 from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_records
 
-__all__ = ["register", "render_table"]
+__all__ = ["faiss_retriever", "register", "render_table"]
 
 
 def read_docs(path: str | Path) -> list[Chunk]:
@@ -62,21 +62,27 @@ def load_embedder(spec: str, docs: list[Chunk]) -> Callable[[str], Any]:
     return target  # type: ignore[no-any-return]
 
 
-def _retriever(args: argparse.Namespace) -> tuple[FaissRetriever, list[Chunk]]:
+def faiss_retriever(
+    index_path: str, docs_path: str, embedder: str, normalized: str
+) -> tuple[FaissRetriever, list[Chunk]]:
+    """A :class:`FaissRetriever` over an index file and its docs file (line i = id i)."""
     import faiss
 
+    docs = read_docs(docs_path)
+    try:
+        index: Any = faiss.read_index(str(index_path))
+    except RuntimeError as exc:
+        raise InputError(f"cannot read FAISS index {index_path!r}: {exc}") from exc
+    unit = {"auto": None, "yes": True, "no": False}[normalized]
+    return FaissRetriever(index, docs, load_embedder(embedder, docs), normalized=unit), docs
+
+
+def _retriever(args: argparse.Namespace) -> tuple[FaissRetriever, list[Chunk]]:
     if (args.index is None) != (args.docs is None):
         raise InputError("--index and --docs go together (neither: the bundled sample)")
     if args.index is None:
         return sample_retriever(), load_sample_corpus()
-    docs = read_docs(args.docs)
-    try:
-        index: Any = faiss.read_index(str(args.index))
-    except RuntimeError as exc:
-        raise InputError(f"cannot read FAISS index {args.index!r}: {exc}") from exc
-    normalized = {"auto": None, "yes": True, "no": False}[args.normalized]
-    embedder = load_embedder(args.embedder, docs)
-    return FaissRetriever(index, docs, embedder, normalized=normalized), docs
+    return faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
 
 
 def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
