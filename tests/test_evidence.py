@@ -22,8 +22,8 @@ def test_every_feature_is_one_documented_definition() -> None:
             assert feature.name == name and feature.level == level
             assert feature.doc, f"{level} feature {name} has no docstring"
             assert feature.signal in SIGNALS | {"chunk_model"}
-    assert evidence.CHUNK_FEATURES == tuple(evidence.CHUNK)
-    assert evidence.SET_FEATURES == tuple(evidence.SET)
+    assert tuple(evidence.CHUNK) == evidence.CHUNK_FEATURES
+    assert tuple(evidence.SET) == evidence.SET_FEATURES
 
 
 def test_a_model_may_name_any_registered_feature_and_nothing_else() -> None:

@@ -8,16 +8,16 @@ import pytest
 
 from crag_heuristic import (
     Chunk,
-    EvaluatorConfig,
     Evaluator,
+    EvaluatorConfig,
     InputError,
     RetrieverError,
     ScoreKind,
     Verdict,
 )
 from crag_heuristic._config import DEFAULT_PROFILE
-from crag_heuristic._self_calibrate import calibrate_self
 from crag_heuristic._sample import load_sample_corpus, load_sample_queries, sample_retriever
+from crag_heuristic._self_calibrate import calibrate_self
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_a_retriever_failing_now_and_then_is_counted(retriever) -> None:  # type
 
 
 def test_a_retriever_failing_often_is_an_error(retriever) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(RetrieverError, match="failed on .* simulated queries"):
+    with pytest.raises(RetrieverError, match=r"failed on .* simulated queries"):
         calibrate_self(_Flaky(retriever, 2), load_sample_corpus(), k=5, queries=60)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import Chunk, InputError
+from crag_heuristic._sample import load_sample_corpus
 from crag_heuristic._simulate import STYLES, QuerySimulator
 from crag_heuristic._text import Analyzer, split_sentences
-from crag_heuristic._sample import load_sample_corpus
 
 
 def _neighbours_by_topic(doc: Chunk, m: int) -> list[str]:
