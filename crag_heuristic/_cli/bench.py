@@ -65,12 +65,14 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.self:
         return _calibrate_self(args, out)
-    if args.data_dir is None:
+    if not args.data_dir:
         raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
     from .._bench import calibrate
 
     result = calibrate(
         args.data_dir,
+        chunk_features=args.chunk_features.split(",") if args.chunk_features else None,
+        set_features=args.set_features.split(",") if args.set_features else None,
         labels=args.labels,
         split=args.split,
         k=args.k,
@@ -105,7 +107,10 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
     neighbours = None
     stats = None
     analyzer = None
-    if args.data_dir is not None:
+    if args.data_dir:
+        if len(args.data_dir) > 1:
+            raise InputError("calibrate --self takes one --data-dir")
+        args.data_dir = args.data_dir[0]
         if args.index is not None or args.docs is not None:
             raise InputError("--self takes either --data-dir or --index with --docs, not both")
         from .._bench.pipeline import HarnessRetriever, prepare
@@ -193,7 +198,16 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    calibrate.add_argument("--data-dir", help="a folder in BEIR layout")
+    calibrate.add_argument(
+        "--data-dir",
+        action="append",
+        help=(
+            "a folder in BEIR layout, DIR or DIR:SPLIT; repeat it to fit on several "
+            "collections (each weighs the same)"
+        ),
+    )
+    calibrate.add_argument("--chunk-features", help="comma list of the chunk stage's evidence")
+    calibrate.add_argument("--set-features", help="comma list of the set stage's evidence")
     calibrate.add_argument(
         "--self",
         action="store_true",
