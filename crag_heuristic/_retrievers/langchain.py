@@ -25,8 +25,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .._cache import MemoryCache
+from .._checks import check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import (
     CacheError,
     InputError,
