@@ -11,9 +11,10 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._checks import check_query
 from .._config import EvaluatorConfig, Thresholds, load_config
 from .._corpus import CorpusStats
-from .._exceptions import InputError, InvalidQueryError
+from .._exceptions import InputError
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
@@ -22,7 +23,7 @@ from . import model
 from . import signals as sig
 from .refine import Refinement, refine
 
-__all__ = ["Evaluator", "check_k", "check_query", "verdict_for"]
+__all__ = ["Evaluator", "verdict_for"]
 
 _SIGNAL_LABELS = {
     "keyword_overlap": "keyword overlap",
@@ -30,22 +31,6 @@ _SIGNAL_LABELS = {
     "length_adequacy": "length adequacy",
     "source_diversity": "source diversity",
 }
-
-
-def check_query(query: Any) -> str:
-    """Return ``query`` if it is a non-blank string, else raise InvalidQueryError."""
-    if not isinstance(query, str):
-        raise InvalidQueryError(query, f"must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise InvalidQueryError(query, "must not be empty or whitespace")
-    return query
-
-
-def check_k(k: Any) -> int:
-    """Return ``k`` if it is a positive integer, else raise InputError."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    return k
 
 
 def verdict_for(score: float, thresholds: Thresholds) -> Verdict:
