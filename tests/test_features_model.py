@@ -70,7 +70,7 @@ MODEL = {
 
 
 def test_a_fitted_model_scores_by_hand() -> None:
-    config = EvaluatorConfig().replace(
+    config = EvaluatorConfig.from_profile("synapse").replace(
         model=MODEL, thresholds={"relevant": 0.9, "partial": 0.5}, name="fitted"
     )
     ev = Evaluator(config).evaluate("solar power", CHUNKS)
@@ -89,7 +89,7 @@ def test_a_fitted_model_scores_by_hand() -> None:
 
 
 def test_missing_model_features_sit_at_their_mean_and_are_noted() -> None:
-    config = EvaluatorConfig().replace(model=MODEL)
+    config = EvaluatorConfig.from_profile("synapse").replace(model=MODEL)
     unscored = [c.replace(score=None) for c in CHUNKS]
     ev = Evaluator(config).evaluate("solar power", unscored)
     # chunk a: -1 + keyword 1.0 = 0 -> 0.5 ; the set: similarity_std missing too
@@ -100,11 +100,11 @@ def test_missing_model_features_sit_at_their_mean_and_are_noted() -> None:
 
 
 def test_model_config_round_trips_and_validates() -> None:
-    config = EvaluatorConfig().replace(model=MODEL)
+    config = EvaluatorConfig.from_profile("synapse").replace(model=MODEL)
     assert EvaluatorConfig.from_dict(config.to_dict()) == config
-    assert config.fingerprint() != EvaluatorConfig().fingerprint()
+    assert config.fingerprint() != EvaluatorConfig.from_profile("synapse").fingerprint()
     with pytest.raises(ConfigError, match="unknown set feature"):
-        EvaluatorConfig().replace(
+        EvaluatorConfig.from_profile("synapse").replace(
             model={"set": {"terms": [{"feature": "similarity", "weight": 1}]}}
         )
 

@@ -42,7 +42,11 @@ class DownCache:
 
 
 def never_enough() -> Evaluator:
-    return Evaluator(EvaluatorConfig().replace(thresholds={"relevant": 1.0, "partial": 1.0}))
+    return Evaluator(
+        EvaluatorConfig.from_profile("synapse").replace(
+            thresholds={"relevant": 1.0, "partial": 1.0}
+        )
+    )
 
 
 def test_sync_calls_are_recorded_with_their_tag_and_values_pass_through() -> None:

@@ -22,7 +22,9 @@ def bm25() -> BM25Retriever:
 def forced(relevant: float, partial: float) -> Evaluator:
     """An evaluator whose bands force one verdict (scores are in (0, 1))."""
     return Evaluator(
-        EvaluatorConfig().replace(thresholds={"relevant": relevant, "partial": partial})
+        EvaluatorConfig.from_profile("synapse").replace(
+            thresholds={"relevant": relevant, "partial": partial}
+        )
     )
 
 

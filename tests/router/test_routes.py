@@ -57,7 +57,7 @@ def test_fast_path_returns_the_retrieval(retriever: Any, always_relevant: Evalua
 
 
 def test_fast_path_can_drop_chunks_graded_irrelevant(retriever: Any) -> None:
-    config = EvaluatorConfig().replace(
+    config = EvaluatorConfig.from_profile("synapse").replace(
         thresholds={"relevant": 0.0, "partial": 0.0},
         chunk_thresholds={"relevant": 0.9, "partial": 0.62},
     )
@@ -142,7 +142,7 @@ def test_irrelevant_goes_to_the_web_with_a_keyword_query(
 
 
 def test_web_results_keep_the_original_chunks_graded_partial(retriever: Any) -> None:
-    config = EvaluatorConfig().replace(
+    config = EvaluatorConfig.from_profile("synapse").replace(
         thresholds={"relevant": 1.0, "partial": 1.0},
         chunk_thresholds={"relevant": 1.0, "partial": 0.5},
     )
