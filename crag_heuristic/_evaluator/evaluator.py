@@ -79,7 +79,8 @@ class Evaluator:
 
     Args:
         config: an :class:`EvaluatorConfig`, a profile name, a dict or a
-            config file path; ``None`` for the ``synapse`` defaults.
+            config file path; ``None`` for the default profile (:data:`DEFAULT_PROFILE`,
+            the same as ``EvaluatorConfig()``).
         analyzer: the text analyzer (tokeniser, stop words, stemmer).
         cache_size: how many analysed chunks to keep, keyed by (id, text);
             0 disables the cache.
