@@ -85,16 +85,8 @@ from typing import Any
 import httpx
 from load_faults_report import analyse, to_markdown, write_report
 
-from crag_heuristic import (
-    CRAG,
-    CircuitBreaker,
-    CRAGResult,
-    RedisCache,
-    RouterConfig,
-    SearxngClient,
-    load_sample_queries,
-    sample_retriever,
-)
+from crag_heuristic import CRAG, CircuitBreaker, CRAGResult, RedisCache, RouterConfig, SearxngClient
+from crag_heuristic.sample import load_sample_queries, sample_retriever
 from crag_heuristic.testing import (
     RedisServer,
     SearxngServer,

@@ -9,7 +9,7 @@ there (an async call on a sync-only component runs it in a worker thread).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._corpus import CorpusStats
 from ._types import Chunk
@@ -19,6 +19,7 @@ __all__ = [
     "AsyncRetriever",
     "AsyncWebSearcher",
     "Cache",
+    "EventLogger",
     "ParentFetcher",
     "Retriever",
     "StatsProvider",
@@ -96,3 +97,21 @@ class AsyncCache(Protocol):
     async def aget(self, key: str) -> str | None: ...
 
     async def aset(self, key: str, value: str, ttl: float | None = None) -> None: ...
+
+
+@runtime_checkable
+class EventLogger(Protocol):
+    """A structlog-style logger: named events with key-value fields.
+
+    A ``structlog`` bound logger is one (``structlog.get_logger()``), and so is
+    the library's default, the stdlib logger ``"crag_heuristic"`` wrapped by
+    structlog (see :mod:`crag_heuristic._logging`).
+    """
+
+    def bind(self, **fields: Any) -> EventLogger: ...
+
+    def debug(self, event: str, **fields: Any) -> Any: ...
+
+    def info(self, event: str, **fields: Any) -> Any: ...
+
+    def warning(self, event: str, **fields: Any) -> Any: ...

@@ -13,12 +13,11 @@ from crag_heuristic import (
     Evaluator,
     EvaluatorConfig,
     ScoreKind,
-    SignalWeights,
-    Thresholds,
     _config,
     available_profiles,
     load_config,
 )
+from crag_heuristic.config import SignalWeights, Thresholds
 
 
 def test_synapse_is_the_named_linear_profile() -> None:

@@ -9,7 +9,6 @@ import pytest
 
 from crag_heuristic import (
     Chunk,
-    CorpusStats,
     Evaluator,
     EvaluatorConfig,
     InputError,
@@ -17,6 +16,7 @@ from crag_heuristic import (
     ScoreKind,
     Verdict,
 )
+from crag_heuristic.text import CorpusStats
 
 # Worked example (see conftest.solar_chunks):
 #   query terms: solar, panel, effici

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from crag_heuristic import Chunk, ConfigError, CorpusStats, Evaluator, EvaluatorConfig, Verdict
+from crag_heuristic import Chunk, ConfigError, Evaluator, EvaluatorConfig, Verdict
 from crag_heuristic._evaluator.model import sigmoid
+from crag_heuristic.text import CorpusStats
 
 CHUNKS = [
     # content terms: solar(2) panel(1) power(1)    -> dl 4

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from crag_heuristic import EvaluatorConfig, InputError, Verdict, calibrate, run_bench
+from crag_heuristic import EvaluatorConfig, InputError, Verdict
 from crag_heuristic._bench import labels_for, prepare, retrievals_for
 from crag_heuristic._bench.data import load_collection
 from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+from crag_heuristic.bench import calibrate, run_bench
 
 
 def test_the_folder_loads_with_graded_relevance(beir_folder: Path) -> None:

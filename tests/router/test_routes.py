@@ -109,7 +109,7 @@ def test_partial_with_a_lexical_retriever(
 def test_the_default_expander_is_built_on_first_use(
     retriever: Any, always_partial: Evaluator
 ) -> None:
-    from crag_heuristic import SynonymExpander
+    from crag_heuristic.expansion import SynonymExpander
 
     crag = CRAG(retriever, always_partial)
     assert crag._expander is None  # nothing loaded at construction
