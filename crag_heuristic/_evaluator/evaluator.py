@@ -288,7 +288,7 @@ class Evaluator:
     ) -> Refinement:
         """Knowledge refinement with this evaluator's analyzer and config.
 
-        See :func:`crag_heuristic.refine`.
+        See :func:`crag_heuristic.refinement.refine`.
         """
         cfg = self.config if config is None else load_config(config)
         return refine(
