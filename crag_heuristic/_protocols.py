@@ -8,7 +8,7 @@ there (an async call on a sync-only component runs it in a worker thread).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._corpus import CorpusStats
@@ -31,18 +31,20 @@ __all__ = [
 class Retriever(Protocol):
     """Finds the ``k`` chunks most similar to a query, best first.
 
-    Each chunk must carry its score and declare its :class:`ScoreKind`.
+    Each chunk must carry its score and declare its :class:`ScoreKind`. Any
+    iterable of chunks will do (a list, a tuple, a generator: the router reads
+    it once); anything else is a :class:`~crag_heuristic.RetrieverError`.
     Errors should be raised as :class:`~crag_heuristic.RetrieverError`.
     """
 
-    def search(self, query: str, k: int) -> list[Chunk]: ...
+    def search(self, query: str, k: int) -> Iterable[Chunk]: ...
 
 
 @runtime_checkable
 class AsyncRetriever(Protocol):
-    """The async half of :class:`Retriever`."""
+    """The async half of :class:`Retriever` (an async generator works too)."""
 
-    async def asearch(self, query: str, k: int) -> list[Chunk]: ...
+    async def asearch(self, query: str, k: int) -> Iterable[Chunk]: ...
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,14 +27,23 @@ from .._cache.keys import evaluation_key, web_key
 from .._config import RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._exceptions import CacheError, CragError, RetrieverError
+from .._exceptions import CacheError, CragError, RetrieverError, WebSearchResponseError
 from .._fusion import reciprocal_rank_fusion
 from .._protocols import ParentFetcher
 from .._types import Chunk, Evaluation, Verdict
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
 
-__all__ = ["CacheGet", "CacheSet", "Context", "Search", "WebCall", "correct"]
+__all__ = [
+    "CacheGet",
+    "CacheSet",
+    "Context",
+    "Search",
+    "WebCall",
+    "correct",
+    "retrieved_chunks",
+    "web_chunks",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +393,7 @@ def _web(
         ctx.notes.append("the web search failed: the chunks before it are kept")
         ctx.log("crag.web_search", ok=False, error=type(outcome).__name__)
         return
-    results = [chunk for chunk in outcome if isinstance(chunk, Chunk)]
+    results = list(outcome)
     ctx.counts["web_results"] = len(results)
     ctx.log("crag.web_search", ok=True, results=len(results))
     if not results:
@@ -443,6 +452,49 @@ def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:
             seen.add(chunk.id)
             out.append(chunk)
     return out
+
+
+def _chunk_list(value: Any) -> tuple[list[Chunk], str | None]:
+    """``value`` as a list of chunks, or what is wrong with it.
+
+    A list of chunks is returned as it is (a ``WebResults`` keeps its ``info``);
+    any other iterable is materialised once. Whatever iterating raises (a
+    generator's own failure) propagates.
+    """
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        return [], f"{type(value).__name__}, not an iterable of Chunk"
+    items = value if isinstance(value, list) else list(value)
+    for position, item in enumerate(items):
+        if not isinstance(item, Chunk):
+            return [], f"{type(item).__name__} at position {position}, not a Chunk"
+    return items, None
+
+
+def retrieved_chunks(value: Any, retriever: Any, method: str = "search") -> list[Chunk]:
+    """What ``retriever.<method>`` returned, checked: any iterable of :class:`Chunk`.
+
+    Raises:
+        RetrieverError: anything else (``None``, a number, a string, a mapping, an
+            element that is not a chunk), naming the retriever.
+    """
+    chunks, problem = _chunk_list(value)
+    if problem is not None:
+        name = type(retriever).__name__
+        raise RetrieverError(f"{name}.{method} returned {problem}", retriever=name)
+    return chunks
+
+
+def web_chunks(value: Any, searcher: Any, method: str = "search") -> list[Chunk]:
+    """What a web searcher returned, checked as :func:`retrieved_chunks` does.
+
+    Raises:
+        WebSearchResponseError: not an iterable of chunks (the router records it
+            as ``web_error``).
+    """
+    chunks, problem = _chunk_list(value)
+    if problem is not None:
+        raise WebSearchResponseError(f"{type(searcher).__name__}.{method} returned {problem}")
+    return chunks
 
 
 def retriever_error(error: BaseException, retriever: Any) -> RetrieverError:

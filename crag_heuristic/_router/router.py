@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -28,6 +29,7 @@ from .._exceptions import (
 )
 from .._logging import get_logger
 from .._protocols import StatsProvider
+from .._types import Chunk
 from .flow import (
     CacheGet,
     CacheSet,
@@ -37,7 +39,9 @@ from .flow import (
     Search,
     WebCall,
     correct,
+    retrieved_chunks,
     retriever_error,
+    web_chunks,
 )
 from .result import CRAGResult, Strategy
 
@@ -252,14 +256,14 @@ class CRAG:
                     f"{type(request.retriever).__name__} is async-only: use aretrieve()"
                 )
             try:
-                return search(request.query, request.k)
+                return retrieved_chunks(search(request.query, request.k), request.retriever)
             except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
                 return retriever_error(exc, request.retriever)
         web_search = getattr(self.web, "search", None)
         if web_search is None:
             return WebSearchError(f"{type(self.web).__name__} is async-only: use aretrieve()")
         try:
-            return web_search(request.query, request.max_results)
+            return web_chunks(web_search(request.query, request.max_results), self.web)
         except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
             return _web_error(exc)
 
@@ -303,16 +307,14 @@ class CRAG:
                 return _cache_error(exc, request)
         if isinstance(request, Search):
             try:
-                return await _async_or_thread(
-                    request.retriever, "asearch", "search", request.query, request.k
+                return await _chunks_async(
+                    request.retriever, retrieved_chunks, request.query, request.k
                 )
             except Exception as exc:  # noqa: BLE001
                 return retriever_error(exc, request.retriever)
         assert isinstance(request, WebCall)
         try:
-            call = _async_or_thread(
-                self.web, "asearch", "search", request.query, request.max_results
-            )
+            call = _chunks_async(self.web, web_chunks, request.query, request.max_results)
             timeout = self.config.web_timeout
             if timeout is None:
                 return await call
@@ -331,6 +333,23 @@ def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> 
     if native is not None:
         return native(*args)
     return asyncio.to_thread(getattr(part, sync_name), *args)
+
+
+async def _chunks_async(
+    part: Any, check: Callable[[Any, Any, str], list[Chunk]], *args: Any
+) -> list[Chunk]:
+    """``part.asearch(*args)`` (awaited, or an async iterator collected), else
+    ``part.search(*args)`` in a worker thread (a generator is materialised there,
+    off the event loop); the answer checked by ``check``."""
+    native = getattr(part, "asearch", None)
+    if native is None:
+        return await asyncio.to_thread(lambda: check(part.search(*args), part, "search"))
+    value = native(*args)
+    if hasattr(value, "__aiter__"):
+        value = [item async for item in value]
+    elif inspect.isawaitable(value):
+        value = await value
+    return check(value, part, "asearch")
 
 
 def _cache_error(error: Exception, request: CacheGet | CacheSet) -> CacheError:
