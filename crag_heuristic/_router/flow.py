@@ -27,10 +27,16 @@ from .._cache.keys import evaluation_key, web_key
 from .._config import RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._exceptions import CacheError, CragError, RetrieverError, WebSearchResponseError
+from .._exceptions import (
+    CacheError,
+    CragError,
+    InvalidChunkError,
+    RetrieverError,
+    WebSearchResponseError,
+)
 from .._fusion import reciprocal_rank_fusion
 from .._protocols import ParentFetcher
-from .._types import Chunk, Evaluation, Verdict
+from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
 
@@ -467,6 +473,10 @@ def _chunk_list(value: Any) -> tuple[list[Chunk], str | None]:
     for position, item in enumerate(items):
         if not isinstance(item, Chunk):
             return [], f"{type(item).__name__} at position {position}, not a Chunk"
+        try:
+            check_chunk(item)
+        except InvalidChunkError as exc:
+            return [], f"an invalid chunk at position {position}: {exc}"
     return items, None
 
 
