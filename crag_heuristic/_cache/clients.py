@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._exceptions import ConfigError
+from .._redact import redact
 
 __all__ = [
     "URL_SCHEMES",
@@ -56,7 +57,8 @@ def check_seconds(name: str, value: Any) -> float:
 def check_url(url: Any) -> str:
     """``url`` if it is a redis://, rediss:// or unix:// URL, else :class:`ConfigError`."""
     if not isinstance(url, str) or not url.startswith(URL_SCHEMES):
-        raise ConfigError("url", url, f"must start with one of {', '.join(URL_SCHEMES)}")
+        shown = redact(url) if isinstance(url, str) else url
+        raise ConfigError("url", shown, f"must start with one of {', '.join(URL_SCHEMES)}")
     return url
 
 
@@ -100,7 +102,7 @@ def build_client(
     try:
         return factory(url, **settings)
     except (TypeError, ValueError) as exc:
-        raise ConfigError("url", url, f"redis-py refused it: {exc}") from exc
+        raise ConfigError("url", redact(url), redact(f"redis-py refused it: {exc}")) from exc
 
 
 def _idle_disconnect(client: Any) -> Any:

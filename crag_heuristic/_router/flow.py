@@ -36,6 +36,7 @@ from .._exceptions import (
 )
 from .._fusion import reciprocal_rank_fusion
 from .._protocols import ParentFetcher
+from .._redact import redact
 from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
@@ -144,8 +145,9 @@ class Context:
 
 
 def describe(error: BaseException) -> str:
-    """``"ErrorType: message"``, the form errors take on a result."""
-    return f"{type(error).__name__}: {error}"
+    """``"ErrorType: message"``, the form errors take on a result (credentials in
+    any URL masked: the message may come from a user's part)."""
+    return redact(f"{type(error).__name__}: {error}")
 
 
 @dataclass
@@ -159,6 +161,7 @@ class _State:
     web_used: bool = False
     web_error: str | None = None
     web_cache_hit: bool = False
+    web_miss: str | None = None  # why the web gave nothing: "no web searcher configured" ...
 
 
 def correct(ctx: Context, query: str, k: int) -> Flow:
@@ -198,10 +201,18 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
             yield from _web(ctx, query, retrieved, first_eval, state)
             if state.web_used:
                 state.strategy = Strategy.COMBINED
+            elif state.web_miss is not None:
+                ctx.notes.append(f"{state.web_miss}: the chunks before it are kept")
     else:
         yield from _web(ctx, query, retrieved, first_eval, state)
-        if not state.web_used and cfg.expand_without_web and state.retries < cfg.max_retries:
-            yield from _expand(ctx, query, k, depth, first, state, fallback=True)
+        if state.web_miss is not None:
+            expanded = False
+            if cfg.expand_without_web and state.retries < cfg.max_retries:
+                expanded = yield from _expand(
+                    ctx, query, k, depth, first, state, fallback=state.web_miss
+                )
+            if not expanded:
+                ctx.notes.append(f"{state.web_miss}: the original chunks are kept")
 
     if not state.chunks and retrieved:  # never hand back less than we had without a reason
         state.chunks = retrieved
@@ -310,12 +321,13 @@ def _expand(
     first: list[Chunk],
     state: _State,
     *,
-    fallback: bool = False,
-) -> Generator[list[Request], list[Any], None]:
+    fallback: str | None = None,
+) -> Generator[list[Request], list[Any], bool]:
     """PARTIAL: expand the query, re-retrieve, fuse with RRF, evaluate again.
 
-    With ``fallback`` (IRRELEVANT without web results) it only takes over the
-    strategy when there is something to expand with.
+    With ``fallback`` (IRRELEVANT without web results; why, e.g. "the web search
+    failed") it only takes over the strategy when there is something to expand
+    with, and notes why it runs. Returns whether it re-retrieved.
     """
     cfg = ctx.config
     started = time.perf_counter()
@@ -339,17 +351,17 @@ def _expand(
     if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
         parents = ctx.retriever.get_parents(state.chunks)
     if not requests and not parents:
-        if not fallback:
+        if fallback is None:
             state.strategy = Strategy.QUERY_EXPANSION
             state.expanded = queries
             ctx.notes.append("no expansion or second retriever available: the retrieval is kept")
-        return
+        return False
     state.strategy = Strategy.QUERY_EXPANSION
     state.retries += 1
     state.expanded = queries
-    ctx.log("crag.expand", queries=len(queries), fallback=fallback)
-    if fallback:
-        ctx.notes.append("no web results: trying query expansion instead")
+    ctx.log("crag.expand", queries=len(queries), fallback=fallback is not None)
+    if fallback is not None:
+        ctx.notes.append(f"{fallback}: trying query expansion instead")
 
     started = time.perf_counter()
     outcomes = yield list(requests)
@@ -368,7 +380,7 @@ def _expand(
     ctx.counts["expanded_rankings"] = len(rankings) - 1
     if len(rankings) == 1:
         ctx.notes.append("every re-retrieval failed: the retrieval is kept")
-        return
+        return True
 
     started = time.perf_counter()
     fused = reciprocal_rank_fusion(rankings, k=cfg.rrf_k, weights=weights, keep_scores=True)[:k]
@@ -376,12 +388,16 @@ def _expand(
     ctx.counts["fused"] = len(fused)
     state.chunks = fused
     state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
+    return True
 
 
 def _web(
     ctx: Context, query: str, retrieved: list[Chunk], first_eval: Evaluation, state: _State
 ) -> Generator[list[Request], list[Any], None]:
-    """IRRELEVANT (or still short after expansion): keyword rewrite, then the web."""
+    """IRRELEVANT (or still short after expansion): keyword rewrite, then the web.
+
+    When the web gives nothing, ``state.web_miss`` says why; the caller notes
+    what happens instead."""
     if state.strategy is Strategy.NONE:
         state.strategy = Strategy.WEB_SEARCH
     started = time.perf_counter()
@@ -390,20 +406,20 @@ def _web(
     )
     ctx.timed("rewrite", started)
     if not ctx.has_web:
-        ctx.notes.append("no web searcher configured: the original chunks are kept")
+        state.web_miss = "no web searcher configured"
         return
     state.retries += 1
     outcome = yield from _cached_web(ctx, state)
     if isinstance(outcome, BaseException):
         state.web_error = describe(outcome)
-        ctx.notes.append("the web search failed: the chunks before it are kept")
+        state.web_miss = "the web search failed"
         ctx.log("crag.web_search", ok=False, error=type(outcome).__name__)
         return
     results = list(outcome)
     ctx.counts["web_results"] = len(results)
     ctx.log("crag.web_search", ok=True, results=len(results))
     if not results:
-        ctx.notes.append("the web search found nothing: the chunks before it are kept")
+        state.web_miss = "the web search found nothing"
         return
     final = _dedupe(results)
     if ctx.config.keep_partial_on_web:

@@ -79,6 +79,7 @@ from .._exceptions import (
     WebSearchTimeout,
 )
 from .._logging import get_logger
+from .._redact import redact
 from .attempt import Step, from_exception, from_response
 from .circuit import CircuitBreaker
 from .config import SearxngConfig
@@ -173,7 +174,8 @@ class SearxngClient:
         if not isinstance(base, SearxngConfig):
             raise ConfigError("config", config, "must be a SearxngConfig")
         self.config = base.replace(**{k: v for k, v in overrides.items() if v is not None})
-        self.url = _endpoint(base_url)
+        self._address = _endpoint(base_url)  # as given: the credentials are sent
+        self.url = redact(self._address)  # shown: in events, errors, results, repr
         self.breaker = breaker
         self._client = client
         self._owns_client = client is None
@@ -289,7 +291,7 @@ class SearxngClient:
 
     def _request(self, query: str) -> dict[str, Any]:
         return {
-            "url": self.url,
+            "url": self._address,
             "params": self.config.request_params(query),
             "headers": self._headers,
             "timeout": self.config.timeout,
@@ -399,14 +401,15 @@ def _endpoint(base_url: Any) -> str:
     if not isinstance(base_url, str):
         raise ConfigError("base_url", base_url, "must be a string")
     url = base_url.strip().rstrip("/")
+    shown = redact(base_url)
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise ConfigError("base_url", base_url, f"is not a URL: {exc}") from None
+        raise ConfigError("base_url", shown, f"is not a URL: {redact(str(exc))}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError("base_url", base_url, "must be an http(s) URL with a host")
+        raise ConfigError("base_url", shown, "must be an http(s) URL with a host")
     if parts.query or parts.fragment:
-        raise ConfigError("base_url", base_url, "must not hold a query or fragment")
+        raise ConfigError("base_url", shown, "must not hold a query or fragment")
     return url if parts.path.endswith("/search") else url + "/search"
 
 

@@ -209,7 +209,7 @@ def test_without_web_results_the_router_expands_instead(
         keep_scores=True,
     )[:5]
     assert [c.id for c in result.chunks] == [c.id for c in expected]
-    assert "no web results: trying query expansion instead" in result.notes
+    assert "the web search failed: trying query expansion instead" in result.notes
     off = CRAG(retriever, always_irrelevant, lexical=bm25, config={"expand_without_web": False})
     assert off.retrieve(QUERY, 5).chunks == tuple(retriever.search(QUERY, 5))
 
