@@ -415,7 +415,11 @@ def _web(
         state.web_miss = "the web search failed"
         ctx.log("crag.web_search", ok=False, error=type(outcome).__name__)
         return
-    results = list(outcome)
+    results = [chunk for chunk in outcome if is_http_url(chunk.source)]
+    if len(results) < len(outcome):
+        dropped = len(outcome) - len(results)
+        ctx.counts["web_dropped"] = dropped
+        ctx.notes.append(f"dropped {dropped} web result(s) whose source is not an http(s) URL")
     ctx.counts["web_results"] = len(results)
     ctx.log("crag.web_search", ok=True, results=len(results))
     if not results:
@@ -464,6 +468,14 @@ def _cached_web(ctx: Context, state: _State) -> Generator[list[Request], list[An
         if isinstance(stored, BaseException):
             ctx.cache_failed(stored, "web results write")
     return outcome
+
+
+def is_http_url(source: str | None) -> bool:
+    """Whether a web chunk's ``source`` is an absolute http(s) URL with a host."""
+    if not source:
+        return False
+    scheme, sep, rest = source.partition("://")
+    return bool(sep) and scheme.lower() in ("http", "https") and rest[:1] not in ("", "/")
 
 
 def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:

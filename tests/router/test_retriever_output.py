@@ -154,3 +154,21 @@ def test_a_nonsense_web_answer_is_a_web_error(
         assert re.search(rf"OddWeb\.a?search returned {what}, not a", result.web_error)
         assert result.strategy in (Strategy.WEB_SEARCH, Strategy.QUERY_EXPANSION)
         assert result.chunks
+
+
+def test_web_chunks_must_come_from_http_pages(always_irrelevant: Evaluator) -> None:
+    """Whatever searcher is plugged in, a web chunk whose source is not an http(s) URL
+    is dropped, counted and noted."""
+    web = RecordingWebSearcher(
+        [
+            ("Local file", "file:///etc/hosts", "127.0.0.1 localhost"),
+            ("FTP", "ftp://example.org/x", "a file"),
+            ("Bees", "https://example.org/bees", "The waggle dance encodes distance."),
+        ]
+    )
+    crag = CRAG(ListRetriever(chunks()), always_irrelevant, web=web, cache=False)
+    for result in run_both(crag):
+        sources = [c.source for c in result.chunks if c.score_kind is ScoreKind.WEB]
+        assert sources == ["https://example.org/bees"]
+        assert result.counts["web_dropped"] == 2 and result.counts["web_results"] == 1
+        assert "dropped 2 web result(s) whose source is not an http(s) URL" in result.notes

@@ -353,6 +353,33 @@ def test_unusable_results_are_skipped(mode: str) -> None:
     assert chunks.info.skipped == 5
 
 
+def test_only_http_and_https_results_become_chunks(mode: str) -> None:
+    """A result whose URL is file://, ftp://, javascript: ... is dropped and counted:
+    a web chunk's source is a page a reader can open."""
+    h = harness(
+        mode,
+        answer(
+            [
+                result("file:///etc/passwd"),
+                result("ftp://files.example.org/a.txt"),
+                result("javascript:alert(1)"),
+                result("data:text/html,<b>x</b>"),
+                result("HTTPS://Upper.example.org/page"),
+                result("http://plain.example.org/"),
+                {"url": "/relative", "title": "relative"},
+            ]
+        ),
+    )
+    chunks = h.search(max_results=10)
+    assert [c.source for c in chunks] == [
+        "HTTPS://Upper.example.org/page",
+        "http://plain.example.org/",
+    ]
+    assert chunks.info.non_http == 4
+    assert chunks.info.skipped == 1
+    assert chunks.info.to_dict()["non_http"] == 4
+
+
 def test_max_results(mode: str) -> None:
     h = harness(mode, answer([result(f"https://a.org/{i}") for i in range(10)]))
     chunks = h.search(max_results=3)
