@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 
@@ -230,6 +231,25 @@ def test_one_cache_serves_successive_event_loops(
 
     assert [asyncio.run(round_trip(i)) for i in range(3)] == ["0", "1", "2"]
     assert cache.stats.errors == 0
+    cache.close()
+
+
+def test_each_event_loops_client_is_closed_with_its_loop(
+    redis_server: RedisServer, namespace: str, admin: redis.Redis
+) -> None:
+    """asyncio.run() finalises the loop's async generators: the cache's client for
+    that loop closes then, so short-lived loops leave no connection (and no
+    ResourceWarning) behind."""
+    cache = RedisCache(url=redis_server.url, namespace=namespace)
+    before = len(admin.client_list())
+
+    async def round_trip(i: int) -> str | None:
+        await cache.aset("k", str(i))
+        return await cache.aget("k")
+
+    assert [asyncio.run(round_trip(i)) for i in range(3)] == ["0", "1", "2"]
+    gc.collect()
+    assert len(admin.client_list()) == before
     cache.close()
 
 
