@@ -61,7 +61,10 @@ def test_normalised_euclidean_store_gives_cosines_langchain_gets_wrong() -> None
     assert [c.score for c in chunks] == pytest.approx([1 - d / 2 for d in raw], abs=1e-6)
     assert all(-1.0 <= c.score <= 1.0 for c in chunks)
     # ... where LangChain's own relevance function (1 - d/sqrt(2)) goes below 0 and even -1
-    langchain_scores = [s for _, s in vs.similarity_search_with_relevance_scores("espresso", k=4)]
+    # (LangChain itself warns that its scores fall outside [0, 1])
+    with pytest.warns(UserWarning, match="Relevance scores must be between 0 and 1"):
+        pairs = vs.similarity_search_with_relevance_scores("espresso", k=4)
+    langchain_scores = [s for _, s in pairs]
     assert min(langchain_scores) < -0.3
     ours = retriever.search("espresso", 4)
     assert min(c.score for c in ours) >= -1.0
@@ -74,7 +77,10 @@ def test_unnormalised_euclidean_store_is_a_distance() -> None:
 
 
 def test_inner_product_store_declared_unit_vectors() -> None:
-    vs = store(distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT, normalize_L2=True)
+    # LangChain warns that normalising "is not applicable" to inner product, and then
+    # normalises the vectors all the same: an inner-product index of unit vectors
+    with pytest.warns(UserWarning, match="Normalizing L2 is not applicable"):
+        vs = store(distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT, normalize_L2=True)
     retriever = LangChainFaissRetriever(vs)
     assert retriever.scores.kind is ScoreKind.COSINE
     top = retriever.search("roman roads stone", 1)[0]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -203,7 +202,6 @@ def test_verbose_cli_shows_events_not_query_text_or_credentials(searx_url: str, 
         [sys.executable, "-c", "import sys; from crag_heuristic._cli import main; "
          "sys.exit(main(sys.argv[1:]))", *args],
         capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "crag.searxng" in done.stderr and "crag.result" in done.stderr
