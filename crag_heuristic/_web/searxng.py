@@ -52,7 +52,9 @@ Logs one structlog event ``crag.searxng`` per call, at INFO (``url``,
 ``status``, ``results``, ``retries``, ``duration_ms``, ``error``, ``circuit``,
 ``unresponsive``), and ``crag.searxng.retry`` per retry at DEBUG, through the
 stdlib logger ``"crag_heuristic"`` (silent unless the application enables it;
-see :mod:`crag_heuristic._logging`). The query text is never logged.
+see :mod:`crag_heuristic._logging`). The query text is never logged, and the
+address's credentials (``http://user:pass@host``) are masked in every event,
+error, result and repr (:attr:`SearxngClient.url`); the requests still send them.
 """
 
 from __future__ import annotations
