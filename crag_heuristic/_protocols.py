@@ -8,7 +8,7 @@ there (an async call on a sync-only component runs it in a worker thread).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._corpus import CorpusStats
@@ -42,9 +42,10 @@ class Retriever(Protocol):
 
 @runtime_checkable
 class AsyncRetriever(Protocol):
-    """The async half of :class:`Retriever` (an async generator works too)."""
+    """The async half of :class:`Retriever`: an ``async def asearch`` returning
+    chunks, or an async generator of them."""
 
-    async def asearch(self, query: str, k: int) -> Iterable[Chunk]: ...
+    def asearch(self, query: str, k: int) -> Awaitable[Iterable[Chunk]] | AsyncIterable[Chunk]: ...
 
 
 @runtime_checkable

@@ -10,7 +10,8 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from ._exceptions import InvalidChunkError
 
@@ -102,6 +103,9 @@ class Verdict(str, enum.Enum):
 _VERDICT_RANK = {"relevant": 2, "partial": 1, "irrelevant": 0}
 
 
+_EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})  # for the typed signature only
+
+
 def _check_optional_str(name: str, value: Any, chunk_id: str | None) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -136,6 +140,19 @@ class Chunk:
     source: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     parent_id: str | None = None
+
+    if TYPE_CHECKING:  # the constructor takes a kind's name too ("cosine"); it stores the kind
+
+        def __init__(
+            self,
+            id: str,
+            text: str,
+            score: float | None = None,
+            score_kind: ScoreKind | str = ScoreKind.UNKNOWN,
+            source: str | None = None,
+            metadata: Mapping[str, Any] = _EMPTY_METADATA,
+            parent_id: str | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():

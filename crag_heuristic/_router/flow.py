@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._cache.keys import evaluation_key, web_key
 from .._config import RouterConfig
@@ -35,11 +35,14 @@ from .._exceptions import (
     WebSearchResponseError,
 )
 from .._fusion import reciprocal_rank_fusion
-from .._protocols import ParentFetcher
+from .._protocols import AsyncRetriever, ParentFetcher, Retriever
 from .._redact import redact
 from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
+
+if TYPE_CHECKING:  # types only: the expansion package is imported when first used
+    from .._expansion.base import QueryExpander
 
 __all__ = [
     "CacheGet",
@@ -57,7 +60,7 @@ __all__ = [
 class Search:
     """Ask ``retriever`` for the ``k`` best chunks for ``query``."""
 
-    retriever: Any
+    retriever: Retriever | AsyncRetriever
     query: str
     k: int
     lexical: bool = False
@@ -95,12 +98,12 @@ Flow = Generator[list[Request], list[Any], CRAGResult]
 class Context:
     """Everything one run of the flow needs (built by the router per query)."""
 
-    retriever: Any
+    retriever: Retriever | AsyncRetriever
     evaluator: Evaluator
     config: RouterConfig
     corpus_stats: CorpusStats | None
-    get_expander: Callable[[], Any] = lambda: None
-    lexical: Any = None
+    get_expander: Callable[[], QueryExpander | None] = lambda: None
+    lexical: Retriever | AsyncRetriever | None = None
     has_web: bool = False
     has_cache: bool = False
     web_fingerprint: str = ""

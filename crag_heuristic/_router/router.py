@@ -13,7 +13,7 @@ import hashlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._cache import MemoryCache
 from .._checks import check_k, check_query
@@ -28,7 +28,16 @@ from .._exceptions import (
     WebSearchTimeout,
 )
 from .._logging import get_logger
-from .._protocols import StatsProvider
+from .._protocols import (
+    AsyncCache,
+    AsyncRetriever,
+    AsyncWebSearcher,
+    Cache,
+    EventLogger,
+    Retriever,
+    StatsProvider,
+    WebSearcher,
+)
 from .._types import Chunk
 from .flow import (
     CacheGet,
@@ -44,6 +53,10 @@ from .flow import (
     web_chunks,
 )
 from .result import CRAGResult, Strategy
+
+if TYPE_CHECKING:  # types only: the expansion package is imported when first used
+    from .._expansion.base import QueryExpander
+    from .._metrics import MetricsSink
 
 __all__ = ["CRAG"]
 
@@ -74,22 +87,25 @@ class CRAG:
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
 
+    Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
+    object with the right methods fits, nothing needs to inherit.
+
     Raises:
         InputError: a part without the methods it needs.
     """
 
     def __init__(
         self,
-        retriever: Any,
+        retriever: Retriever | AsyncRetriever,
         evaluator: Evaluator | EvaluatorConfig | str | None = None,
-        expander: Any = None,
-        web: Any = None,
-        cache: Any = None,
+        expander: QueryExpander | Literal[False] | None = None,
+        web: WebSearcher | AsyncWebSearcher | None = None,
+        cache: Cache | AsyncCache | Literal[False] | None = None,
         config: RouterConfig | Mapping[str, Any] | None = None,
         *,
-        lexical: Any = None,
-        metrics: Any = None,
-        logger: Any = None,
+        lexical: Retriever | AsyncRetriever | None = None,
+        metrics: MetricsSink | None = None,
+        logger: EventLogger | None = None,
     ) -> None:
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
@@ -102,12 +118,12 @@ class CRAG:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
             raise InputError("cache must have get/set or aget/aset (or be False for none)")
-        self.retriever = retriever
+        self.retriever: Retriever | AsyncRetriever = retriever
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        self._expander = expander
+        self._expander: QueryExpander | Literal[False] | None = expander
         self._expander_lock = threading.Lock()
-        self.web = web
-        self.cache = None if cache is False else cache
+        self.web: WebSearcher | AsyncWebSearcher | None = web
+        self.cache: Cache | AsyncCache | None = None if cache is False else cache
         if config is None:
             config = RouterConfig()
         elif isinstance(config, Mapping):
@@ -117,9 +133,9 @@ class CRAG:
                 f"config must be a RouterConfig or a dict, got {type(config).__name__}"
             )
         self.config = config
-        self.lexical = lexical
-        self.metrics = metrics
-        self._log = logger if logger is not None else get_logger()
+        self.lexical: Retriever | AsyncRetriever | None = lexical
+        self.metrics: MetricsSink | None = metrics
+        self._log: EventLogger = logger if logger is not None else get_logger()
         self._stats: CorpusStats | None = None
         self._stats_known = False
         self._stats_lock = threading.Lock()
@@ -131,7 +147,7 @@ class CRAG:
         )
 
     @property
-    def expander(self) -> Any:
+    def expander(self) -> QueryExpander | None:
         """The query expander (the default one is built on first use)."""
         if self._expander is None:
             with self._expander_lock:
@@ -148,7 +164,8 @@ class CRAG:
         if not self._stats_known:
             with self._stats_lock:
                 if not self._stats_known:
-                    for part in (self.retriever, self.lexical):
+                    parts: tuple[object, ...] = (self.retriever, self.lexical)
+                    for part in parts:  # object: a retriever may or may not know its stats
                         if isinstance(part, StatsProvider):
                             self._stats = part.corpus_stats()
                             if self._stats is not None:
@@ -156,7 +173,7 @@ class CRAG:
                     self._stats_known = True
         return self._stats
 
-    def _bound_log(self, query: str) -> Any:
+    def _bound_log(self, query: str) -> EventLogger:
         """The logger bound to a hash of the query (logs never hold the query text)."""
         query_id = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         return self._log.bind(query_id=query_id)

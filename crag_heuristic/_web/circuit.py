@@ -45,10 +45,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from .._exceptions import CircuitOpenError, ConfigError
 from .._logging import get_logger
+from .._protocols import EventLogger
 
 __all__ = ["CircuitBreaker", "CircuitState"]
 
@@ -103,7 +103,7 @@ class CircuitBreaker:
         failure_rate: float | None = None,
         name: str = "web_search",
         clock: Callable[[], float] = time.monotonic,
-        logger: Any = None,
+        logger: EventLogger | None = None,
     ) -> None:
         _check_positive("failure_threshold", failure_threshold, integer=True)
         _check_positive("window", window)
@@ -118,7 +118,7 @@ class CircuitBreaker:
         self.cooldown = float(cooldown)
         self.name = name
         self._clock = clock
-        self._log = logger if logger is not None else get_logger()
+        self._log: EventLogger = logger if logger is not None else get_logger()
         self._lock = threading.Lock()
         self._state = CircuitState.CLOSED
         self._epoch = 0

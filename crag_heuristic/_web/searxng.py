@@ -81,6 +81,7 @@ from .._exceptions import (
     WebSearchTimeout,
 )
 from .._logging import get_logger
+from .._protocols import EventLogger
 from .._redact import redact
 from .attempt import Step, from_exception, from_response
 from .circuit import CircuitBreaker
@@ -157,7 +158,7 @@ class SearxngClient:
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
         async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        logger: Any = None,
+        logger: EventLogger | None = None,
     ) -> None:
         overrides = {
             "timeout": timeout,
@@ -187,7 +188,7 @@ class SearxngClient:
         self._async_sleep = async_sleep
         self._headers = self.config.request_headers()
         self._lock = threading.Lock()
-        self._log = logger if logger is not None else get_logger()
+        self._log: EventLogger = logger if logger is not None else get_logger()
 
     def __repr__(self) -> str:
         return f"SearxngClient({self.url!r})"

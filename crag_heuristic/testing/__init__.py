@@ -17,7 +17,7 @@ Their errors derive from :class:`HelperError` (a ``RuntimeError``), not from
 """
 
 from ._errors import HelperError, RedisServerError, SearxngStartError, SearxngUnavailable
-from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
+from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander
 from ._faulty_engine import FAULT_KINDS, FaultyEngine
 from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
 from ._logs import capture_events
@@ -47,7 +47,6 @@ __all__ = [
     "SearxngStartError",
     "SearxngUnavailable",
     "StaticExpander",
-    "StaticExpansion",
     "TracedCache",
     "TracedCall",
     "TracedWebSearcher",
