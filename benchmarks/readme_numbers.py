@@ -54,7 +54,8 @@ class Quote:
 
 
 def _s(r: dict[str, Any]) -> dict[str, Any]:
-    return r["sections"]
+    sections: dict[str, Any] = r["sections"]
+    return sections
 
 
 def _auc(r: dict[str, Any], name: str, which: str = "natural+probes") -> str:

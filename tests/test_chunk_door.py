@@ -17,6 +17,7 @@ import dataclasses
 import math
 import pickle
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -202,6 +203,10 @@ def test_a_retriever_returning_a_tampered_chunk_is_a_retriever_error() -> None:
     bad = Chunk(**GOOD)
     object.__setattr__(bad, "text", None)
     crag = CRAG(ListRetriever([_good_chunk(0), bad]), Evaluator())
-    for run in (lambda: crag.retrieve(QUERY, 2), lambda: asyncio.run(crag.aretrieve(QUERY, 2))):
+    runs: list[Callable[[], Any]] = [
+        lambda: crag.retrieve(QUERY, 2),
+        lambda: asyncio.run(crag.aretrieve(QUERY, 2)),
+    ]
+    for run in runs:
         with pytest.raises(RetrieverError, match=r"invalid chunk at position 1.*text"):
             run()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,7 +111,7 @@ def test_config_is_frozen_and_keyword_only() -> None:
     with pytest.raises(AttributeError):
         config.name = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
-        Thresholds(0.8, 0.5)  # type: ignore[misc]
+        Thresholds(0.8, 0.5)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,9 @@ def test_config_is_frozen_and_keyword_only() -> None:
         ({"name": ""}, "name", ""),
     ],
 )
-def test_errors_name_the_field_and_the_value(data: dict, field: str, value: object) -> None:
+def test_errors_name_the_field_and_the_value(
+    data: dict[str, Any], field: str, value: object
+) -> None:
     with pytest.raises(ConfigError) as info:
         EvaluatorConfig.from_dict(data)
     assert info.value.field == field

@@ -32,7 +32,7 @@ def test_bm25_contrast_and_similarity_z_by_hand() -> None:
     assert a["bm25"] == pytest.approx(bm25_a)
     assert b["bm25"] == pytest.approx(bm25_b)
     assert a["lexical_contrast"] == pytest.approx(bm25_a - (bm25_a + bm25_b) / 2)
-    assert b["lexical_contrast"] == pytest.approx(-a["lexical_contrast"])
+    assert b["lexical_contrast"] == pytest.approx(-(a["lexical_contrast"] or 0.0))
     # similarities 0.8 and 0.4: mean 0.6, std 0.2 -> z = +1 / -1
     assert (a["similarity_z"], b["similarity_z"]) == (pytest.approx(1.0), pytest.approx(-1.0))
     assert (a["keyword_overlap"], b["keyword_overlap"]) == (1.0, 0.5)

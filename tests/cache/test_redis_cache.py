@@ -259,11 +259,13 @@ def test_works_through_redis_cluster_client() -> None:
 
     with RedisServer(config={"cluster-enabled": "yes"}) as server:
         admin = server.client(socket_timeout=5)
-        admin.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
+        admin.execute_command("CLUSTER", "ADDSLOTS", *range(16384))  # type: ignore[no-untyped-call]
         deadline = time.monotonic() + 10
-        while b"cluster_state:ok" not in admin.execute_command("CLUSTER", "INFO"):
+        cluster_info = "CLUSTER", "INFO"
+        while b"cluster_state:ok" not in admin.execute_command(*cluster_info):  # type: ignore[no-untyped-call]
             assert time.monotonic() < deadline, "cluster did not come up"
             time.sleep(0.05)
+        assert server.port is not None
         client = RedisCluster(host=server.host, port=server.port, socket_timeout=1)
         cache = RedisCache(client, namespace="tenant")
         cache.set("crag:v1:eval:a", '{"v":1}', ttl=30)

@@ -93,13 +93,13 @@ async def test_tags_follow_each_query_into_its_tasks_and_threads() -> None:
     await asyncio.gather(*tasks)
     grouped = trace.by_tag()
     assert set(grouped) == {"q1", "q2", "q3"}
-    for tag, calls in grouped.items():
+    for group, calls in grouped.items():
         assert sorted((c.part, c.op) for c in calls) == [
             ("cache", "get"),
             ("cache", "set"),
             ("web", "search"),
         ]
-        assert {c.arg for c in calls} == {tag}
+        assert {c.arg for c in calls} == {group}
 
 
 async def test_a_cancelled_web_call_is_recorded_as_such() -> None:

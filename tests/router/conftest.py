@@ -11,7 +11,8 @@ from crag_heuristic._sample import load_sample_corpus, sample_retriever
 
 @pytest.fixture(scope="session")
 def retriever() -> FaissRetriever:
-    return sample_retriever()
+    sample: FaissRetriever = sample_retriever()
+    return sample
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,8 @@ QUERY = "How do honeybees communicate the distance to food?"
 def test_no_web_then_expansion_reads_as_one_story(
     retriever: Any, bm25: Any, always_irrelevant: Evaluator
 ) -> None:
-    result = CRAG(retriever, always_irrelevant, lexical=bm25, expander=StaticExpander(["waggle"]))
-    result = result.retrieve(QUERY, 5)
+    crag = CRAG(retriever, always_irrelevant, lexical=bm25, expander=StaticExpander(["waggle"]))
+    result = crag.retrieve(QUERY, 5)
     assert result.strategy is Strategy.QUERY_EXPANSION
     assert "no web searcher configured: trying query expansion instead" in result.notes
     assert not any("kept" in note for note in result.notes), result.notes

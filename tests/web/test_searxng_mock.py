@@ -371,6 +371,7 @@ def test_only_http_and_https_results_become_chunks(mode: str) -> None:
         ),
     )
     chunks = h.search(max_results=10)
+    assert isinstance(chunks, WebResults)
     assert [c.source for c in chunks] == [
         "HTTPS://Upper.example.org/page",
         "http://plain.example.org/",
@@ -775,7 +776,7 @@ def test_one_event_per_call_with_its_fields(mode: str, caplog: pytest.LogCapture
         "closed",
     )
     assert event.duration_ms >= 0
-    retries = [r for r in caplog.records if r.getMessage() == "crag.searxng.retry"]
+    retries: list[Any] = [r for r in caplog.records if r.getMessage() == "crag.searxng.retry"]
     assert [(r.levelno, r.status, r.retry) for r in retries] == [(logging.DEBUG, 429, 1)]
     assert all("solar power" not in str(r.__dict__) for r in caplog.records)  # no query text
 
@@ -799,7 +800,8 @@ def test_circuit_changes_are_logged(mode: str, caplog: pytest.LogCaptureFixture)
             h.search()
         with pytest.raises(CircuitOpenError):
             h.search()
-    (change,) = [r for r in caplog.records if r.getMessage() == "crag.circuit"]
+    changes: list[Any] = [r for r in caplog.records if r.getMessage() == "crag.circuit"]
+    (change,) = changes
     assert (change.circuit, change.previous, change.state) == ("searxng", "closed", "open")
     refused = web_events(caplog)[-1]
     assert (refused.error, refused.circuit) == ("CircuitOpenError", "open")
