@@ -6,14 +6,15 @@ a bad value raises :class:`~crag_heuristic.ConfigError` naming the field by
 its dotted path (``"weights.keyword_overlap"``) and the value. Nothing here
 reads the environment.
 
-Named profiles:
+One default, stated once: :data:`DEFAULT_PROFILE` names it, and
+``Evaluator()``, ``EvaluatorConfig()``, ``load_config(None)`` and
+``EvaluatorConfig.from_dict({})`` are all that profile. Anything a caller
+leaves out (a keyword of ``EvaluatorConfig(...)``, a key of a dict or of a
+file without a ``profile`` key) comes from the default profile; a ``profile``
+key names another base. TOML has no null, so a TOML file for a linear gate
+(``model`` none) says ``profile = "synapse"``.
 
-``synapse``
-    weights 0.30 keyword overlap / 0.40 semantic coherence / 0.15 length
-    adequacy / 0.15 source diversity; RELEVANT above 0.75, PARTIAL above 0.50.
-``crag``
-    the same signals with the bands of the CRAG paper (Yan et al., 2024):
-    CORRECT above 0.7, AMBIGUOUS above 0.3, INCORRECT otherwise.
+Named profiles:
 
 ``minilm-scifact`` (the default, :data:`DEFAULT_PROFILE`)
     a two-stage logistic gate fitted by ``crag-heuristic calibrate`` on the
@@ -21,13 +22,22 @@ Named profiles:
     retrievals and leave-relevant-out probes). Its bands were chosen for a
     fast-path precision of 0.90 at a failure recall of at least 0.80.
     Recalibrate it for another embedding model or domain.
+``synapse``
+    the linear gate: weights 0.30 keyword overlap / 0.40 semantic coherence /
+    0.15 length adequacy / 0.15 source diversity; RELEVANT above 0.75, PARTIAL
+    above 0.50 (the defaults of the section classes).
+``crag``
+    the same signals with the bands of the CRAG paper (Yan et al., 2024):
+    CORRECT above 0.7, AMBIGUOUS above 0.3, INCORRECT otherwise.
 
 More profiles are TOML files in ``crag_heuristic/profiles/`` (for instance
 ones fitted by ``crag-heuristic calibrate``); :func:`available_profiles`
-lists them all. ``EvaluatorConfig()`` holds the ``synapse`` values; an
-``Evaluator`` built without a configuration uses :data:`DEFAULT_PROFILE`. A
-configuration loads from a dict, a TOML, JSON or YAML file, or a profile
-name, and any field can be overridden per call.
+lists them all. A profile is a complete definition: what a built-in or
+bundled profile leaves out takes the bare values (no model, chunk bands =
+set bands, each section's own defaults), never the default profile's, so the
+default profile does not depend on itself. A configuration loads from a dict,
+a TOML, JSON or YAML file, or a profile name, and any field can be
+overridden per call.
 """
 
 from __future__ import annotations
@@ -39,12 +49,13 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+from ._evidence import CHUNK_FEATURES, SET_FEATURES
 from ._exceptions import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -150,7 +161,7 @@ class KeywordConfig:
             coverage: one chunk must hold the evidence) or ``"pooled"`` (the
             coverage of all chunks' terms together).
         bm25_k1, bm25_b: the BM25 parameters of the ``bm25`` and
-            ``lexical_contrast`` features (see ``crag_heuristic._evaluator.evidence``).
+            ``lexical_contrast`` features (see ``crag_heuristic._evidence``).
     """
 
     use_idf: bool = True
@@ -241,10 +252,7 @@ class RefineConfig:
 
 
 def _known_features() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The chunk and set feature names (``crag_heuristic._evaluator.evidence`` defines
-    each). Imported on use: the evaluator imports this module."""
-    from ._evaluator.evidence import CHUNK_FEATURES, SET_FEATURES
-
+    """The chunk and set feature names (``crag_heuristic._evidence`` defines each)."""
     return CHUNK_FEATURES, SET_FEATURES
 
 
@@ -379,6 +387,21 @@ class ModelConfig:
         return next((f for f in self.fallbacks if f.missing == key), None)
 
 
+def _from_default(name: str) -> Callable[[], Any]:
+    """A field's default factory: the default profile's value of ``name``."""
+    return functools.partial(_default_value, name)
+
+
+def _default_value(name: str) -> Any:
+    return getattr(_default_config(DEFAULT_PROFILE), name)
+
+
+@functools.lru_cache(maxsize=4)
+def _default_config(profile: str) -> EvaluatorConfig:
+    """The default profile, built once per name (configurations are immutable)."""
+    return EvaluatorConfig.from_profile(profile)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EvaluatorConfig:
     """Everything the evaluator and refinement need. Frozen; keyword-only.
@@ -393,20 +416,24 @@ class EvaluatorConfig:
             sum of the four signals.
         description: free text (what a profile is for, what it was fitted on).
 
-    Build one with keywords, from a profile (:meth:`from_profile`), from a
-    dict (:meth:`from_dict`) or from a file (:meth:`from_file`).
+    ``EvaluatorConfig()`` is the default profile (:data:`DEFAULT_PROFILE`);
+    every field not given takes the default profile's value. Build one with
+    keywords, from a profile (:meth:`from_profile`), from a dict
+    (:meth:`from_dict`) or from a file (:meth:`from_file`). With a ``model``
+    the score is the model's and ``weights`` are not used: for a linear gate
+    start from ``EvaluatorConfig.from_profile("synapse")``.
     """
 
-    name: str = "synapse"
-    weights: SignalWeights = field(default_factory=SignalWeights)
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    chunk_thresholds: Thresholds | None = None
-    keyword: KeywordConfig = field(default_factory=KeywordConfig)
-    coherence: CoherenceConfig = field(default_factory=CoherenceConfig)
-    length: LengthConfig = field(default_factory=LengthConfig)
-    refine: RefineConfig = field(default_factory=RefineConfig)
-    model: ModelConfig | None = None
-    description: str = ""
+    name: str = field(default_factory=_from_default("name"))
+    weights: SignalWeights = field(default_factory=_from_default("weights"))
+    thresholds: Thresholds = field(default_factory=_from_default("thresholds"))
+    chunk_thresholds: Thresholds | None = field(default_factory=_from_default("chunk_thresholds"))
+    keyword: KeywordConfig = field(default_factory=_from_default("keyword"))
+    coherence: CoherenceConfig = field(default_factory=_from_default("coherence"))
+    length: LengthConfig = field(default_factory=_from_default("length"))
+    refine: RefineConfig = field(default_factory=_from_default("refine"))
+    model: ModelConfig | None = field(default_factory=_from_default("model"))
+    description: str = field(default_factory=_from_default("description"))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -436,7 +463,7 @@ class EvaluatorConfig:
         if not isinstance(name, str):
             raise ConfigError("profile", name, "must be a string")
         if name in _BUILTIN_PROFILES:
-            return cls.from_dict(_BUILTIN_PROFILES[name])
+            return _definition(name, _BUILTIN_PROFILES[name])
         bundled = _bundled_profile_files()
         if name in bundled:
             return _read_bundled(str(bundled[name]))
@@ -448,7 +475,9 @@ class EvaluatorConfig:
         """Build from a (nested) dict such as a parsed TOML file.
 
         A ``profile`` key names the profile the other keys override; without
-        it the defaults (``synapse``) are the base. Unknown keys are errors.
+        it the default profile (:data:`DEFAULT_PROFILE`) is the base. Nested
+        sections merge (``{"thresholds": {"relevant": 0.8}}`` keeps the base's
+        ``partial``). Unknown keys are errors.
 
         Raises:
             ConfigError: naming the first bad field by its dotted path.
@@ -457,12 +486,12 @@ class EvaluatorConfig:
             raise ConfigError("<root>", data, "a configuration must be a mapping")
         data = dict(data)
         profile = data.pop("profile", None)
-        if profile is not None:
-            base = cls.from_profile(profile)
-            if "name" not in data:
-                data["name"] = profile if not data else f"{profile}+overrides"
-            return base.replace(**data)
-        return _build(cls, data, "")
+        if profile is None:
+            profile = DEFAULT_PROFILE
+        base = cls.from_profile(profile)
+        if "name" not in data:
+            data["name"] = profile if not data else f"{profile}+overrides"
+        return base.replace(**data)
 
     @classmethod
     def from_file(cls, path: str | Path) -> EvaluatorConfig:
@@ -612,9 +641,36 @@ _SECTIONS: dict[str, type] = {
 }
 
 _BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
-    "synapse": {"name": "synapse"},
-    "crag": {"name": "crag", "thresholds": {"relevant": 0.7, "partial": 0.3}},
+    "synapse": {"description": "linear gate: weighted sum of the four signals"},
+    "crag": {
+        "thresholds": {"relevant": 0.7, "partial": 0.3},
+        "description": "linear gate with the bands of the CRAG paper",
+    },
 }
+
+
+def _bare_profile(name: str) -> dict[str, Any]:
+    """Every field of a profile at its bare value: what a profile leaves out."""
+    return {
+        "name": name,
+        "weights": dataclasses.asdict(SignalWeights()),
+        "thresholds": dataclasses.asdict(Thresholds()),
+        "chunk_thresholds": None,
+        "keyword": dataclasses.asdict(KeywordConfig()),
+        "coherence": dataclasses.asdict(CoherenceConfig()),
+        "length": dataclasses.asdict(LengthConfig()),
+        "refine": dataclasses.asdict(RefineConfig()),
+        "model": None,
+        "description": "",
+    }
+
+
+def _definition(name: str, data: Mapping[str, Any]) -> EvaluatorConfig:
+    """A profile from its definition: complete over the bare values, or relative to
+    the profile its ``profile`` key names."""
+    if "profile" in data:
+        return EvaluatorConfig.from_dict(data)
+    return _build(EvaluatorConfig, _deep_merge(_bare_profile(name), data, ""), "")
 
 
 def _bundled_profile_files() -> dict[str, Path]:
@@ -631,7 +687,7 @@ def _bundled_profile_files() -> dict[str, Path]:
 @functools.lru_cache(maxsize=16)
 def _read_bundled(path: str) -> EvaluatorConfig:
     """A bundled profile, parsed once (configurations are immutable)."""
-    return EvaluatorConfig.from_file(path)
+    return _definition(Path(path).stem, _read_file(Path(path)))
 
 
 def available_profiles() -> list[str]:
@@ -650,7 +706,7 @@ def load_config(
     (:data:`DEFAULT_PROFILE`).
     """
     if source is None:
-        config = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
+        config = EvaluatorConfig()
     elif isinstance(source, EvaluatorConfig):
         config = source
     elif isinstance(source, Mapping):

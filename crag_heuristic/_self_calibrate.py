@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._calibrate import CalibrationResult, GateExample, fit_gate
 from ._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
 from ._corpus import CorpusStats
 from ._exceptions import InputError, RetrieverError
@@ -35,6 +34,9 @@ from ._simulate import STYLES, Neighbours, QuerySimulator, SimulatedQuery
 from ._text import Analyzer
 from ._types import Chunk, ScoreKind
 from ._version import __version__
+
+if TYPE_CHECKING:  # calibration is imported when a gate is fitted, not with the package
+    from ._calibrate import CalibrationResult, GateExample
 
 __all__ = [
     "DEFAULT_PRIOR_C",
@@ -195,6 +197,8 @@ def calibrate_self(
         RetrieverError: the retriever failed on more than a fifth of the
             simulated queries, or answered with something that is not chunks.
     """
+    from ._calibrate import fit_gate
+
     if not hasattr(retriever, "search"):
         raise InputError("retriever must have search(query, k)")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -276,6 +280,8 @@ def _retrievals(
     progress: Progress[Any],
 ) -> tuple[list[GateExample], tuple[int, str] | None]:
     """Natural and probe retrievals; (number of failed searches, first error) or None."""
+    from ._calibrate import GateExample
+
     naturals: list[GateExample] = []
     probes: list[GateExample] = []
     failed = 0

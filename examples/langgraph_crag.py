@@ -14,7 +14,7 @@ where every step but retrieval is usually an LLM call. Here:
 * ``grade_documents``: :class:`~crag_heuristic.integrations.langchain.CRAGGradeNode`
   (no LLM, about a millisecond): keeps the documents graded at least PARTIAL
   and sets ``web_search`` to ``"Yes"`` when the set is not RELEVANT;
-* ``transform_query``: :func:`crag_heuristic.keyword_query`, the router's
+* ``transform_query``: :func:`crag_heuristic.web.keyword_query`, the router's
   keyword rewrite for web search;
 * ``web_search``: a :class:`~crag_heuristic.SearxngClient` when ``--searxng URL``
   is given (its results join the documents), otherwise a note that the web is off;
@@ -39,14 +39,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import END, START, StateGraph
 
-from crag_heuristic import (
-    LsaEmbedder,
-    SearxngClient,
-    WebSearchError,
-    keyword_query,
-    load_sample_corpus,
-)
+from crag_heuristic import SearxngClient, WebSearchError
 from crag_heuristic.integrations.langchain import CRAGGradeNode
+from crag_heuristic.sample import LsaEmbedder, load_sample_corpus
+from crag_heuristic.web import keyword_query
 
 DEFAULT_QUERIES = (
     "How were Roman roads built?",  # the sample answers it
@@ -68,7 +64,7 @@ class GraphState(TypedDict, total=False):
 
 
 class LsaEmbeddings(Embeddings):
-    """LangChain ``Embeddings`` over :class:`~crag_heuristic.LsaEmbedder` (local, deterministic)."""
+    """LangChain ``Embeddings`` over :class:`~crag_heuristic.sample.LsaEmbedder` (local)."""
 
     def __init__(self, embedder: LsaEmbedder) -> None:
         self.embedder = embedder

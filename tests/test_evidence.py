@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import Chunk, ConfigError, Evaluator, EvaluatorConfig
-from crag_heuristic._evaluator import evidence
+from crag_heuristic import _evidence as evidence
 
 SIGNALS = {"keyword_overlap", "semantic_coherence", "length_adequacy", "source_diversity"}
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from crag_heuristic import Chunk, ConfigError, CorpusStats, Evaluator, EvaluatorConfig, Verdict
+from crag_heuristic import Chunk, ConfigError, Evaluator, EvaluatorConfig, Verdict
 from crag_heuristic._evaluator.model import sigmoid
+from crag_heuristic.text import CorpusStats
 
 MAIN = {
     "chunk": {"intercept": 0.0, "terms": [{"feature": "similarity", "weight": 1.0}]},

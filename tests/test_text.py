@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from crag_heuristic import Analyzer
 from crag_heuristic._text import split_sentences
+from crag_heuristic.text import Analyzer
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         command=_command_line(),
+        agreement_splits=args.agreement_splits,
     )
     from .._bench.harness import headline
 
@@ -182,6 +183,14 @@ def register(commands: Any) -> None:
     bench.add_argument("--profile", help="profile name or file (default: the library default)")
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")
     bench.add_argument("--sections", help="comma list of failure,agreement,quality,cost")
+    bench.add_argument(
+        "--agreement-splits",
+        type=int,
+        default=20,
+        metavar="N",
+        help="random 2-fold splits for the agreement kappas' spread (default 20, as in the "
+        "committed reports; each refits the chunk stage twice)",
+    )
     bench.add_argument("--cache-dir", help="where encoded query vectors are cached")
     bench.add_argument(
         "--no-encode", action="store_true", help="never load MiniLM: every query vector must ship"

@@ -11,17 +11,19 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import _evidence as evidence
+from .. import _signals as sig
+from .._checks import check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
-from .._exceptions import InputError, InvalidQueryError
+from .._exceptions import InputError
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
-from . import evidence, model
-from . import signals as sig
+from . import model
 from .refine import Refinement, refine
 
-__all__ = ["Evaluator", "check_k", "check_query", "verdict_for"]
+__all__ = ["Evaluator", "verdict_for"]
 
 _SIGNAL_LABELS = {
     "keyword_overlap": "keyword overlap",
@@ -29,22 +31,6 @@ _SIGNAL_LABELS = {
     "length_adequacy": "length adequacy",
     "source_diversity": "source diversity",
 }
-
-
-def check_query(query: Any) -> str:
-    """Return ``query`` if it is a non-blank string, else raise InvalidQueryError."""
-    if not isinstance(query, str):
-        raise InvalidQueryError(query, f"must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise InvalidQueryError(query, "must not be empty or whitespace")
-    return query
-
-
-def check_k(k: Any) -> int:
-    """Return ``k`` if it is a positive integer, else raise InputError."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    return k
 
 
 def verdict_for(score: float, thresholds: Thresholds) -> Verdict:
@@ -93,12 +79,13 @@ class Evaluator:
 
     Args:
         config: an :class:`EvaluatorConfig`, a profile name, a dict or a
-            config file path; ``None`` for the ``synapse`` defaults.
+            config file path; ``None`` for the default profile (:data:`DEFAULT_PROFILE`,
+            the same as ``EvaluatorConfig()``).
         analyzer: the text analyzer (tokeniser, stop words, stemmer).
         cache_size: how many analysed chunks to keep, keyed by (id, text);
             0 disables the cache.
         all_evidence: compute and record every registered feature (see
-            ``crag_heuristic._evaluator.evidence``) in each evaluation, as
+            ``crag_heuristic._evidence``) in each evaluation, as
             calibration and the benchmarks need; by default only what the
             named signals and the configured gate read.
 
@@ -303,7 +290,7 @@ class Evaluator:
     ) -> Refinement:
         """Knowledge refinement with this evaluator's analyzer and config.
 
-        See :func:`crag_heuristic.refine`.
+        See :func:`crag_heuristic.refinement.refine`.
         """
         cfg = self.config if config is None else load_config(config)
         return refine(

@@ -1,7 +1,7 @@
 """Applying a fitted logistic gate (``EvaluatorConfig.model``).
 
 Each stage computes ``p = sigmoid(intercept + sum_f weight_f * (x_f - mean_f) / scale_f)``
-over named features (see :mod:`crag_heuristic._evaluator.evidence`). A
+over named features (see :mod:`crag_heuristic._evidence`). A
 feature that is missing for this input (e.g. no similarity from a retriever
 whose scores have no absolute meaning) sits at its mean: it adds nothing, and
 the evaluation notes it. The contributions are kept so that the reasoning can
@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 
 from .._config import LogisticStage
-from .evidence import signal_of
+from .._evidence import signal_of
 
 __all__ = ["apply", "by_signal", "sigmoid"]
 

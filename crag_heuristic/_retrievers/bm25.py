@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from rank_bm25 import BM25Okapi, BM25Plus
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind

@@ -51,8 +51,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind

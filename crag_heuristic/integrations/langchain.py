@@ -60,10 +60,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'crag-heuristic[langchain]'"
     ) from exc
 
+from .._checks import check_k
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._evaluator.evaluator import check_k
 from .._exceptions import InputError, RetrieverError
 from .._expansion import QueryExpander
 from .._metrics import MetricsSink

@@ -48,10 +48,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'crag-heuristic[llamaindex]'"
     ) from exc
 
+from .._checks import check_query
 from .._config import EvaluatorConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._evaluator.evaluator import check_query
 from .._exceptions import InputError
 from .._types import Chunk, ScoreKind, Verdict
 

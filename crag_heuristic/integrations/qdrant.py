@@ -55,8 +55,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'crag-heuristic[qdrant]'"
     ) from exc
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._scores import to_cosine
 from .._text import Analyzer

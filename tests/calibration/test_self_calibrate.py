@@ -16,21 +16,21 @@ from crag_heuristic import (
     Verdict,
 )
 from crag_heuristic._config import DEFAULT_PROFILE
-from crag_heuristic._sample import load_sample_corpus, load_sample_queries, sample_retriever
 from crag_heuristic._self_calibrate import calibrate_self
+from crag_heuristic.sample import load_sample_corpus, load_sample_queries, sample_retriever
 
 
 @pytest.fixture(scope="module")
-def retriever():  # type: ignore[no-untyped-def]
+def retriever():
     return sample_retriever()
 
 
 @pytest.fixture(scope="module")
-def fitted(retriever):  # type: ignore[no-untyped-def]
+def fitted(retriever):
     return calibrate_self(retriever, load_sample_corpus(), k=5, queries=80, seed=1)
 
 
-def test_the_profile_loads_and_says_how_it_was_made(fitted, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_profile_loads_and_says_how_it_was_made(fitted, tmp_path) -> None:
     path = fitted.write(tmp_path / "self.toml")
     loaded = EvaluatorConfig.from_file(path)
     assert loaded == fitted.config and loaded.model is not None
@@ -46,12 +46,12 @@ def test_the_profile_loads_and_says_how_it_was_made(fitted, tmp_path) -> None:  
     }
 
 
-def test_same_seed_same_profile(retriever, fitted) -> None:  # type: ignore[no-untyped-def]
+def test_same_seed_same_profile(retriever, fitted) -> None:
     again = calibrate_self(retriever, load_sample_corpus(), k=5, queries=80, seed=1)
     assert again.config == fitted.config
 
 
-def test_the_self_calibrated_gate_passes_the_sample_answers(retriever, fitted) -> None:  # type: ignore[no-untyped-def]
+def test_the_self_calibrated_gate_passes_the_sample_answers(retriever, fitted) -> None:
     evaluator = Evaluator(fitted.config)
     answered = [q for q in load_sample_queries() if q["metadata"]["expect"] == "answered"]
     verdicts = [
@@ -64,28 +64,29 @@ def test_the_self_calibrated_gate_passes_the_sample_answers(retriever, fitted) -
 class _Flaky:
     """The sample retriever failing on every ``every``-th query."""
 
-    def __init__(self, inner, every: int) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, inner, every: int) -> None:
         self.inner, self.every, self.calls = inner, every, 0
 
     def search(self, query: str, k: int) -> list[Chunk]:
         self.calls += 1
         if self.calls % self.every == 0:
             raise ConnectionError("the index went away")
-        return self.inner.search(query, k)
+        hits: list[Chunk] = self.inner.search(query, k)
+        return hits
 
 
-def test_a_retriever_failing_now_and_then_is_counted(retriever) -> None:  # type: ignore[no-untyped-def]
+def test_a_retriever_failing_now_and_then_is_counted(retriever) -> None:
     result = calibrate_self(_Flaky(retriever, 10), load_sample_corpus(), k=5, queries=60)
     assert 0 < result.report["retriever_failures"] <= 10
 
 
-def test_a_retriever_failing_often_is_an_error(retriever) -> None:  # type: ignore[no-untyped-def]
+def test_a_retriever_failing_often_is_an_error(retriever) -> None:
     with pytest.raises(RetrieverError, match=r"failed on .* simulated queries"):
         calibrate_self(_Flaky(retriever, 2), load_sample_corpus(), k=5, queries=60)
 
 
 class _Batched:
-    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, inner) -> None:
         self.inner, self.batches = inner, 0
 
     def search(self, query: str, k: int) -> list[Chunk]:
@@ -96,7 +97,7 @@ class _Batched:
         return [self.inner.search(q, k) for q in queries]
 
 
-def test_search_many_is_used_in_batches(retriever) -> None:  # type: ignore[no-untyped-def]
+def test_search_many_is_used_in_batches(retriever) -> None:
     batched = _Batched(retriever)
     calibrate_self(batched, load_sample_corpus(), k=5, queries=60, styles=("title", "terms"))
     assert 1 <= batched.batches <= 3
@@ -110,7 +111,7 @@ class _Answers:
         return self.answer
 
 
-def test_bad_input_is_a_typed_error(retriever) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_a_typed_error(retriever) -> None:
     docs = load_sample_corpus()
     with pytest.raises(InputError, match="at least 50 documents"):
         calibrate_self(retriever, docs[:49])
@@ -120,11 +121,11 @@ def test_bad_input_is_a_typed_error(retriever) -> None:  # type: ignore[no-untyp
     with pytest.raises(InputError, match="ids repeat"):
         calibrate_self(retriever, [*docs, docs[0]])
     with pytest.raises(RetrieverError, match="not a list of chunks"):
-        calibrate_self(_Answers(None), docs)
+        calibrate_self(_Answers(None), docs)  # type: ignore[arg-type]
     with pytest.raises(RetrieverError, match="not a Chunk"):
-        calibrate_self(_Answers([1, 2]), docs)
+        calibrate_self(_Answers([1, 2]), docs)  # type: ignore[arg-type]
     strangers = [Chunk(id="x", text="nothing here", score=0.5, score_kind=ScoreKind.COSINE)]
     with pytest.raises(InputError, match="found no simulated query's source"):
-        calibrate_self(_Answers(strangers), docs, styles=("terms",))
+        calibrate_self(_Answers(strangers), docs, styles=("terms",))  # type: ignore[arg-type]
     with pytest.raises(InputError, match="has no fitted model"):
         calibrate_self(retriever, docs, prior="synapse")

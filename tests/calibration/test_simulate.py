@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import Chunk, InputError
-from crag_heuristic._sample import load_sample_corpus
-from crag_heuristic._simulate import STYLES, QuerySimulator
+from crag_heuristic._simulate import STYLES, QuerySimulator, SimulatedQuery
 from crag_heuristic._text import Analyzer, split_sentences
+from crag_heuristic.sample import load_sample_corpus
 
 
 def _neighbours_by_topic(doc: Chunk, m: int) -> list[str]:
@@ -18,9 +18,10 @@ def _neighbours_by_topic(doc: Chunk, m: int) -> list[str]:
 
 def test_same_seed_same_queries_other_seed_others() -> None:
     docs = load_sample_corpus()
-    make = lambda seed: QuerySimulator(docs, seed=seed).simulate(  # noqa: E731
-        40, neighbours=_neighbours_by_topic
-    )
+
+    def make(seed: int) -> list[SimulatedQuery]:
+        return QuerySimulator(docs, seed=seed).simulate(40, neighbours=_neighbours_by_topic)
+
     assert make(3) == make(3)
     assert make(3) != make(4)
 

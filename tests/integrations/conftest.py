@@ -6,7 +6,8 @@ import pytest
 from frameworks_support import LsaEmbeddings, lc_documents
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from crag_heuristic import Chunk, LsaEmbedder, load_sample_corpus
+from crag_heuristic import Chunk
+from crag_heuristic.sample import LsaEmbedder, load_sample_corpus
 
 
 @pytest.fixture(scope="session")

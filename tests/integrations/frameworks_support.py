@@ -19,7 +19,8 @@ from langchain_core.retrievers import BaseRetriever
 from llama_index.core.embeddings import BaseEmbedding
 from pydantic import PrivateAttr
 
-from crag_heuristic import Chunk, LsaEmbedder
+from crag_heuristic import Chunk
+from crag_heuristic.sample import LsaEmbedder
 
 ANSWERED = "How were Roman roads built?"
 UNANSWERED = "Which chess openings are best for beginners?"

@@ -34,11 +34,13 @@ class ListStore(VectorStore):
     ) -> list[tuple[Document, float]]:
         if self.scores is None:
             return super().similarity_search_with_score(*args, **kwargs)  # NotImplementedError
-        k = kwargs.get("k", 4)
+        k: int = kwargs.get("k", 4)
         return list(zip(self.documents, self.scores, strict=True))[:k]
 
     @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings, **kwargs: Any) -> ListStore:
+    def from_texts(  # type: ignore[override]
+        cls, texts: list[str], embedding: Embeddings, **kwargs: Any
+    ) -> ListStore:
         return cls([Document(page_content=t) for t in texts])
 
 

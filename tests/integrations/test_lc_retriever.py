@@ -17,14 +17,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from crag_heuristic import (
-    Chunk,
-    InputError,
-    ScoreKind,
-    WebSearchTimeout,
-    sample_retriever,
-)
+from crag_heuristic import Chunk, InputError, ScoreKind, WebSearchTimeout
 from crag_heuristic.integrations.langchain import CRAGRetriever, LangChainRetriever
+from crag_heuristic.sample import sample_retriever
 from crag_heuristic.testing import RecordingWebSearcher
 
 CRAG_KEYS = {
@@ -123,6 +118,7 @@ def test_faiss_store_squared_l2_becomes_cosine(
         crag = doc.metadata["crag"]
         assert crag["score_kind"] == "cosine" and crag["metric"] == "l2"
         assert crag["score"] == pytest.approx(1 - raw[doc.id] / 2, abs=1e-6)
+        assert doc.id is not None
         vector = np.asarray(lc_embeddings.embed_query(by_id[doc.id].text))
         assert crag["score"] == pytest.approx(float(query @ vector), abs=1e-5)
 

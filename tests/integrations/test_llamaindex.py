@@ -7,6 +7,8 @@ exactly which context reached the LLM.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from frameworks_support import ANSWERED, UNANSWERED, LsaEmbedding
@@ -15,8 +17,9 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
-from crag_heuristic import Chunk, Evaluator, InputError, LsaEmbedder, ScoreKind
+from crag_heuristic import Chunk, Evaluator, InputError, ScoreKind
 from crag_heuristic.integrations.llamaindex import CRAGPostprocessor
+from crag_heuristic.sample import LsaEmbedder
 
 CRAG_KEYS = {
     "crag_verdict",
@@ -33,7 +36,7 @@ def index(corpus: list[Chunk], lsa: LsaEmbedder) -> VectorStoreIndex:
     return VectorStoreIndex.from_documents(documents, embed_model=LsaEmbedding(lsa))
 
 
-def engine(index: VectorStoreIndex, postprocessor: CRAGPostprocessor, k: int = 4) -> object:
+def engine(index: VectorStoreIndex, postprocessor: CRAGPostprocessor, k: int = 4) -> Any:
     return index.as_query_engine(
         similarity_top_k=k, node_postprocessors=[postprocessor], llm=MockLLM()
     )

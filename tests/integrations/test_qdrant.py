@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
-from crag_heuristic import CRAG, Chunk, InputError, LsaEmbedder, RetrieverError, ScoreKind, Strategy
+from crag_heuristic import CRAG, Chunk, InputError, RetrieverError, ScoreKind, Strategy
 from crag_heuristic.integrations.qdrant import QdrantRetriever, QdrantScores
+from crag_heuristic.sample import LsaEmbedder
 
 DIM = 12
 N = 30

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import faiss
 import numpy as np
@@ -20,13 +21,17 @@ from crag_heuristic import (
 from crag_heuristic._retrievers import FaissRetriever, FaissScores, detect_unit_vectors
 
 
-def make(index: faiss.Index, vectors: np.ndarray, docs: list, **kwargs: object) -> FaissRetriever:
+def make(
+    index: faiss.Index, vectors: np.ndarray, docs: list[dict[str, Any]], **kwargs: Any
+) -> FaissRetriever:
     index.add(vectors)
     queries = {"q": vectors[3] * 0.9 + vectors[5] * 0.1}
     return FaissRetriever(index, docs, lambda q: queries.get(q, vectors[0]), **kwargs)
 
 
-def test_inner_product_of_unit_vectors_is_cosine(unit_vectors: np.ndarray, docs: list) -> None:
+def test_inner_product_of_unit_vectors_is_cosine(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
     assert retriever.normalized is True and retriever.score_kind is ScoreKind.COSINE
     chunks = retriever.search("q", 5)
@@ -39,7 +44,7 @@ def test_inner_product_of_unit_vectors_is_cosine(unit_vectors: np.ndarray, docs:
 
 
 def test_squared_l2_of_unit_vectors_converts_to_the_same_cosines(
-    unit_vectors: np.ndarray, docs: list
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:
     ip = make(faiss.IndexFlatIP(16), unit_vectors, docs).search("q", 8)
     l2_retriever = make(faiss.IndexFlatL2(16), unit_vectors, docs)
@@ -50,14 +55,14 @@ def test_squared_l2_of_unit_vectors_converts_to_the_same_cosines(
     assert [c.score for c in l2] == pytest.approx([c.score for c in ip], abs=1e-5)
     # FAISS gave SQUARED distances: d = 2 - 2 cos
     for chunk in l2:
-        assert chunk.metadata["raw_score"] == pytest.approx(2 - 2 * chunk.score, abs=1e-5)
+        assert chunk.metadata["raw_score"] == pytest.approx(2 - 2 * (chunk.score or 0.0), abs=1e-5)
     # and the evaluator sees identical similarities whichever index it was
     a = Evaluator().evaluate("document topic", ip)
     b = Evaluator().evaluate("document topic", l2)
     assert a.score == pytest.approx(b.score, abs=1e-6)
 
 
-def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list) -> None:
+def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list[dict[str, Any]]) -> None:
     rng = np.random.default_rng(1)
     x = (rng.normal(size=(40, 16)) * 3).astype("float32")
     retriever = make(faiss.IndexFlatL2(16), x, docs)
@@ -69,7 +74,9 @@ def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list) -> None:
     assert chunk.score == pytest.approx(float(np.linalg.norm(x[best] - query)), rel=1e-4)
 
 
-def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(docs: list) -> None:
+def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(
+    docs: list[dict[str, Any]],
+) -> None:
     x = (np.random.default_rng(2).normal(size=(40, 16)) * 3).astype("float32")
     retriever = make(faiss.IndexFlatIP(16), x, docs)
     assert retriever.score_kind is ScoreKind.INNER_PRODUCT
@@ -80,7 +87,9 @@ def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(docs: list) 
     )
 
 
-def test_declared_normalisation_wins_over_detection(unit_vectors: np.ndarray, docs: list) -> None:
+def test_declared_normalisation_wins_over_detection(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs, normalized=False)
     assert retriever.score_kind is ScoreKind.INNER_PRODUCT
 
@@ -103,7 +112,7 @@ def test_detection_by_index_type(unit_vectors: np.ndarray) -> None:
 
 
 def test_ivf_returns_fewer_than_k_without_minus_one_ids(
-    unit_vectors: np.ndarray, docs: list
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:
     ivf = faiss.IndexIVFFlat(faiss.IndexFlatL2(16), 16, 8, faiss.METRIC_INNER_PRODUCT)
     ivf.train(np.tile(unit_vectors, (8, 1)))
@@ -117,7 +126,7 @@ def test_ivf_returns_fewer_than_k_without_minus_one_ids(
     assert all(c.metadata["faiss_id"] >= 0 for c in chunks)
 
 
-def test_hnsw_index(unit_vectors: np.ndarray, docs: list) -> None:
+def test_hnsw_index(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     hnsw = faiss.IndexHNSWFlat(16, 8, faiss.METRIC_INNER_PRODUCT)
     retriever = make(hnsw, unit_vectors, docs)
     assert retriever.score_kind is ScoreKind.COSINE
@@ -155,17 +164,17 @@ def test_docstore_entry_kinds(unit_vectors: np.ndarray) -> None:
     assert by_id["chunk-2"].parent_id == "p" and by_id["chunk-2"].score_kind is ScoreKind.COSINE
 
 
-def test_search_params_exclude_ids(unit_vectors: np.ndarray, docs: list) -> None:
+def test_search_params_exclude_ids(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
     top = retriever.search("q", 1)[0]
     selector = faiss.IDSelectorNot(
         faiss.IDSelectorBatch(np.array([top.metadata["faiss_id"]], dtype="int64"))
     )
-    others = retriever.search("q", 5, search_params=faiss.SearchParameters(sel=selector))
+    others = retriever.search("q", 5, search_params=faiss.SearchParameters(sel=selector))  # type: ignore[call-arg]
     assert top.id not in [c.id for c in others] and len(others) == 5
 
 
-def test_errors_are_typed(unit_vectors: np.ndarray, docs: list) -> None:
+def test_errors_are_typed(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     index = faiss.IndexFlatIP(16)
     index.add(unit_vectors)
     with pytest.raises(RetrieverError, match="8 dimensions"):
@@ -188,16 +197,18 @@ def test_errors_are_typed(unit_vectors: np.ndarray, docs: list) -> None:
         retriever.search("  ", 3)
 
 
-def test_empty_index_returns_nothing(docs: list) -> None:
+def test_empty_index_returns_nothing(docs: list[dict[str, Any]]) -> None:
     assert FaissRetriever(faiss.IndexFlatIP(16), docs, lambda q: np.ones(16)).search("q", 3) == []
 
 
-def test_async_search_equals_sync(unit_vectors: np.ndarray, docs: list) -> None:
+def test_async_search_equals_sync(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     retriever = make(faiss.IndexFlatL2(16), unit_vectors, docs)
     assert asyncio.run(retriever.asearch("q", 5)) == retriever.search("q", 5)
 
 
-def test_corpus_stats_come_from_the_docstore(unit_vectors: np.ndarray, docs: list) -> None:
+def test_corpus_stats_come_from_the_docstore(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     stats = make(faiss.IndexFlatIP(16), unit_vectors, docs).corpus_stats()
     assert stats is not None and stats.n_docs == 40
     # "topic 1" is in docs 1, 5, ..., 37 (doc 1 among them); "4" only as a doc number
@@ -215,7 +226,7 @@ def test_parents(unit_vectors: np.ndarray) -> None:
     [parent] = retriever.get_parents(chunks)
     assert parent.id == "P" and parent.text == "the whole parent text"
     assert sorted(parent.metadata["children"]) == ["c0", "c1"]
-    assert parent.score == max(c.score for c in chunks if c.parent_id == "P")
+    assert parent.score == max(c.score or 0.0 for c in chunks if c.parent_id == "P")
 
 
 def test_score_converter_formulas() -> None:

@@ -59,12 +59,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from .._text import QueryTerms, TextStats
-from . import signals as sig
+from . import _signals as sig
+from ._text import QueryTerms, TextStats
 
 if TYPE_CHECKING:
-    from .._config import EvaluatorConfig
-    from .._corpus import CorpusStats
+    from ._config import EvaluatorConfig
+    from ._corpus import CorpusStats
 
 __all__ = [
     "CHUNK",
