@@ -1,31 +1,38 @@
 """Fitting a gate from labels: the two-stage logistic model and its verdict bands.
 
 The gate the evaluator applies when its configuration has a ``model``
-(``crag_heuristic._evaluator.model``) is fitted here, with scikit-learn:
+(``crag_heuristic._evaluator.model``) is fitted here (penalised logistic
+regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
 
 1. **Chunk stage.** Every retrieved chunk is labelled relevant or not (qrels,
-   or an LLM grader's labels). A regularised logistic regression on
-   standardised chunk features (by default ``lexical_contrast``,
-   ``similarity``, ``similarity_z`` and ``keyword_overlap``) estimates
-   P(chunk relevant). Its predictions for the set stage are cross-fitted:
-   each query's chunks are scored by a model that never saw that query.
+   or an LLM grader's labels). A logistic regression on standardised chunk
+   evidence (by default :data:`DEFAULT_CHUNK_FEATURES`: the similarity, its
+   z-score within the list, keyword overlap, lexical contrast and the rank)
+   estimates P(chunk relevant). Its predictions for the set stage are
+   cross-fitted: each query's chunks are scored by a model that never saw
+   that query.
 2. **Set stage.** Every retrieval is labelled good (a relevant chunk in its
-   top k) or failed. A second logistic regression on set features (by default
-   ``best_chunk``, the highest chunk probability, and ``similarity_std``, the
-   spread of the retriever's scores) estimates P(good). Logistic regression's
-   output is a calibrated probability on the fitting distribution (checked
-   with a reliability diagram in the benchmark report).
+   top k) or failed. A second logistic regression on set evidence (by default
+   :data:`DEFAULT_SET_FEATURES`: the top similarity, the best chunk
+   probability, the best chunk's keyword overlap and the list's lexical
+   coherence) estimates P(good), a calibrated probability on the fitting
+   distribution (checked with a reliability diagram in the benchmark report).
 3. **Bands.** From out-of-fold predictions (grouped by query):
-   ``relevant`` is the lowest band that gives the fast path the target
-   precision (RELEVANT and not failed) while keeping the failure recall
-   (failed and not RELEVANT); ``partial`` is the band below which at most a
-   given share of the good *natural* retrievals fall (the cost of sending
-   good retrievals to the web). Chunk bands: ``relevant`` maximises Cohen's
-   kappa with the chunk labels; ``partial`` keeps 95 % of relevant chunks.
+   ``relevant`` is the lowest band whose fast path has the target precision
+   on natural retrievals while enough failed retrievals (probes included)
+   stay off it; ``partial`` is the band below which at most a given share of
+   the good *natural* retrievals fall (the cost of sending good retrievals to
+   the web). Chunk bands: ``relevant`` maximises Cohen's kappa with the chunk
+   labels; ``partial`` keeps 95 % of relevant chunks.
+4. **Fallbacks.** The same, fitted again without the similarities, without
+   the corpus statistics, and without both, for inputs that lack them.
 
-Regularisation strengths are chosen by grouped cross-validation (folds by
-query: a query's natural retrieval and its probe never straddle folds).
-Nothing here reads test data: the caller passes the fitting split.
+Examples may weigh differently (``GateExample.weight``: collections fitted
+together weigh alike) and a fit may start from a prior gate and be pulled
+towards it (``prior``: self-calibration adjusts the shipped gate rather than
+replacing it). Regularisation strengths are chosen by grouped cross-validation
+(folds by query: a query's natural retrieval and its probe never straddle
+folds). Nothing here reads test data: the caller passes the fitting split.
 """
 
 from __future__ import annotations
@@ -63,8 +70,16 @@ __all__ = [
     "profile_toml",
 ]
 
-DEFAULT_CHUNK_FEATURES = ("lexical_contrast", "similarity", "similarity_z", "keyword_overlap")
-DEFAULT_SET_FEATURES = ("best_chunk", "similarity_std")
+# Chosen by leave-one-collection-out over seven collections (benchmarks/results/loco):
+# the sets that held best on the collection left out, not on any test split.
+DEFAULT_CHUNK_FEATURES = (
+    "similarity",
+    "similarity_z",
+    "keyword_overlap",
+    "lexical_contrast",
+    "rank",
+)
+DEFAULT_SET_FEATURES = ("similarity_top", "best_chunk", "keyword_overlap", "lexical_coherence")
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 
 

@@ -50,7 +50,7 @@ MIN_DOCUMENTS = 50
 """Fewer documents than this cannot be calibrated on (too few distinct queries)."""
 DEFAULT_SELF_QUERIES = 300
 DEFAULT_SELF_STYLES: tuple[str, ...] = STYLES
-DEFAULT_PRIOR_C = 0.1
+DEFAULT_PRIOR_C = 0.01
 _MAX_FAILED_SHARE = 0.2
 _BATCH = 64
 

@@ -83,9 +83,19 @@ def test_profiles_are_complete_definitions() -> None:
 
 def test_the_default_profile_is_the_fitted_gate() -> None:
     config = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
-    assert DEFAULT_PROFILE == "minilm-scifact" == Evaluator().config.name
-    assert config.model is not None and "scifact train" in config.model.fitted_on
-    assert [t.feature for t in config.model.set.terms] == ["best_chunk", "similarity_std"]
+    assert DEFAULT_PROFILE == "minilm-multi" == Evaluator().config.name
+    assert config.model is not None and "scifact train, llmjudge test" in config.model.fitted_on
+    assert [t.feature for t in config.model.set.terms] == [
+        "similarity_top",
+        "best_chunk",
+        "keyword_overlap",
+        "lexical_coherence",
+    ]
+    assert {f.missing for f in config.model.fallbacks} == {
+        ("similarity",),
+        ("corpus_stats",),
+        ("corpus_stats", "similarity"),
+    }
     assert 0 < config.thresholds.partial < config.thresholds.relevant < 1
     assert EvaluatorConfig.from_profile(DEFAULT_PROFILE) is config  # parsed once, shared
 

@@ -58,6 +58,7 @@ def test_wheel_holds_the_synonym_files(wheel: Path) -> None:
     assert not any(name.startswith("synonyms/") for name in names)
     for data in (
         "py.typed",
+        "profiles/minilm-multi.toml",
         "profiles/minilm-scifact.toml",
         "data/sample_documents.jsonl",
         "data/sample_queries.jsonl",
@@ -102,4 +103,4 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
     assert names == "biomedical,english,finance,programming"
     assert found == "True"
     assert query == "myocardial infarction"
-    assert default == "minilm-scifact 64"  # the default profile and the sample ship too
+    assert default == "minilm-multi 64"  # the default profile and the sample ship too
