@@ -21,15 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from .._calibrate import fit_gate
 from .._config import EvaluatorConfig, load_config
 from .._exceptions import InputError
+from .._self_calibrate import DEFAULT_SELF_QUERIES, calibrate_self
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
 from .cost import cost_section
-from .failure import failure_section
-from .pipeline import prepare
+from .failure import BASELINES, failure_section
+from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
 from .quality import quality_section
+from .retrievals import chunks_of
 
 __all__ = ["SECTIONS", "run_bench"]
 
@@ -52,12 +55,20 @@ def run_bench(
     encode: bool = True,
     command: str = "",
     agreement_splits: int = 20,
+    self_calibrate: bool = True,
+    self_queries: int = DEFAULT_SELF_QUERIES,
+    relevant_min: int | None = None,
     progress: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Run the chosen sections; write results.json, report.md and plots to ``out``.
 
     ``agreement_splits`` random 2-fold splits give the spread of the agreement
     kappas (20 for the committed reports; each costs two fits of the chunk stage).
+    The failure section grades with the profile, with that profile
+    self-calibrated on the folder's corpus (``self_calibrate``:
+    ``self_queries`` simulated queries encoded with MiniLM, no qrels read), and
+    with a gate fitted on the folder's train split when it has one.
+    ``relevant_min`` overrides the folder's relevance threshold.
 
     Raises:
         InputError: ``agreement_splits`` is not an integer >= 0.
@@ -70,7 +81,9 @@ def run_bench(
     config = load_config(profile)
     started = time.perf_counter()
     progress(f"loading {data_dir}")
-    prepared = prepare(data_dir, cache_dir=cache_dir or out / "cache", encode=encode)
+    prepared = prepare(
+        data_dir, cache_dir=cache_dir or out / "cache", encode=encode, relevant_min=relevant_min
+    )
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {
         "collection": prepared.collection.name,
@@ -81,6 +94,8 @@ def run_bench(
         "python": sys.version.split()[0],
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "k": k,
+        "relevant_min": prepared.collection.relevant_min,
+        "profile_fitted_on_this_test_split": _fitted_on_test(config, prepared.collection.name),
         "sections": {},
         "skipped": {},
         "plots": [],
@@ -89,9 +104,11 @@ def run_bench(
     if "failure" in sections:
         progress("failure detection: natural + leave-relevant-out probes")
         profiles = {config.name: config}
+        profiles.update(_other_gates(prepared, config, k, results, self_calibrate, self_queries))
         if config.name != "synapse":
             profiles["synapse"] = EvaluatorConfig.from_profile("synapse")
         failure = failure_section(prepared, profiles, k)
+        results["gates"] = {"default": config.name, **results.get("gates", {})}
         results["sections"]["failure"] = failure.summary
         failed = np.array([r.failed for r in failure.retrievals])
         plots.roc_plot(
@@ -150,12 +167,76 @@ def run_bench(
     return results
 
 
+SELF_CALIBRATED = "self-calibrated (no qrels)"
+LABEL_FITTED = "fitted on the train split (qrels)"
+
+
+def _fitted_on_test(config: EvaluatorConfig, collection: str) -> bool:
+    """Whether the profile was fitted on this collection's test split (its numbers
+    here are then in-sample: the leave-one-collection-out table has the held-out ones)."""
+    return config.model is not None and f"{collection} test" in config.model.fitted_on
+
+
+def _other_gates(
+    prepared: Prepared,
+    config: EvaluatorConfig,
+    k: int,
+    results: dict[str, Any],
+    self_calibrate: bool,
+    self_queries: int,
+) -> dict[str, EvaluatorConfig]:
+    """The profile self-calibrated on this corpus, and a gate fitted on the train split."""
+    gates: dict[str, EvaluatorConfig] = {}
+    names: dict[str, str] = {}
+    if not self_calibrate:
+        results["skipped"]["self-calibration"] = "turned off"
+    elif config.model is None:
+        results["skipped"]["self-calibration"] = f"{config.name} has no fitted model to start from"
+    elif not prepared.encode:
+        results["skipped"]["self-calibration"] = "simulated queries need MiniLM (--no-encode)"
+    else:
+        retriever = HarnessRetriever(prepared)
+        collection = prepared.collection
+        fitted = calibrate_self(
+            retriever,
+            list(chunks_of(collection, [(d, 0.0) for d in collection.doc_ids])),
+            k=k,
+            queries=self_queries,
+            prior=config,
+            corpus_stats=prepared.stats,
+            analyzer=prepared.analyzer,
+            neighbours=retriever.neighbours,
+            progress=progress,
+            name="self-calibrated",
+        )
+        gates[SELF_CALIBRATED] = fitted.config
+        names["self_calibrated"] = SELF_CALIBRATED
+        results["self_calibration"] = fitted.report
+    if "train" in prepared.collection.qrels:
+        examples = retrievals_for(prepared, labels_for(prepared.collection, "qrels", "train"), k)
+        gates[LABEL_FITTED] = fit_gate(
+            examples,
+            base=config.replace(model=None),
+            corpus_stats=prepared.stats,
+            name="label-fitted",
+            fitted_on=f"{prepared.collection.name} train split, qrels",
+        ).config
+        names["label_fitted"] = LABEL_FITTED
+    results["gates"] = names
+    return gates
+
+
 def _f(value: Any, digits: int = 3) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def _other_gate_labels(results: dict[str, Any]) -> list[str]:
+    named = results.get("gates", {})
+    return [named[key] for key in ("self_calibrated", "label_fitted") if key in named]
 
 
 def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -165,21 +246,39 @@ def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     name = results["profile"]
     if "failure" in s:
         f = s["failure"]
-        auc = f["auc"][name]["natural+probes"]
-        rows.append(
-            (
-                "failure detection ROC-AUC, natural + probes",
-                _f(auc),
-                f"seed design {_f(f['auc']['seed design (as written)']['natural+probes'])}, "
-                f"score gap {_f(f['auc']['score gap (top-1 - top-k)']['natural+probes'])}",
+        baselines = {b: f["auc"][b]["natural+probes"] or 0.0 for b in BASELINES}
+        best = max(baselines, key=lambda b: baselines[b])
+        in_sample = (
+            " (fitted on this test split: in-sample)"
+            if results.get("profile_fitted_on_this_test_split")
+            else ""
+        )
+        gates = [(f"`{name}` (shipped default){in_sample}", name)]
+        titles = {
+            SELF_CALIBRATED: f"`{name}` self-calibrated on this corpus (no qrels)",
+            LABEL_FITTED: "a gate fitted on this folder's train split (qrels)",
+        }
+        gates += [(titles[label], label) for label in _other_gate_labels(results)]
+        for title, gate in gates:
+            auc = f["auc"][gate]["natural+probes"]
+            rows.append(
+                (
+                    f"failure ROC-AUC, natural + probes: {title}",
+                    _f(auc),
+                    f"{(auc or 0.0) - baselines[best]:+.3f} vs the best simple baseline "
+                    f"({best} {_f(baselines[best])})",
+                )
             )
-        )
-        v = f["verdicts"][name]
-        rows.append(
-            ("fast-path precision (RELEVANT and not failed)", _f(v["fast_path_precision"]), "")
-        )
-        rows.append(("failure recall (failed and not RELEVANT)", _f(v["failure_recall"]), ""))
-        rows.append(("probes sent to IRRELEVANT", _f(v["probes_in_irrelevant"]), ""))
+        for title, gate in gates:
+            v = f["verdicts"][gate]
+            rows.append(
+                (
+                    f"fast path: share of good natural retrievals, precision: {title}",
+                    f"{_f(v['good_natural_fast_path'])}, {_f(v['natural_fast_path_precision'])}",
+                    f"precision with probes {_f(v['fast_path_precision'])}; good natural "
+                    f"retrievals sent to IRRELEVANT {_f(v['good_natural_in_irrelevant'])}",
+                )
+            )
     if "agreement" in s:
         a = s["agreement"]
         rows.append(

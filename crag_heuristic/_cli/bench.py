@@ -38,6 +38,9 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         command=_command_line(),
+        self_calibrate=not args.no_self_calibration,
+        self_queries=args.self_queries,
+        relevant_min=args.relevant_min,
         agreement_splits=args.agreement_splits,
     )
     from .._bench.harness import headline
@@ -173,6 +176,23 @@ def register(commands: Any) -> None:
         required=True,
         action="append",
         help="a folder in BEIR layout (with --loco: repeat it, or give one parent folder)",
+    )
+    bench.add_argument(
+        "--relevant-min",
+        type=int,
+        help="the grade from which a judged document is relevant (default: the folder's "
+        "relevance.json, else 2 on a 0-3 scale, else 1)",
+    )
+    bench.add_argument(
+        "--no-self-calibration",
+        action="store_true",
+        help="do not also grade with the profile self-calibrated on the folder's corpus",
+    )
+    bench.add_argument(
+        "--self-queries",
+        type=int,
+        default=300,
+        help="simulated queries for the self-calibrated gate (default 300)",
     )
     bench.add_argument(
         "--loco",

@@ -97,7 +97,9 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     for name in ("report.md", "results.json", "roc.png", "verdicts.png", "latency.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "| failure detection ROC-AUC, natural + probes |" in report
+    assert "| failure ROC-AUC, natural + probes: `fitted` (shipped default) |" in report
+    assert "a gate fitted on this folder's train split (qrels)" in report  # it has one
+    assert "Section self-calibration skipped: simulated queries need MiniLM" in report
     assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 5
 
 
