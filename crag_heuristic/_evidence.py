@@ -388,7 +388,8 @@ def _lexical_coherence(x: Inputs) -> Value:
         return None
     # sum over pairs of |A & B| = sum over terms of C(chunks holding it, 2);
     # sum over pairs of |A | B| = (n - 1) * sum of |A| - sum over pairs of |A & B|
-    shared = sum(c * (c - 1) // 2 for c in _term_chunk_counts(x).values() if c > 1)
+    spread = Counter(_term_chunk_counts(x).values())  # how many terms k chunks share
+    shared = sum(terms * k * (k - 1) // 2 for k, terms in spread.items())
     union = (n - 1) * sum(len(a.term_set) for a in x.analysed) - shared
     return shared / union if union else 0.0
 
@@ -461,8 +462,8 @@ SET_FEATURES: tuple[str, ...] = tuple(SET)
 
 def chunk_rows(x: Inputs, names: Iterable[str] = CHUNK_FEATURES) -> list[Row]:
     """One row per chunk holding the chunk features ``names`` (all by default)."""
-    columns = [(name, x.chunk(name)) for name in names]
-    return [{name: values[i] for name, values in columns} for i in range(len(x.analysed))]
+    keys = tuple(names)
+    return [dict(zip(keys, values, strict=True)) for values in zip(*(x.chunk(n) for n in keys))]
 
 
 def set_row(x: Inputs, names: Iterable[str] = SET_FEATURES) -> Row:

@@ -187,7 +187,7 @@ class Evaluator:
         notes = _notes(chunks, x.sims, x.terms)
         gate = _Gate.select(cfg, x, notes)
         rows = evidence.chunk_rows(x, self._names(gate.chunk, _CHUNK_ALWAYS, "chunk"))
-        chunk_scores, best_parts = gate.grade_chunks(rows)
+        chunk_scores, best_parts = gate.grade_chunks(x, rows)
         x.chunk_probs = chunk_scores
         set_features = evidence.set_row(x, self._names(gate.set, _SET_ALWAYS, "set"))
         signals = Signals(
@@ -352,19 +352,17 @@ class _Gate:
         )
         return cls(cfg, fallback.chunk, fallback.set, thresholds, chunk_thresholds)
 
-    def grade_chunks(self, rows: Sequence[evidence.Row]) -> tuple[list[float], dict[str, float]]:
+    def grade_chunks(
+        self, x: evidence.Inputs, rows: Sequence[evidence.Row]
+    ) -> tuple[list[float], dict[str, float]]:
         """Each chunk's score, and the best chunk's contributions per feature."""
         if self.chunk is None:
             return [_linear_chunk_score(self.config, row) for row in rows], {}
-        scores = []
-        best, best_parts = -1.0, {}
-        for row in rows:
-            prob, parts, absent = model.apply(self.chunk, row)
-            self.missing.update(absent)
-            if prob > best:
-                best, best_parts = prob, parts
-            scores.append(prob)
-        return scores, best_parts
+        columns = {term.feature: x.chunk(term.feature) for term in self.chunk.terms}
+        scores, absent = model.apply_columns(self.chunk, columns, len(rows))
+        self.missing.update(absent)
+        best = max(range(len(scores)), key=scores.__getitem__)  # the first on ties
+        return scores, model.apply(self.chunk, rows[best])[1]
 
     def score_set(
         self,
