@@ -236,10 +236,12 @@ class Analyzer:
         """The term (or :data:`_STOP`) of each token, in order."""
         get = self._terms.get
         terms = list(map(get, tokens))
-        if None in terms:
+        # all(): a C-level truth test per item, far cheaper than `None in terms` (an
+        # equality test per item); terms are non-empty strings, so only None fails it
+        if not all(terms):
             self._learn(tokens)
             terms = list(map(get, tokens))
-            if None in terms:  # the cache was cleared meanwhile (full, or another thread)
+            if not all(terms):  # the cache was cleared meanwhile (full, or another thread)
                 terms = list(map(self._table(tokens).__getitem__, tokens))
         return terms  # type: ignore[return-value]
 
@@ -269,6 +271,18 @@ class Analyzer:
     def terms(self, text: str) -> list[str]:
         """Stemmed content terms of ``text`` in order (stop words removed)."""
         return list(filter(_STOP.__ne__, self._lookup(self.tokens(text))))
+
+    def distinct_terms(self, text: str) -> tuple[set[str], int]:
+        """The distinct content terms of ``text`` and how many content terms it has.
+
+        What document frequencies need (the set) and the BM25 document length
+        (the count), without the per-term counts of :meth:`analyze`.
+        """
+        terms = self._lookup(self.tokens(text))
+        distinct = set(terms)
+        n_stop = terms.count(_STOP) if _STOP in distinct else 0
+        distinct.discard(_STOP)
+        return distinct, len(terms) - n_stop
 
     def analyze(self, text: str) -> TextStats:
         """Distinct terms with their counts, distinct stop words and token counts.

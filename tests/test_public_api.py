@@ -24,6 +24,7 @@ EXPECTED = [
     "CoherenceConfig",
     "ConfigError",
     "CorpusStats",
+    "CorpusStatsFileError",
     "CragError",
     "DEFAULT_PROFILE",
     "DuplicateChunkError",
