@@ -284,6 +284,12 @@ class Analyzer:
         distinct.discard(_STOP)
         return distinct, len(terms) - n_stop
 
+    def term_counts(self, text: str) -> dict[str, int]:
+        """Content term -> occurrences in ``text`` (``analyze(text).term_counts``, alone)."""
+        counts = self._counts(self.tokens(text))
+        counts.pop(_STOP, None)
+        return counts
+
     def analyze(self, text: str) -> TextStats:
         """Distinct terms with their counts, distinct stop words and token counts.
 

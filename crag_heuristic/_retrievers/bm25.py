@@ -97,11 +97,16 @@ class _SparseIndex:
         tfs = array("i")
         doc_lens = array("q")
         n_unique = array("i")
-        setdefault = vocab.setdefault
+        row = vocab.__getitem__
         for counts in term_counts:
             if not counts:
                 counts = {_PLACEHOLDER: 1}
-            term_ids.extend([setdefault(term, len(vocab)) for term in counts])
+            new = set(counts).difference(vocab)  # O(len(counts)), unlike keys() - keys()
+            if new:  # rows in order of first occurrence
+                for term in counts:
+                    if term in new:
+                        vocab[term] = len(vocab)
+            term_ids.extend(map(row, counts))
             tfs.extend(counts.values())
             doc_lens.append(sum(counts.values()))
             n_unique.append(len(counts))
@@ -243,10 +248,11 @@ class BM25Retriever:
             lengths: list[int] = []
 
             def counts() -> Iterable[dict[str, int]]:
+                term_counts = self.analyzer.term_counts
                 for chunk in self.documents:
-                    stats = self.analyzer.analyze(chunk.text)
-                    lengths.append(stats.n_terms)
-                    yield dict(stats.term_counts)
+                    counts = term_counts(chunk.text)
+                    lengths.append(sum(counts.values()))
+                    yield counts
 
             self._sparse = _SparseIndex(counts(), variant=variant, k1=float(k1), b=float(b))
             doc_freq: Any = self._sparse.doc_freq

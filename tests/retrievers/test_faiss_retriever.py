@@ -350,3 +350,27 @@ def test_statistics_loaded_from_a_file(
         make(faiss.IndexFlatIP(16), unit_vectors, docs, corpus_stats=42)
     off = make(faiss.IndexFlatIP(16), unit_vectors, docs, stats_from_docstore=False)
     assert off.corpus_stats() is None
+
+
+def test_warm_up_search_at_construction(unit_vectors: np.ndarray, docs: list) -> None:
+    class Counting:  # a real flat index that counts searches (and can fail them)
+        def __init__(self, fail: bool = False) -> None:
+            self.inner = faiss.IndexFlatIP(16)
+            self.inner.add(unit_vectors)
+            self.metric_type, self.ntotal, self.d = faiss.METRIC_INNER_PRODUCT, 40, 16
+            self.calls, self.fail = 0, fail
+
+        def search(self, x: np.ndarray, k: int, **kwargs: object) -> object:
+            self.calls += 1
+            if self.fail:
+                raise RuntimeError("index not ready")
+            return self.inner.search(x, k)
+
+    index = Counting()
+    FaissRetriever(index, docs, lambda q: unit_vectors[0], normalized=True)
+    assert index.calls == 1
+    cold = Counting()
+    FaissRetriever(cold, docs, lambda q: unit_vectors[0], normalized=True, warm_up=False)
+    assert cold.calls == 0
+    with pytest.raises(RetrieverError, match="at construction: index not ready"):
+        FaissRetriever(Counting(fail=True), docs, lambda q: unit_vectors[0], normalized=True)
