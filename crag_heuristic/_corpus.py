@@ -28,6 +28,7 @@ shards. The file format is one ``.npz`` (see :meth:`CorpusStats.save`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import math
@@ -56,7 +57,8 @@ __all__ = ["FORMAT_VERSION", "CorpusStats", "TermTable", "resolve_corpus_stats"]
 FORMAT_VERSION = 1
 _KIND = "crag_heuristic.CorpusStats"
 _LOOKUP_CACHE = 65_536
-_SHARD = 10_000
+_SHARD = 25_000
+_BUILD_CACHE = 2_000_000  # tokens in a build's private term cache (~300 MB at most)
 
 
 def _key(data: bytes) -> int:
@@ -500,8 +502,24 @@ def resolve_corpus_stats(
 # -- counting ---------------------------------------------------------------------------------
 
 
-def _count_shard(analyzer: Analyzer, texts: Iterable[str]) -> tuple[int, int, Counter[str]]:
+def _counting_copy(analyzer: Analyzer) -> Analyzer:
+    """A copy of ``analyzer`` with an empty term cache allowed to grow to ``_BUILD_CACHE``.
+
+    A corpus's long tail would empty the default cache again and again; the
+    caller's analyzer is left as it was (``Analyzer.__getstate__`` drops the
+    cache, as sending it to a worker process does).
+    """
+    clone = copy.copy(analyzer)
+    clone.cache_limit = _BUILD_CACHE
+    return clone
+
+
+def _count_shard(
+    analyzer: Analyzer, texts: Iterable[str], *, private: bool = True
+) -> tuple[int, int, Counter[str]]:
     """Documents, content-term occurrences and document frequencies of ``texts``."""
+    if private:
+        analyzer = _counting_copy(analyzer)
     sizes = [0, 0]  # documents, content terms
 
     def distinct(text: str) -> set[str]:
@@ -516,11 +534,27 @@ def _count_shard(analyzer: Analyzer, texts: Iterable[str]) -> tuple[int, int, Co
     return sizes[0], sizes[1], counts
 
 
+class _Worker:
+    """A worker process's analyzer, kept across its shards (so is its term cache).
+
+    Set by the pool's initializer, in the worker processes only.
+    """
+
+    analyzer: Analyzer | None = None
+
+
+def _start_worker(analyzer: Analyzer) -> None:
+    _Worker.analyzer = _counting_copy(analyzer)
+
+
 def _count_texts(
     analyzer: Analyzer, texts: Sequence[str], offset: int
 ) -> tuple[int, int, Counter[str]]:
     """A worker's task: one shard (errors name the text's position in the corpus)."""
+    kept = _Worker.analyzer
     try:
+        if kept is not None and kept == analyzer:
+            return _count_shard(kept, texts, private=False)
         return _count_shard(analyzer, texts)
     except InputError as exc:
         raise InputError(f"{exc} (shard starting at text #{offset})") from None
@@ -534,7 +568,11 @@ def _count_in_parallel(
     executor: Executor | None,
 ) -> tuple[int, int, Counter[str]]:
     own = executor is None
-    pool: Executor = ProcessPoolExecutor(max_workers=workers) if executor is None else executor
+    pool: Executor = (
+        ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(analyzer,))
+        if executor is None
+        else executor
+    )
     n_docs = n_terms = 0
     total: Counter[str] = Counter()
     pending: list[Future[tuple[int, int, Counter[str]]]] = []

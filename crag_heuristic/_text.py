@@ -122,6 +122,10 @@ class Analyzer:
         language: a Snowball algorithm name (see ``Stemmer.algorithms()``).
         stop_words: the stop-word list (unstemmed, lower case); defaults to
             :data:`DEFAULT_STOP_WORDS`.
+
+    Attributes:
+        cache_limit: the term cache is emptied when it would grow past this
+            many tokens (200,000 by default: about 30 MB).
     """
 
     def __init__(
@@ -134,6 +138,7 @@ class Analyzer:
         self._local = threading.local()
         # token -> its stem, or _STOP for a stop word
         self._terms: dict[str, str] = {}
+        self.cache_limit = _STEM_CACHE_LIMIT
         digest = hashlib.sha256(
             "\n".join([language, *sorted(self.stop_words)]).encode("utf-8")
         ).hexdigest()
@@ -207,16 +212,16 @@ class Analyzer:
             self._local.stemmer = stemmer
         return stemmer
 
-    def _learn(self, tokens: list[str]) -> None:
+    def _learn(self, tokens: Iterable[str]) -> None:
         """Add the tokens the cache lacks, their stems computed in one call."""
         cache = self._terms
-        missing = set(tokens).difference(cache)
+        missing = (tokens if isinstance(tokens, set) else set(tokens)).difference(cache)
         if not missing:
             return
         words = list(missing - self.stop_words)
         fresh = dict(zip(words, self._stemmer().stemWords(words), strict=True))
         fresh.update(dict.fromkeys(missing & self.stop_words, _STOP))
-        if len(cache) + len(fresh) > _STEM_CACHE_LIMIT:
+        if len(cache) + len(fresh) > self.cache_limit:
             cache.clear()
         cache.update(fresh)
 
@@ -276,13 +281,24 @@ class Analyzer:
         """The distinct content terms of ``text`` and how many content terms it has.
 
         What document frequencies need (the set) and the BM25 document length
-        (the count), without the per-term counts of :meth:`analyze`.
+        (the count), without the per-term counts of :meth:`analyze`: the cache
+        is read once per distinct token, not once per token.
         """
-        terms = self._lookup(self.tokens(text))
-        distinct = set(terms)
-        n_stop = terms.count(_STOP) if _STOP in distinct else 0
-        distinct.discard(_STOP)
-        return distinct, len(terms) - n_stop
+        tokens = self.tokens(text)
+        distinct = set(tokens)
+        get = self._terms.get
+        terms = set(map(get, distinct))
+        if None in terms:
+            self._learn(distinct)
+            terms = set(map(get, distinct))
+            if None in terms:  # the cache was cleared meanwhile (full, or another thread)
+                terms = set(self._table(list(distinct)).values())
+        if _STOP in terms:
+            terms.discard(_STOP)
+            n_stop = sum(map(self.stop_words.__contains__, tokens))
+        else:
+            n_stop = 0
+        return terms, len(tokens) - n_stop  # type: ignore[return-value]
 
     def term_counts(self, text: str) -> dict[str, int]:
         """Content term -> occurrences in ``text`` (``analyze(text).term_counts``, alone)."""
