@@ -24,6 +24,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import not_
 from typing import Any
 
 import Stemmer
@@ -227,24 +229,21 @@ class Analyzer:
 
     def _counts(self, tokens: list[str]) -> Counter[str]:
         """How often each term (or :data:`_STOP`) occurs among ``tokens``."""
-        get = self._terms.get
-        counts: Counter[str | None] = Counter(map(get, tokens))
-        if None in counts:
-            self._learn(tokens)
-            counts = Counter(map(get, tokens))
-            if None in counts:  # the cache was cleared meanwhile (full, or another thread)
-                table = self._table(tokens)
-                counts = Counter(map(table.__getitem__, tokens))
-        return counts  # type: ignore[return-value]
+        return Counter(self._lookup(tokens))
 
     def _lookup(self, tokens: list[str]) -> list[str]:
-        """The term (or :data:`_STOP`) of each token, in order."""
+        """The term (or :data:`_STOP`) of each token, in order.
+
+        One C-level pass of cache reads; when some miss, only those tokens
+        (picked out by ``itertools.compress``, in C too) are stemmed, and the
+        reads are done again.
+        """
         get = self._terms.get
         terms = list(map(get, tokens))
         # all(): a C-level truth test per item, far cheaper than `None in terms` (an
         # equality test per item); terms are non-empty strings, so only None fails it
         if not all(terms):
-            self._learn(tokens)
+            self._learn(set(compress(tokens, map(not_, terms))))
             terms = list(map(get, tokens))
             if not all(terms):  # the cache was cleared meanwhile (full, or another thread)
                 terms = list(map(self._table(tokens).__getitem__, tokens))
