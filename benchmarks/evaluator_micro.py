@@ -97,7 +97,7 @@ def make_vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
     letters = "etaoinshrdlcumwfgypbvkjxqz"
     weights = [12.0, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2,
                2.0, 2.0, 1.9, 1.5, 1.0, 0.8, 0.2, 0.2, 0.1, 0.1]  # fmt: skip
-    words = set()
+    words: set[str] = set()
     while len(words) < size:
         n = rng.randint(3, 11)
         words.add("".join(rng.choices(letters, weights=weights, k=n)))

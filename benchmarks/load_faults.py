@@ -8,7 +8,10 @@ a SearXNG (:class:`SearxngServer`, from ``CRAG_SEARXNG_PYTHON`` or the venv at
 ``<repo>/.searxng-venv``, made on first use) fed by a :class:`FaultyEngine`,
 and a :class:`CRAG` over :func:`sample_retriever` (FAISS) with
 ``RedisCache(url=..., retry_interval=0.25)`` and a :class:`SearxngClient`
-(with a :class:`CircuitBreaker`: 5 consecutive failures, 1 s cool-down) and
+(with a :class:`CircuitBreaker` in its failure-rate mode: it opens when at
+least 5 failures make up at least half of the calls of the last 10 s, with a
+1 s cool-down; ``--consecutive-breaker`` for the default mode, 5 failures in a
+row) and
 a shared ``httpx.AsyncClient``. Timeouts: SearXNG's engine timeout 2 s, the
 client's 6 s (one retry), the router's ``web_timeout`` 13 s. The router uses
 ``k=3`` and ``web_on_partial=True``: a PARTIAL retrieval that expansion does
@@ -85,16 +88,8 @@ from typing import Any
 import httpx
 from load_faults_report import analyse, to_markdown, write_report
 
-from crag_heuristic import (
-    CRAG,
-    CircuitBreaker,
-    CRAGResult,
-    RedisCache,
-    RouterConfig,
-    SearxngClient,
-    load_sample_queries,
-    sample_retriever,
-)
+from crag_heuristic import CRAG, CircuitBreaker, CRAGResult, RedisCache, RouterConfig, SearxngClient
+from crag_heuristic.sample import load_sample_queries, sample_retriever
 from crag_heuristic.testing import (
     RedisServer,
     SearxngServer,
@@ -141,6 +136,7 @@ class LoadSettings:
     k: int = 3
     breaker_threshold: int = 5
     breaker_cooldown: float = 1.0
+    breaker_failure_rate: float | None = 0.5  # None: the consecutive mode
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -366,6 +362,7 @@ def run_load(settings: LoadSettings, searxng_python: Path) -> Run:
         stack.callback(redis_cache.close)
         breaker = CircuitBreaker(
             failure_threshold=settings.breaker_threshold,
+            failure_rate=settings.breaker_failure_rate,
             window=10.0,
             cooldown=settings.breaker_cooldown,
             logger=breaker_log,
@@ -445,6 +442,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-at", type=float, default=0.3)
     parser.add_argument("--restart-at", type=float, default=0.6)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--consecutive-breaker",
+        action="store_true",
+        help="open the circuit on 5 failures in a row (the library's default mode) instead "
+        "of on a failure rate of 50 %% over 10 s",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     settings = LoadSettings(
@@ -454,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         kill_at=args.kill_at,
         restart_at=args.restart_at,
         seed=args.seed,
+        breaker_failure_rate=None if args.consecutive_breaker else 0.5,
     )
     command = shlex.join(
         ["python", "benchmarks/load_faults.py", *(argv if argv is not None else sys.argv[1:])]

@@ -50,7 +50,7 @@ def latency(values: Iterable[float]) -> dict[str, float | int]:
 class Truth:
     """The ground truth for one query that returned a result, and its flags."""
 
-    web_causes: list[str]  # "injected: engine http_500", "not injected: CircuitOpenError"
+    web_causes: list[str]  # "injected: engine http_500", "circuit refusal", "not injected: X"
     cache_failed_calls: list[TracedCall]
     cache_calls_in_outage: list[TracedCall]
     web_flag: str | None
@@ -73,6 +73,69 @@ class Truth:
         return self.cache_failed and self.cache_flag is None
 
 
+CIRCUIT_REFUSAL = "circuit refusal"
+
+
+def classify_web_call(call: TracedCall, failed_texts: dict[str, str]) -> str:
+    """What one web call came to: ``"answered"``, ``"injected: engine <kind>"`` (it
+    reached the engine with a text the engine fails), ``"circuit refusal"`` (the open
+    circuit refused it: no request was sent, whatever its text) or ``"not injected:
+    <error>"`` (it failed with nothing injected)."""
+    if call.error_type == "CircuitOpenError":
+        return CIRCUIT_REFUSAL
+    text = call.arg.strip()  # what the client sends and SearXNG passes on
+    if text in failed_texts:
+        return f"injected: engine {failed_texts[text]}"
+    return "answered" if call.ok else f"not injected: {call.error_type}"
+
+
+def web_accounting(
+    calls: Sequence[TracedCall], failed_texts: dict[str, str], served: dict[str, int]
+) -> dict[str, Any]:
+    """Injected faults, circuit refusals and other failures of the web calls, apart.
+
+    ``served`` is what the engine served per outcome (``FaultyEngine.served_counts``).
+    A refused call never reached the engine: it is a consequence of the circuit,
+    counted by whether the engine would have failed its text or answered it.
+    """
+    web = [c for c in calls if c.part == "web"]
+    outcomes = [classify_web_call(c, failed_texts) for c in web]
+    refused = [c for c, o in zip(web, outcomes, strict=True) if o == CIRCUIT_REFUSAL]
+    would_fail = sum(c.arg.strip() in failed_texts for c in refused)
+    return {
+        "calls": len(web),
+        "answered": outcomes.count("answered"),
+        "injected_faults_served": {k: v for k, v in served.items() if k != "ok"},
+        "calls_that_met_an_injected_fault": dict(
+            sorted(
+                Counter(
+                    o.removeprefix("injected: engine ") for o in outcomes if o.startswith("inj")
+                ).items()
+            )
+        ),
+        "circuit_refusals": len(refused),
+        "refusals_the_engine_would_have_failed": would_fail,
+        "refusals_the_engine_would_have_answered": len(refused) - would_fail,
+        "other_failures": dict(
+            sorted(
+                Counter(
+                    o.removeprefix("not injected: ") for o in outcomes if o.startswith("not inj")
+                ).items()
+            )
+        ),
+    }
+
+
+def _flag_cause(truth: Truth) -> str:
+    """The kind of failure behind a query's web_error flag (its first failed call)."""
+    if not truth.web_causes:
+        return "no failure"
+    cause = truth.web_causes[0]
+    if cause == CIRCUIT_REFUSAL:
+        return CIRCUIT_REFUSAL
+    return "injected fault" if cause.startswith("injected") else "other failure"
+
+
 def judge(
     result: CRAGResult,
     calls: Sequence[TracedCall],
@@ -82,11 +145,9 @@ def judge(
     """Compare one result's flags with what its traced calls and the engine say."""
     causes = []
     for call in (c for c in calls if c.part == "web"):
-        text = call.arg.strip()  # what the client sends and SearXNG passes on
-        if text in failed_texts:
-            causes.append(f"injected: engine {failed_texts[text]}")
-        elif not call.ok:
-            causes.append(f"not injected: {call.error_type}")
+        outcome = classify_web_call(call, failed_texts)
+        if outcome != "answered":
+            causes.append(outcome)
     cache_calls = [c for c in calls if c.part == "cache"]
     return Truth(
         web_causes=causes,
@@ -211,7 +272,13 @@ def analyse(run: Run, command: str | None = None) -> dict[str, Any]:
     return {
         "benchmark": "load_faults",
         "command": command,
-        "settings": {**dataclasses.asdict(settings), "deadline": settings.deadline},
+        "settings": {
+            **dataclasses.asdict(settings),
+            "deadline": settings.deadline,
+            "breaker": "consecutive"
+            if settings.breaker_failure_rate is None
+            else f"failure rate >= {settings.breaker_failure_rate:.0%} over 10 s",
+        },
         "environment": {
             "python": sys.version.split()[0],
             "platform": platform.platform(),
@@ -232,7 +299,7 @@ def analyse(run: Run, command: str | None = None) -> dict[str, Any]:
             "by_web_outcome": {k: latency(v) for k, v in sorted(by_web.items())},
         },
         "web": {
-            "calls": sum(c.part == "web" for c in run.calls),
+            **web_accounting(run.calls, failed_texts, run.engine.served_counts()),
             "engine_requests": len(run.engine.requests),
             "engine_served": run.engine.served_counts(),
             "queries_with_failure": sum(t.web_failed for t in truths),
@@ -240,6 +307,9 @@ def analyse(run: Run, command: str | None = None) -> dict[str, Any]:
                 sorted(Counter(t.web_causes[0] for t in truths if t.web_causes).items())
             ),
             "flagged_by_kind": dict(sorted(web_flags.items())),
+            "flagged_by_cause": dict(
+                sorted(Counter(_flag_cause(t) for t in truths if t.web_flag).items())
+            ),
             "flagged": sum(web_flags.values()),
             "unflagged": web_unflagged,
             "flagged_without_failure": web_spurious,
@@ -304,6 +374,11 @@ DEFINITIONS = (
     "- a query **had a web failure** when one of its web calls raised (circuit open and "
     "timeouts included) or sent a text the engine served a failing reply (`injected`); it is "
     "**flagged** when its result has `web_error`;",
+    "- a web call is counted once, as what it came to: **answered**, **met an injected "
+    "fault** (it reached the engine with a text the engine fails), **refused by the open "
+    "circuit** (no request sent, whatever its text: a consequence of the breaker, not of a "
+    "fault) or **another failure** (nothing injected); an injected fault is an engine reply "
+    "the engine chose to fail;",
     "- it **had a cache failure** when one of its cache calls raised, or lay entirely inside "
     "the certain outage (from the moment the killed Redis was reaped to the moment the new "
     "one was spawned); it is **flagged** when its result has `cache_error`;",
@@ -337,17 +412,30 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"| exceptions | {report['exceptions']} |",
         f"| hangs (deadline {report['settings']['deadline']} s) | {report['hangs']} |",
         f"| **unflagged failures** | **{report['unflagged_failures']}** |",
-        f"| web errors flagged | {web['flagged']} ({_kinds(web['flagged_by_kind'])}) |",
+        f"| injected faults: failing engine replies served | "
+        f"{sum(web['injected_faults_served'].values())} "
+        f"({_kinds(web['injected_faults_served'])}) |",
+        f"| web calls | {web['calls']}: {web['answered']} answered, "
+        f"{sum(web['calls_that_met_an_injected_fault'].values())} met an injected fault, "
+        f"{web['circuit_refusals']} refused by the open circuit, "
+        f"{sum(web['other_failures'].values())} other failures "
+        f"({_kinds(web['other_failures'])}) |",
+        f"| circuit ({report['settings'].get('breaker', 'consecutive')}): openings / refusals "
+        f"| {web['circuit_opens']} / {web['circuit_refusals']} "
+        f"({web['refusals_the_engine_would_have_answered']} of texts the engine would have "
+        f"answered, {web['refusals_the_engine_would_have_failed']} of texts it would have "
+        "failed) |",
+        f"| web errors flagged (queries) | {web['flagged']}: "
+        f"{_kinds(web.get('flagged_by_cause', {}))} (by error: "
+        f"{_kinds(web['flagged_by_kind'])}) |",
         f"| cache errors flagged | {cache['flagged']} ({_kinds(cache['flagged_by_kind'])}) |",
-        f"| queries with a web failure (ground truth) | {web['queries_with_failure']} "
-        f"({_kinds(web['failure_causes'])}) |",
+        f"| queries with a web failure (ground truth) | {web['queries_with_failure']} |",
         f"| queries with a cache failure (ground truth) | {cache['queries_with_failure']} |",
         f"| latency p50 / p99 / max (ms) | {overall.get('p50')} / {overall.get('p99')} / "
         f"{overall.get('max')} |",
         f"| web results used | {web['results_used']} ({web['cache_hits']} from the cache) |",
         f"| cache hits: evaluations / web results | {cache['evaluation_cache_hits']} / "
         f"{web['cache_hits']} |",
-        f"| circuit-breaker openings | {web['circuit_opens']} |",
         f"| engine requests served | {_kinds(web['engine_served'])} |",
         f"| cache calls failed away from the outage | {cache['failed_calls_outside_outage']} |",
         "",

@@ -69,8 +69,9 @@ from typing import Any
 import faiss
 import numpy as np
 
-from crag_heuristic import BM25Retriever, CorpusStats, Evaluator, FaissRetriever
+from crag_heuristic import BM25Retriever, Evaluator, FaissRetriever
 from crag_heuristic._text import DEFAULT_STOP_WORDS, Analyzer
+from crag_heuristic.text import CorpusStats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evaluator_micro import ReferenceAnalyzer
@@ -79,6 +80,7 @@ LETTERS = b"etaoinshrdlcumwfgypbvkjxqz"
 LETTER_WEIGHTS = [12.0, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4,
                   2.2, 2.0, 2.0, 1.9, 1.5, 1.0, 0.8, 0.2, 0.2, 0.1, 0.1]  # fmt: skip
 PAGE = os.sysconf("SC_PAGE_SIZE")
+FAISS: Any = faiss  # its stubs lack SearchParametersHNSW and SearchParametersIVF's keywords
 
 
 # -- the synthetic corpus ---------------------------------------------------------------------
@@ -135,7 +137,8 @@ class Corpus:
         """The encoder stand-in: a unit vector seeded by the query's digest."""
         seed = int.from_bytes(hashlib.blake2b(query.encode(), digest_size=8).digest(), "little")
         vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return vector / np.linalg.norm(vector)
+        unit: np.ndarray = vector / np.linalg.norm(vector)
+        return unit
 
 
 # -- measuring --------------------------------------------------------------------------------
@@ -296,7 +299,7 @@ def lexical_section(corpus: Corpus, args: argparse.Namespace) -> tuple[dict[str,
 
 def bm25s_section(sparse: BM25Retriever, texts: Sequence[str], queries: Sequence[str]) -> Any:
     try:
-        import bm25s
+        import bm25s  # type: ignore[import-untyped]
     except ImportError:
         return "not installed"
     analyzer = sparse.analyzer
@@ -359,7 +362,7 @@ def dense_section(
     ivf, seconds = timed(lambda: _ivf(x, nlist, args.seed))
     out["ivf"] = {"nlist": nlist, "build_s": seconds, "rss_growth_mb": rss_mb() - before}
     for nprobe in (1, 8, 32):
-        params = faiss.SearchParametersIVF(nprobe=nprobe)
+        params = FAISS.SearchParametersIVF(nprobe=nprobe)
         ivf_retriever = FaissRetriever(
             ivf, texts, embed, normalized=True, search_params=params, corpus_stats=stats_path
         )
@@ -372,7 +375,7 @@ def dense_section(
     out["hnsw"] = {"M": 32, "efConstruction": 40, "build_s": seconds}
     out["hnsw"]["rss_growth_mb"] = rss_mb() - before
     for ef in (16, 64, 128):
-        params = faiss.SearchParametersHNSW(efSearch=ef)
+        params = FAISS.SearchParametersHNSW(efSearch=ef)
         hnsw_retriever = FaissRetriever(
             hnsw, texts, embed, normalized=True, search_params=params, corpus_stats=stats_path
         )

@@ -9,41 +9,46 @@ generator::
     evaluation = Evaluator().evaluate("what is ...?", chunks)
     evaluation.verdict      # Verdict.RELEVANT / PARTIAL / IRRELEVANT
 
-The implementation lives in private modules; this module is the public API.
+The implementation lives in private modules; this module is the public API's
+core: the data model, the errors, the evaluator, the configuration, the
+router, the retrievers, the caches, the web client and the seams they plug
+into. Each area's other names live in a public submodule:
+
+=============================  ===============================================================
+module                         what
+=============================  ===============================================================
+``crag_heuristic.config``      the configuration sections (``Thresholds``, ``SignalWeights``
+                               ...) and the fitted model's parts
+``crag_heuristic.web``         ``CircuitState``, ``WebResults``, ``WebSearchInfo``,
+                               ``keyword_query``
+``crag_heuristic.expansion``   the query expanders, synonym sets, ``reciprocal_rank_fusion``
+``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
+``crag_heuristic.text``        ``Analyzer``, ``CorpusStats``, ``CorpusStatsFileError``
+``crag_heuristic.metrics``     ``MetricsSink``, ``PrometheusMetrics``
+``crag_heuristic.protocols``   every seam (retriever, web, cache, expander, metrics, logger)
+``crag_heuristic.sample``      the bundled sample corpus and its retriever
+``crag_heuristic.bench``       the benchmark harness, calibration from labels (scikit-learn),
+                               query simulation and leave-one-collection-out
+``crag_heuristic.testing``     helpers for tests (real Redis and SearXNG, fakes, tracing)
+=============================  ===============================================================
+
+``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn.
 """
 
-from ._bench import calibrate, run_bench
+from typing import Any
+
 from ._cache import CacheStats, MemoryCache, RedisCache
-from ._calibrate import CalibrationResult, GateExample, fit_gate
-from ._config import (
-    DEFAULT_PROFILE,
-    CoherenceConfig,
-    EvaluatorConfig,
-    KeywordConfig,
-    LengthConfig,
-    LogisticStage,
-    ModelConfig,
-    ModelTerm,
-    RefineConfig,
-    RouterConfig,
-    SignalWeights,
-    Thresholds,
-    available_profiles,
-    load_config,
-)
-from ._corpus import CorpusStats
-from ._evaluator import Evaluator, Refinement, Strip, refine
+from ._config import DEFAULT_PROFILE, EvaluatorConfig, RouterConfig, available_profiles, load_config
+from ._evaluator import Evaluator
 from ._exceptions import (
     CacheError,
     CircuitOpenError,
     ConfigError,
-    CorpusStatsFileError,
     CragError,
     DuplicateChunkError,
     InputError,
     InvalidChunkError,
     InvalidQueryError,
-    RedisServerError,
     RetrieverError,
     SynonymFormatError,
     WebSearchConnectionError,
@@ -55,35 +60,15 @@ from ._exceptions import (
     WebSearchResponseError,
     WebSearchTimeout,
 )
-from ._expansion import (
-    Expansion,
-    PRFExpander,
-    QueryExpander,
-    SynonymExpander,
-    SynonymSet,
-    load_synonyms,
-    parse_synonyms,
-)
-from ._fusion import reciprocal_rank_fusion
-from ._metrics import MetricsSink, PrometheusMetrics
 from ._protocols import AsyncCache, AsyncRetriever, AsyncWebSearcher, Cache, Retriever, WebSearcher
 from ._retrievers import BM25Retriever, FaissRetriever, LangChainFaissRetriever
-from ._router import CRAG, CRAGResult, Strategy, keyword_query
-from ._sample import LsaEmbedder, load_sample_corpus, load_sample_queries, sample_retriever
-from ._text import Analyzer
+from ._router import CRAG, CRAGResult, Strategy
+from ._self_calibrate import calibrate_self
 from ._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Signals, Verdict
 from ._version import __version__
-from ._web import (
-    CircuitBreaker,
-    CircuitState,
-    SearxngClient,
-    SearxngConfig,
-    WebResults,
-    WebSearchInfo,
-)
+from ._web import CircuitBreaker, SearxngClient, SearxngConfig
 
 __all__ = [
-    "Analyzer",
     "AsyncCache",
     "AsyncRetriever",
     "AsyncWebSearcher",
@@ -93,82 +78,101 @@ __all__ = [
     "Cache",
     "CacheError",
     "CacheStats",
-    "CalibrationResult",
     "Chunk",
     "ChunkEvaluation",
     "CircuitBreaker",
     "CircuitOpenError",
-    "CircuitState",
-    "CoherenceConfig",
     "ConfigError",
-    "CorpusStats",
-    "CorpusStatsFileError",
     "CragError",
     "DEFAULT_PROFILE",
     "DuplicateChunkError",
     "Evaluation",
     "Evaluator",
     "EvaluatorConfig",
-    "Expansion",
     "FaissRetriever",
-    "GateExample",
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
-    "KeywordConfig",
     "LangChainFaissRetriever",
-    "LengthConfig",
-    "LogisticStage",
-    "LsaEmbedder",
     "MemoryCache",
-    "MetricsSink",
-    "ModelConfig",
-    "ModelTerm",
-    "PRFExpander",
-    "PrometheusMetrics",
-    "QueryExpander",
     "RedisCache",
-    "RedisServerError",
-    "RefineConfig",
-    "Refinement",
     "Retriever",
     "RetrieverError",
     "RouterConfig",
     "ScoreKind",
     "SearxngClient",
     "SearxngConfig",
-    "SignalWeights",
     "Signals",
     "Strategy",
-    "Strip",
-    "SynonymExpander",
     "SynonymFormatError",
-    "SynonymSet",
-    "Thresholds",
     "Verdict",
-    "WebResults",
     "WebSearchConnectionError",
     "WebSearchEnginesFailed",
     "WebSearchError",
     "WebSearchFormatDisabled",
     "WebSearchHTTPError",
-    "WebSearchInfo",
     "WebSearchRateLimited",
     "WebSearchResponseError",
     "WebSearchTimeout",
     "WebSearcher",
     "__version__",
     "available_profiles",
-    "calibrate",
-    "fit_gate",
-    "keyword_query",
+    "calibrate_self",
     "load_config",
-    "load_sample_corpus",
-    "load_sample_queries",
-    "load_synonyms",
-    "parse_synonyms",
-    "reciprocal_rank_fusion",
-    "refine",
-    "run_bench",
-    "sample_retriever",
 ]
+
+# Names that were top-level before 0.2 and where they live now (an AttributeError says so).
+_MOVED = {
+    **dict.fromkeys(
+        ("CalibrationResult", "GateExample", "calibrate", "fit_gate", "run_bench"),
+        "crag_heuristic.bench",
+    ),
+    **dict.fromkeys(
+        ("LsaEmbedder", "load_sample_corpus", "load_sample_queries", "sample_retriever"),
+        "crag_heuristic.sample",
+    ),
+    **dict.fromkeys(
+        (
+            "CoherenceConfig",
+            "KeywordConfig",
+            "LengthConfig",
+            "LogisticStage",
+            "ModelConfig",
+            "ModelTerm",
+            "RefineConfig",
+            "SignalWeights",
+            "Thresholds",
+        ),
+        "crag_heuristic.config",
+    ),
+    **dict.fromkeys(
+        ("CircuitState", "WebResults", "WebSearchInfo", "keyword_query"), "crag_heuristic.web"
+    ),
+    **dict.fromkeys(
+        (
+            "Expansion",
+            "PRFExpander",
+            "QueryExpander",
+            "SynonymExpander",
+            "SynonymSet",
+            "load_synonyms",
+            "parse_synonyms",
+            "reciprocal_rank_fusion",
+        ),
+        "crag_heuristic.expansion",
+    ),
+    **dict.fromkeys(("Refinement", "Strip", "refine"), "crag_heuristic.refinement"),
+    **dict.fromkeys(("Analyzer", "CorpusStats"), "crag_heuristic.text"),
+    **dict.fromkeys(("MetricsSink", "PrometheusMetrics"), "crag_heuristic.metrics"),
+    "RedisServerError": "crag_heuristic.testing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Say where a name that moved to a submodule lives now."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'crag_heuristic' has no attribute {name!r}")
+    raise AttributeError(
+        f"crag_heuristic.{name} is not a top-level name: from {module} import {name}"
+    )

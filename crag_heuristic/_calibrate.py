@@ -38,11 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from ._config import EvaluatorConfig, LogisticStage, ModelConfig, ModelTerm
+from ._config import (
+    EvaluatorConfig,
+    FallbackModel,
+    LogisticStage,
+    ModelConfig,
+    ModelTerm,
+    Thresholds,
+)
 from ._corpus import CorpusStats
 from ._evaluator import Evaluator
 from ._exceptions import InputError
-from ._types import Chunk, Evaluation
+from ._types import Chunk, Evaluation, ScoreKind
 
 __all__ = [
     "DEFAULT_CHUNK_FEATURES",
@@ -69,6 +76,11 @@ class GateExample:
         group: what cross-validation groups by (the query id).
         kind: ``"natural"`` or ``"probe"`` (probes count as failures; the
             IRRELEVANT band is set on natural retrievals only).
+        weight: how much it counts in the fit (e.g. ``1 / n`` for each of the
+            ``n`` retrievals of one collection, so collections count alike).
+        corpus_stats: the statistics of the corpus it was retrieved from, when
+            examples of several corpora are fitted together (else the
+            ``corpus_stats`` given to the fit).
     """
 
     group: str
@@ -76,6 +88,8 @@ class GateExample:
     query: str
     chunks: tuple[Chunk, ...]
     relevant: frozenset[str]
+    weight: float = 1.0
+    corpus_stats: CorpusStats | None = field(default=None, compare=False, repr=False)
 
     @property
     def good(self) -> bool:
@@ -108,59 +122,110 @@ class CalibrationResult:
         return target
 
 
-def _fit_lr(
-    x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int
-) -> tuple[Any, float, np.ndarray]:
-    """Pick C by grouped CV (AUC), refit on everything; also return OOF probabilities."""
-    from sklearn.linear_model import LogisticRegression
+def _matrix(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> np.ndarray:
+    """Feature matrix; a missing value takes the column mean (it then adds nothing)."""
+    x = np.array(
+        [[np.nan if r.get(n) is None else float(r[n]) for n in names] for r in rows], dtype=float
+    ).reshape(len(rows), len(names))
+    if not len(rows):
+        return x
+    with np.errstate(all="ignore"):
+        means = np.nanmean(x, axis=0) if len(names) else np.zeros(0)
+    means = np.where(np.isnan(means), 0.0, means)
+    return np.where(np.isnan(x), means, x)
+
+
+def _auc(y: np.ndarray, score: np.ndarray, weights: np.ndarray) -> float:
     from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, score, sample_weight=weights))
+
+
+@dataclass(frozen=True)
+class _StageFit:
+    stage: LogisticStage
+    c: float
+    oof: np.ndarray
+
+
+def _fit_stage(
+    x: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    weights: np.ndarray,
+    names: Sequence[str],
+    *,
+    prior: LogisticStage | None = None,
+    prior_c: float = 0.1,
+) -> _StageFit:
+    """Fit one logistic stage; out-of-fold probabilities by folds grouped by query.
+
+    Without a prior, ``C`` is chosen on the grid by grouped cross-validation
+    (weighted AUC). With one, the fit is pulled towards the prior's
+    coefficients with the fixed strength ``prior_c`` (features standardised
+    as the prior did), so a few hundred simulated queries adjust a gate
+    instead of replacing it.
+    """
     from sklearn.model_selection import GroupKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+
+    from ._logistic import fit_logistic, weighted_standardizer
 
     if len(set(y.tolist())) < 2:
-        raise InputError("calibration needs both positive and negative labels")
+        raise InputError(
+            "calibration needs both positive and negative labels "
+            f"(got only {'positive' if y.all() else 'negative'} ones)"
+        )
+    mean, scale = weighted_standardizer(x, weights)
+    beta0 = np.zeros(len(names))
+    intercept0 = 0.0
+    if prior is not None:
+        known = {term.feature: term for term in prior.terms}
+        for i, name in enumerate(names):
+            if name in known:
+                mean[i], scale[i], beta0[i] = (
+                    known[name].mean,
+                    known[name].scale,
+                    known[name].weight,
+                )
+        intercept0 = prior.intercept
+    z = (x - mean) / scale
+    w = weights * (len(weights) / weights.sum())  # mean weight 1, so C keeps its meaning
+
+    def fit(rows: np.ndarray, c: float) -> Any:
+        return fit_logistic(
+            z[rows], y[rows], c=c, weights=w[rows], prior=beta0, prior_intercept=intercept0
+        )
+
     n_groups = len(set(groups.tolist()))
-    folds = list(GroupKFold(n_splits=min(5, n_groups)).split(x, y, groups))
+    folds = list(GroupKFold(n_splits=max(2, min(5, n_groups))).split(z, y, groups))
 
-    def model(c: float) -> Any:
-        return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))
-
-    best_c, best_auc, best_oof = _C_GRID[0], -1.0, np.zeros(len(y))
-    for c in _C_GRID:
+    def out_of_fold(c: float) -> np.ndarray:
         oof = np.zeros(len(y))
         for train, test in folds:
             if len(set(y[train].tolist())) < 2:
-                oof[test] = y[train].mean()
+                oof[test] = float(np.average(y[train], weights=w[train]))
                 continue
-            oof[test] = model(c).fit(x[train], y[train]).predict_proba(x[test])[:, 1]
-        auc = float(roc_auc_score(y, oof))
+            oof[test] = fit(train, c).predict(z[test])
+        return oof
+
+    grid = (prior_c,) if prior is not None else _C_GRID
+    best_c, best_auc, best_oof = grid[0], -1.0, np.zeros(len(y))
+    for c in grid:
+        oof = out_of_fold(c)
+        auc = _auc(y, oof, w)
         if auc > best_auc + 1e-9:
             best_c, best_auc, best_oof = c, auc, oof
-    del seed  # GroupKFold is deterministic; kept for a future shuffled splitter
-    return model(best_c).fit(x, y), best_c, best_oof
-
-
-def _stage(fitted: Any, names: Sequence[str]) -> LogisticStage:
-    scaler, lr = fitted[0], fitted[1]
+    final = fit(np.arange(len(y)), best_c)
     terms = tuple(
         ModelTerm(
             feature=name,
-            weight=float(lr.coef_[0][i]),
-            mean=float(scaler.mean_[i]),
-            scale=float(scaler.scale_[i]) or 1.0,
+            weight=float(final.coef[i]),
+            mean=float(mean[i]),
+            scale=float(scale[i]),
         )
         for i, name in enumerate(names)
     )
-    return LogisticStage(intercept=float(lr.intercept_[0]), terms=terms)
-
-
-def _matrix(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> np.ndarray:
-    """Feature matrix; a missing value takes the column mean (it then adds nothing)."""
-    x = np.array([[np.nan if r.get(n) is None else float(r[n]) for n in names] for r in rows])
-    means = np.nanmean(x, axis=0)
-    means = np.where(np.isnan(means), 0.0, means)
-    return np.where(np.isnan(x), means, x)
+    return _StageFit(LogisticStage(intercept=final.intercept, terms=terms), best_c, best_oof)
 
 
 def _bands(
@@ -172,14 +237,22 @@ def _bands(
     min_failure_recall: float,
     max_good_irrelevant: float,
 ) -> tuple[float, float, bool]:
-    """(relevant, partial, target met) bands on out-of-fold P(good)."""
+    """(relevant, partial, targets met) bands on out-of-fold P(good).
+
+    ``relevant`` is the lowest band whose fast path is precise enough on
+    natural retrievals (the traffic a user sends; probes are corpus gaps
+    made on purpose, as many as the queries) while every retrieval that
+    failed, probes included, is kept off it often enough. ``partial`` keeps
+    at most ``max_good_irrelevant`` of the good natural retrievals below it.
+    """
     failed = ~good
     relevant = None
     for t in np.unique(p_good):  # ascending: the lowest band meeting the targets
         fast = p_good > t
-        if fast.sum() < 10:
+        fast_natural = fast & natural
+        if fast_natural.sum() < 10:
             break
-        precision = (fast & good).sum() / fast.sum()
+        precision = (fast_natural & good).sum() / fast_natural.sum()
         recall = (failed & ~fast).sum() / max(failed.sum(), 1)
         if precision >= target_precision and recall >= min_failure_recall:
             relevant = float(t)
@@ -211,6 +284,27 @@ def _chunk_bands(p: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return relevant, min(partial, relevant), kappa
 
 
+def evaluate_examples(
+    examples: Sequence[GateExample],
+    base: EvaluatorConfig,
+    corpus_stats: CorpusStats | None,
+    *,
+    without: Sequence[str] = (),
+) -> list[Evaluation]:
+    """Every example graded by ``base`` without a model, all evidence recorded;
+    ``without`` removes evidence groups first (``similarity``: scores dropped;
+    ``corpus_stats``: no document frequencies)."""
+    evaluator = Evaluator(base.replace(model=None), all_evidence=True)
+    out = []
+    for ex in examples:
+        chunks: Sequence[Chunk] = ex.chunks
+        if "similarity" in without:
+            chunks = [c.replace(score=None, score_kind=ScoreKind.UNKNOWN) for c in chunks]
+        stats = None if "corpus_stats" in without else (ex.corpus_stats or corpus_stats)
+        out.append(evaluator.evaluate(ex.query, chunks, stats))
+    return out
+
+
 @dataclass(frozen=True)
 class ChunkStage:
     """A fitted chunk stage with its out-of-fold evidence.
@@ -218,7 +312,7 @@ class ChunkStage:
     Attributes:
         stage: the logistic stage (for ``ModelConfig.chunk``).
         evaluations: the base evaluation of each example (features inside).
-        labels, groups, oof: per chunk, in example order.
+        labels, groups, weights, oof: per chunk, in example order.
         c: the chosen regularisation strength.
     """
 
@@ -226,8 +320,14 @@ class ChunkStage:
     evaluations: list[Evaluation]
     labels: np.ndarray
     groups: np.ndarray
+    weights: np.ndarray
     oof: np.ndarray
     c: float
+
+
+def _available(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+    """The features of ``names`` that have a value somewhere (the rest cannot be fitted)."""
+    return [n for n in names if any(r.get(n) is not None for r in rows)]
 
 
 def fit_chunk_stage(
@@ -236,28 +336,120 @@ def fit_chunk_stage(
     base: EvaluatorConfig | None = None,
     corpus_stats: CorpusStats | None = None,
     chunk_features: Sequence[str] = DEFAULT_CHUNK_FEATURES,
+    prior: LogisticStage | None = None,
+    prior_c: float = 0.1,
+    evaluations: Sequence[Evaluation] | None = None,
     seed: int = 0,
 ) -> ChunkStage:
-    """Fit the chunk stage alone (per-document grading) on labelled chunks."""
+    """Fit the chunk stage alone (per-document grading) on labelled chunks.
+
+    Features that no chunk has (e.g. similarities of scores without a kind)
+    are left out of the stage.
+    """
     if not examples:
         raise InputError("calibration needs labelled retrievals")
+    del seed  # the folds are deterministic (GroupKFold)
     base = base or EvaluatorConfig()
-    evaluator = Evaluator(base.replace(model=None))
-    evaluations: list[Evaluation] = [
-        evaluator.evaluate(ex.query, ex.chunks, corpus_stats) for ex in examples
-    ]
+    if evaluations is None:
+        evaluations = evaluate_examples(examples, base, corpus_stats)
     rows = [g.features for ev in evaluations for g in ev.chunks]
-    labels = np.array([c.id in ex.relevant for ex in examples for c in ex.chunks])
+    names = _available(rows, chunk_features)
+    labels = np.array([c.id in ex.relevant for ex in examples for c in ex.chunks], dtype=bool)
     groups = np.array([ex.group for ex in examples for _ in ex.chunks])
-    fitted, c, oof = _fit_lr(_matrix(rows, chunk_features), labels, groups, seed)
+    weights = np.array([ex.weight for ex in examples for _ in ex.chunks], dtype=float)
+    fitted = _fit_stage(
+        _matrix(rows, names), labels, groups, weights, names, prior=prior, prior_c=prior_c
+    )
     return ChunkStage(
-        stage=_stage(fitted, chunk_features),
-        evaluations=evaluations,
+        stage=fitted.stage,
+        evaluations=list(evaluations),
         labels=labels,
         groups=groups,
-        oof=oof,
-        c=c,
+        weights=weights,
+        oof=fitted.oof,
+        c=fitted.c,
     )
+
+
+@dataclass(frozen=True)
+class _TwoStage:
+    chunk: ChunkStage
+    set: _StageFit
+    relevant: float
+    partial: float
+    met: bool
+    chunk_relevant: float
+    chunk_partial: float
+    chunk_kappa: float
+
+
+def _fit_two_stage(
+    examples: Sequence[GateExample],
+    evaluations: Sequence[Evaluation],
+    *,
+    chunk_features: Sequence[str],
+    set_features: Sequence[str],
+    prior: ModelConfig | FallbackModel | None,
+    prior_c: float,
+    targets: Mapping[str, float],
+) -> _TwoStage:
+    chunks = fit_chunk_stage(
+        examples,
+        evaluations=evaluations,
+        chunk_features=chunk_features,
+        prior=None if prior is None else prior.chunk,
+        prior_c=prior_c,
+    )
+    # set rows with cross-fitted chunk probabilities in place of the model's own
+    set_rows = []
+    offset = 0
+    for ev in evaluations:
+        probs = chunks.oof[offset : offset + len(ev.chunks)]
+        offset += len(ev.chunks)
+        row = dict(ev.details["features"])
+        top_two = np.sort(probs)[::-1][:2]
+        row.update(
+            best_chunk=float(probs.max()),
+            top_chunk=float(probs[0]),
+            mean_chunk=float(probs.mean()),
+            chunk_margin=float(top_two[0] - (top_two[1] if len(top_two) > 1 else 0.0)),
+        )
+        set_rows.append(row)
+    good = np.array([ex.good for ex in examples])
+    natural = np.array([ex.kind == "natural" for ex in examples])
+    groups = np.array([ex.group for ex in examples])
+    weights = np.array([ex.weight for ex in examples], dtype=float)
+    names = _available(set_rows, set_features)
+    set_fit = _fit_stage(
+        _matrix(set_rows, names),
+        good.astype(int),
+        groups,
+        weights,
+        names,
+        prior=None if prior is None else prior.set,
+        prior_c=prior_c,
+    )
+    relevant, partial, met = _bands(
+        set_fit.oof,
+        good,
+        natural,
+        target_precision=targets["target_precision"],
+        min_failure_recall=targets["min_failure_recall"],
+        max_good_irrelevant=targets["max_good_irrelevant"],
+    )
+    natural_chunks = np.array([ex.kind == "natural" for ex in examples for _ in ex.chunks])
+    c_relevant, c_partial, c_kappa = _chunk_bands(
+        chunks.oof[natural_chunks], chunks.labels[natural_chunks]
+    )
+    return _TwoStage(chunks, set_fit, relevant, partial, met, c_relevant, c_partial, c_kappa)
+
+
+FALLBACK_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("similarity",),
+    ("corpus_stats",),
+    ("corpus_stats", "similarity"),
+)
+"""The evidence combinations a fitted profile gets a fallback gate for."""
 
 
 def fit_gate(
@@ -270,91 +462,137 @@ def fit_gate(
     target_precision: float = 0.90,
     min_failure_recall: float = 0.80,
     max_good_irrelevant: float = 0.15,
+    prior: ModelConfig | None = None,
+    prior_c: float = 0.1,
+    fallbacks: bool = True,
     name: str = "fitted",
     fitted_on: str = "",
     seed: int = 0,
 ) -> CalibrationResult:
     """Fit the two-stage gate and its bands on labelled retrievals (see module doc).
 
+    Args:
+        examples: labelled retrievals (``GateExample.weight`` weighs each).
+        base: the profile whose other settings the fitted one keeps.
+        corpus_stats: the corpus's document frequencies (IDF evidence).
+        chunk_features, set_features: the evidence each stage reads.
+        target_precision, min_failure_recall, max_good_irrelevant: the band targets.
+        prior: a fitted gate to adjust rather than replace (MAP fit, see
+            :func:`crag_heuristic._logistic.fit_logistic`): its coefficients are
+            the prior's centre and ``prior_c`` its inverse strength.
+        fallbacks: also fit the gates used when an input lacks similarities,
+            corpus statistics, or both.
+        name, fitted_on: recorded in the profile.
+        seed: recorded; the folds are deterministic.
+
     Raises:
         InputError: no examples, or labels of one class only.
     """
     from sklearn.metrics import roc_auc_score
 
+    if not examples:
+        raise InputError("calibration needs labelled retrievals")
     base = base or EvaluatorConfig()
-    chunks = fit_chunk_stage(
-        examples, base=base, corpus_stats=corpus_stats, chunk_features=chunk_features, seed=seed
+    targets = {
+        "target_precision": target_precision,
+        "min_failure_recall": min_failure_recall,
+        "max_good_irrelevant": max_good_irrelevant,
+    }
+    evaluations = evaluate_examples(examples, base, corpus_stats)
+    main = _fit_two_stage(
+        examples,
+        evaluations,
+        chunk_features=chunk_features,
+        set_features=set_features,
+        prior=prior,
+        prior_c=prior_c,
+        targets=targets,
     )
-    evaluations, chunk_y, chunk_oof = chunks.evaluations, chunks.labels, chunks.oof
-
-    # set rows with cross-fitted chunk probabilities in place of the model's own
-    set_rows = []
-    offset = 0
-    for ev in evaluations:
-        probs = chunk_oof[offset : offset + len(ev.chunks)]
-        offset += len(ev.chunks)
-        row = dict(ev.details["features"])
-        row.update(
-            best_chunk=float(probs.max()), top_chunk=float(probs[0]), mean_chunk=float(probs.mean())
-        )
-        set_rows.append(row)
-    good = np.array([ex.good for ex in examples])
-    natural = np.array([ex.kind == "natural" for ex in examples])
-    groups = np.array([ex.group for ex in examples])
-    x_set = _matrix(set_rows, set_features)
-    set_model, set_c, set_oof = _fit_lr(x_set, good.astype(int), groups, seed)
-
-    relevant, partial, met = _bands(
-        set_oof,
-        good,
-        natural,
-        target_precision=target_precision,
-        min_failure_recall=min_failure_recall,
-        max_good_irrelevant=max_good_irrelevant,
-    )
-    natural_chunks = np.array([ex.kind == "natural" for ex in examples for _ in ex.chunks])
-    c_relevant, c_partial, c_kappa = _chunk_bands(
-        chunk_oof[natural_chunks], chunk_y[natural_chunks]
-    )
+    fallback_models = []
+    if fallbacks:
+        for missing in FALLBACK_GROUPS:
+            if (
+                "corpus_stats" in missing
+                and corpus_stats is None
+                and not any(ex.corpus_stats for ex in examples)
+            ):
+                continue  # the main gate already does without
+            variant = _fit_two_stage(
+                examples,
+                evaluate_examples(examples, base, corpus_stats, without=missing),
+                chunk_features=chunk_features,
+                set_features=set_features,
+                prior=None if prior is None else prior.for_missing(frozenset(missing)),
+                prior_c=prior_c,
+                targets=targets,
+            )
+            fallback_models.append(
+                FallbackModel(
+                    missing=missing,
+                    chunk=variant.chunk.stage,
+                    set=variant.set.stage,
+                    thresholds=Thresholds(relevant=variant.relevant, partial=variant.partial),
+                    chunk_thresholds=Thresholds(
+                        relevant=variant.chunk_relevant, partial=variant.chunk_partial
+                    ),
+                )
+            )
     model = ModelConfig(
-        chunk=chunks.stage,
-        set=_stage(set_model, set_features),
+        chunk=main.chunk.stage,
+        set=main.set.stage,
         fitted_on=fitted_on,
+        fallbacks=tuple(fallback_models),
     )
     config = base.replace(
         name=name,
         model=model,
-        thresholds={"relevant": relevant, "partial": partial},
-        chunk_thresholds={"relevant": c_relevant, "partial": c_partial},
+        thresholds={"relevant": main.relevant, "partial": main.partial},
+        chunk_thresholds={"relevant": main.chunk_relevant, "partial": main.chunk_partial},
         description=f"two-stage logistic gate fitted on {fitted_on or 'labelled retrievals'}",
     )
-    fast = set_oof > relevant
-    irrelevant = set_oof <= partial
+    good = np.array([ex.good for ex in examples])
+    natural = np.array([ex.kind == "natural" for ex in examples])
+    groups = np.array([ex.group for ex in examples])
+    set_oof = main.set.oof
+    fast = set_oof > main.relevant
+    irrelevant = set_oof <= main.partial
     failed = ~good
+    chunk_y, chunk_oof = main.chunk.labels, main.chunk.oof
     report = {
         "fitted": _dt.date.today().isoformat(),
         "fitted_on": fitted_on,
         "retrievals": len(examples),
         "queries": len(set(groups.tolist())),
         "natural_failure_rate": float(failed[natural].mean()) if natural.any() else None,
-        "chunk_features": list(chunk_features),
-        "set_features": list(set_features),
-        "chunk_C": chunks.c,
-        "set_C": set_c,
-        "oof_chunk_auc": float(roc_auc_score(chunk_y, chunk_oof)),
+        "chunk_features": [t.feature for t in main.chunk.stage.terms],
+        "set_features": [t.feature for t in main.set.stage.terms],
+        "prior": None if prior is None else f"MAP around the given gate, C = {prior_c}",
+        "chunk_C": main.chunk.c,
+        "set_C": main.set.c,
+        "oof_chunk_auc": float(roc_auc_score(chunk_y, chunk_oof))
+        if len(set(chunk_y.tolist())) > 1
+        else None,
         "oof_set_auc_failure": float(roc_auc_score(failed, -set_oof)),
-        "oof_chunk_kappa": c_kappa,
-        "bands_met_targets": met,
+        "oof_chunk_kappa": main.chunk_kappa,
+        "bands_met_targets": main.met,
         "targets": {
             "fast_path_precision": target_precision,
             "failure_recall": min_failure_recall,
             "good_natural_in_irrelevant": max_good_irrelevant,
         },
         "oof_fast_path_precision": float((fast & good).sum() / max(fast.sum(), 1)),
+        "oof_natural_fast_path_precision": float(
+            (fast & good & natural).sum() / max((fast & natural).sum(), 1)
+        ),
+        "oof_good_natural_fast_path": float(fast[good & natural].mean())
+        if (good & natural).any()
+        else None,
         "oof_failure_recall": float((failed & ~fast).sum() / max(failed.sum(), 1)),
         "oof_probes_in_irrelevant": float(irrelevant[~natural].mean())
         if (~natural).any()
         else None,
+        "fallbacks": [list(f.missing) for f in fallback_models],
+        "seed": seed,
     }
     return CalibrationResult(config=config, report=report)
 
@@ -382,10 +620,20 @@ def profile_toml(config: EvaluatorConfig, report: dict[str, Any] | None = None) 
     lines.append("")
     data = config.to_dict()
 
-    def emit(table: dict[str, Any], prefix: str) -> None:
-        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+    def is_table_array(value: Any) -> bool:
+        return isinstance(value, list | tuple) and bool(value) and isinstance(value[0], dict)
+
+    def emit(table: dict[str, Any], prefix: str, header: str = "") -> None:
+        scalars = {
+            k: v
+            for k, v in table.items()
+            if not isinstance(v, dict) and (k == "terms" or not is_table_array(v))
+        }
         tables = {k: v for k, v in table.items() if isinstance(v, dict)}
-        if prefix and scalars:
+        arrays = {k: v for k, v in table.items() if k != "terms" and is_table_array(v)}
+        if header:
+            lines.append(header)
+        elif prefix and scalars:
             lines.append(f"[{prefix}]")
         for key, value in scalars.items():
             if value is None:
@@ -396,10 +644,15 @@ def profile_toml(config: EvaluatorConfig, report: dict[str, Any] | None = None) 
                 lines.append("]")
             else:
                 lines.append(f"{key} = {_toml_value(value)}")
-        if prefix and scalars:
+        if header or (prefix and scalars):
             lines.append("")
         for key, value in tables.items():
-            emit(value, f"{prefix}.{key}" if prefix else key)
+            if value is not None:
+                emit(value, f"{prefix}.{key}" if prefix else key)
+        for key, items in arrays.items():
+            path = f"{prefix}.{key}" if prefix else key
+            for item in items:
+                emit(item, path, header=f"[[{path}]]")
 
     top = {k: v for k, v in data.items() if v is not None}
     emit(top, "")

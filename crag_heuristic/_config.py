@@ -6,14 +6,15 @@ a bad value raises :class:`~crag_heuristic.ConfigError` naming the field by
 its dotted path (``"weights.keyword_overlap"``) and the value. Nothing here
 reads the environment.
 
-Named profiles:
+One default, stated once: :data:`DEFAULT_PROFILE` names it, and
+``Evaluator()``, ``EvaluatorConfig()``, ``load_config(None)`` and
+``EvaluatorConfig.from_dict({})`` are all that profile. Anything a caller
+leaves out (a keyword of ``EvaluatorConfig(...)``, a key of a dict or of a
+file without a ``profile`` key) comes from the default profile; a ``profile``
+key names another base. TOML has no null, so a TOML file for a linear gate
+(``model`` none) says ``profile = "synapse"``.
 
-``synapse``
-    weights 0.30 keyword overlap / 0.40 semantic coherence / 0.15 length
-    adequacy / 0.15 source diversity; RELEVANT above 0.75, PARTIAL above 0.50.
-``crag``
-    the same signals with the bands of the CRAG paper (Yan et al., 2024):
-    CORRECT above 0.7, AMBIGUOUS above 0.3, INCORRECT otherwise.
+Named profiles:
 
 ``minilm-scifact`` (the default, :data:`DEFAULT_PROFILE`)
     a two-stage logistic gate fitted by ``crag-heuristic calibrate`` on the
@@ -21,13 +22,22 @@ Named profiles:
     retrievals and leave-relevant-out probes). Its bands were chosen for a
     fast-path precision of 0.90 at a failure recall of at least 0.80.
     Recalibrate it for another embedding model or domain.
+``synapse``
+    the linear gate: weights 0.30 keyword overlap / 0.40 semantic coherence /
+    0.15 length adequacy / 0.15 source diversity; RELEVANT above 0.75, PARTIAL
+    above 0.50 (the defaults of the section classes).
+``crag``
+    the same signals with the bands of the CRAG paper (Yan et al., 2024):
+    CORRECT above 0.7, AMBIGUOUS above 0.3, INCORRECT otherwise.
 
 More profiles are TOML files in ``crag_heuristic/profiles/`` (for instance
 ones fitted by ``crag-heuristic calibrate``); :func:`available_profiles`
-lists them all. ``EvaluatorConfig()`` holds the ``synapse`` values; an
-``Evaluator`` built without a configuration uses :data:`DEFAULT_PROFILE`. A
-configuration loads from a dict, a TOML, JSON or YAML file, or a profile
-name, and any field can be overridden per call.
+lists them all. A profile is a complete definition: what a built-in or
+bundled profile leaves out takes the bare values (no model, chunk bands =
+set bands, each section's own defaults), never the default profile's, so the
+default profile does not depend on itself. A configuration loads from a dict,
+a TOML, JSON or YAML file, or a profile name, and any field can be
+overridden per call.
 """
 
 from __future__ import annotations
@@ -39,12 +49,13 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+from ._evidence import CHUNK_FEATURES, SET_FEATURES
 from ._exceptions import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -54,8 +65,10 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "EVIDENCE_GROUPS",
     "CoherenceConfig",
     "EvaluatorConfig",
+    "FallbackModel",
     "KeywordConfig",
     "LengthConfig",
     "LogisticStage",
@@ -148,7 +161,7 @@ class KeywordConfig:
             coverage: one chunk must hold the evidence) or ``"pooled"`` (the
             coverage of all chunks' terms together).
         bm25_k1, bm25_b: the BM25 parameters of the ``bm25`` and
-            ``lexical_contrast`` features (see ``crag_heuristic._evaluator.features``).
+            ``lexical_contrast`` features (see ``crag_heuristic._evidence``).
     """
 
     use_idf: bool = True
@@ -238,33 +251,14 @@ class RefineConfig:
         _check_number("token_budget", self.token_budget, low=1, integer=True)
 
 
-# The features a model may use; crag_heuristic._evaluator.features defines each.
-CHUNK_FEATURES = (
-    "keyword_overlap",
-    "bm25",
-    "lexical_contrast",
-    "similarity",
-    "similarity_z",
-    "length_adequacy",
-    "source_diversity",
-)
-SET_FEATURES = (
-    "best_chunk",
-    "top_chunk",
-    "mean_chunk",
-    "chunk_margin",
-    "bm25_margin",
-    "agreement",
-    "keyword_overlap",
-    "bm25_max",
-    "similarity_top",
-    "similarity_mean",
-    "similarity_std",
-    "similarity_gap",
-    "coherence",
-    "length_adequacy",
-    "source_diversity",
-)
+def _known_features() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The chunk and set feature names (``crag_heuristic._evidence`` defines each)."""
+    return CHUNK_FEATURES, SET_FEATURES
+
+
+EVIDENCE_GROUPS = ("corpus_stats", "similarity")
+"""What an input may lack: ``similarity`` (no chunk has a score with an absolute
+meaning) and ``corpus_stats`` (no document frequencies: IDF weights are uniform)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -299,6 +293,59 @@ class LogisticStage:
             raise ConfigError("terms", self.terms, "must be a list of {feature, weight, ...}")
 
 
+def _check_stages(chunk: Any, set_: Any) -> None:
+    chunk_known, set_known = _known_features()
+    for stage_name, stage, known in (("chunk", chunk, chunk_known), ("set", set_, set_known)):
+        if not isinstance(stage, LogisticStage):
+            raise ConfigError(stage_name, stage, "must be a logistic stage")
+        for term in stage.terms:
+            if term.feature not in known:
+                raise ConfigError(
+                    f"{stage_name}.terms",
+                    term.feature,
+                    f"unknown {stage_name} feature; known: {', '.join(known)}",
+                )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FallbackModel:
+    """A two-stage gate for inputs that lack some evidence.
+
+    A model fitted with similarities and corpus statistics cannot simply drop
+    them: its other weights assumed them. ``crag-heuristic calibrate`` also
+    fits the gate without each group of evidence, and the evaluator uses the
+    fallback whose ``missing`` matches what the input lacks.
+
+    Attributes:
+        missing: the evidence groups this model does without (see
+            :data:`EVIDENCE_GROUPS`), e.g. ``["similarity"]``.
+        chunk, set: its two stages.
+        thresholds, chunk_thresholds: its own bands (``None``: the profile's).
+    """
+
+    missing: tuple[str, ...]
+    chunk: LogisticStage = field(default_factory=LogisticStage)
+    set: LogisticStage = field(default_factory=LogisticStage)
+    thresholds: Thresholds | None = None
+    chunk_thresholds: Thresholds | None = None
+
+    def __post_init__(self) -> None:
+        missing: Any = self.missing  # typed a tuple; a list from a parsed file is accepted
+        if isinstance(missing, str) or not isinstance(missing, list | tuple) or not missing:
+            raise ConfigError("missing", missing, "must be a non-empty list of evidence groups")
+        for group in missing:
+            if group not in EVIDENCE_GROUPS:
+                raise ConfigError(
+                    "missing", group, f"unknown evidence group; known: {', '.join(EVIDENCE_GROUPS)}"
+                )
+        object.__setattr__(self, "missing", tuple(sorted(set(missing))))
+        _check_stages(self.chunk, self.set)
+        for name in ("thresholds", "chunk_thresholds"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Thresholds):
+                raise ConfigError(name, value, "must be a Thresholds section")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelConfig:
     """A fitted two-stage logistic gate (see ``crag-heuristic calibrate``).
@@ -312,26 +359,47 @@ class ModelConfig:
     Attributes:
         chunk, set: the two stages.
         fitted_on: where the coefficients come from (free text).
+        fallbacks: gates for inputs without some evidence (see
+            :class:`FallbackModel`); without a matching one, missing features
+            sit at their training mean and the evaluation says so.
     """
 
     chunk: LogisticStage = field(default_factory=LogisticStage)
     set: LogisticStage = field(default_factory=LogisticStage)
     fitted_on: str = ""
+    fallbacks: tuple[FallbackModel, ...] = ()
 
     def __post_init__(self) -> None:
-        for stage_name, known in (("chunk", CHUNK_FEATURES), ("set", SET_FEATURES)):
-            stage = getattr(self, stage_name)
-            if not isinstance(stage, LogisticStage):
-                raise ConfigError(stage_name, stage, "must be a logistic stage")
-            for term in stage.terms:
-                if term.feature not in known:
-                    raise ConfigError(
-                        f"{stage_name}.terms",
-                        term.feature,
-                        f"unknown {stage_name} feature; known: {', '.join(known)}",
-                    )
+        _check_stages(self.chunk, self.set)
         if not isinstance(self.fitted_on, str):
             raise ConfigError("fitted_on", self.fitted_on, "must be a string")
+        if not isinstance(self.fallbacks, tuple) or not all(
+            isinstance(f, FallbackModel) for f in self.fallbacks
+        ):
+            raise ConfigError("fallbacks", self.fallbacks, "must be a list of fallback models")
+        seen = [f.missing for f in self.fallbacks]
+        if len(set(seen)) != len(seen):
+            raise ConfigError("fallbacks", seen, "two fallbacks lack the same evidence")
+
+    def for_missing(self, missing: frozenset[str]) -> FallbackModel | None:
+        """The fallback fitted without exactly ``missing``, if there is one."""
+        key = tuple(sorted(missing))
+        return next((f for f in self.fallbacks if f.missing == key), None)
+
+
+def _from_default(name: str) -> Callable[[], Any]:
+    """A field's default factory: the default profile's value of ``name``."""
+    return functools.partial(_default_value, name)
+
+
+def _default_value(name: str) -> Any:
+    return getattr(_default_config(DEFAULT_PROFILE), name)
+
+
+@functools.lru_cache(maxsize=4)
+def _default_config(profile: str) -> EvaluatorConfig:
+    """The default profile, built once per name (configurations are immutable)."""
+    return EvaluatorConfig.from_profile(profile)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -348,20 +416,24 @@ class EvaluatorConfig:
             sum of the four signals.
         description: free text (what a profile is for, what it was fitted on).
 
-    Build one with keywords, from a profile (:meth:`from_profile`), from a
-    dict (:meth:`from_dict`) or from a file (:meth:`from_file`).
+    ``EvaluatorConfig()`` is the default profile (:data:`DEFAULT_PROFILE`);
+    every field not given takes the default profile's value. Build one with
+    keywords, from a profile (:meth:`from_profile`), from a dict
+    (:meth:`from_dict`) or from a file (:meth:`from_file`). With a ``model``
+    the score is the model's and ``weights`` are not used: for a linear gate
+    start from ``EvaluatorConfig.from_profile("synapse")``.
     """
 
-    name: str = "synapse"
-    weights: SignalWeights = field(default_factory=SignalWeights)
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    chunk_thresholds: Thresholds | None = None
-    keyword: KeywordConfig = field(default_factory=KeywordConfig)
-    coherence: CoherenceConfig = field(default_factory=CoherenceConfig)
-    length: LengthConfig = field(default_factory=LengthConfig)
-    refine: RefineConfig = field(default_factory=RefineConfig)
-    model: ModelConfig | None = None
-    description: str = ""
+    name: str = field(default_factory=_from_default("name"))
+    weights: SignalWeights = field(default_factory=_from_default("weights"))
+    thresholds: Thresholds = field(default_factory=_from_default("thresholds"))
+    chunk_thresholds: Thresholds | None = field(default_factory=_from_default("chunk_thresholds"))
+    keyword: KeywordConfig = field(default_factory=_from_default("keyword"))
+    coherence: CoherenceConfig = field(default_factory=_from_default("coherence"))
+    length: LengthConfig = field(default_factory=_from_default("length"))
+    refine: RefineConfig = field(default_factory=_from_default("refine"))
+    model: ModelConfig | None = field(default_factory=_from_default("model"))
+    description: str = field(default_factory=_from_default("description"))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -391,7 +463,7 @@ class EvaluatorConfig:
         if not isinstance(name, str):
             raise ConfigError("profile", name, "must be a string")
         if name in _BUILTIN_PROFILES:
-            return cls.from_dict(_BUILTIN_PROFILES[name])
+            return _definition(name, _BUILTIN_PROFILES[name])
         bundled = _bundled_profile_files()
         if name in bundled:
             return _read_bundled(str(bundled[name]))
@@ -403,7 +475,9 @@ class EvaluatorConfig:
         """Build from a (nested) dict such as a parsed TOML file.
 
         A ``profile`` key names the profile the other keys override; without
-        it the defaults (``synapse``) are the base. Unknown keys are errors.
+        it the default profile (:data:`DEFAULT_PROFILE`) is the base. Nested
+        sections merge (``{"thresholds": {"relevant": 0.8}}`` keeps the base's
+        ``partial``). Unknown keys are errors.
 
         Raises:
             ConfigError: naming the first bad field by its dotted path.
@@ -412,12 +486,12 @@ class EvaluatorConfig:
             raise ConfigError("<root>", data, "a configuration must be a mapping")
         data = dict(data)
         profile = data.pop("profile", None)
-        if profile is not None:
-            base = cls.from_profile(profile)
-            if "name" not in data:
-                data["name"] = profile if not data else f"{profile}+overrides"
-            return base.replace(**data)
-        return _build(cls, data, "")
+        if profile is None:
+            profile = DEFAULT_PROFILE
+        base = cls.from_profile(profile)
+        if "name" not in data:
+            data["name"] = profile if not data else f"{profile}+overrides"
+        return base.replace(**data)
 
     @classmethod
     def from_file(cls, path: str | Path) -> EvaluatorConfig:
@@ -567,9 +641,36 @@ _SECTIONS: dict[str, type] = {
 }
 
 _BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
-    "synapse": {"name": "synapse"},
-    "crag": {"name": "crag", "thresholds": {"relevant": 0.7, "partial": 0.3}},
+    "synapse": {"description": "linear gate: weighted sum of the four signals"},
+    "crag": {
+        "thresholds": {"relevant": 0.7, "partial": 0.3},
+        "description": "linear gate with the bands of the CRAG paper",
+    },
 }
+
+
+def _bare_profile(name: str) -> dict[str, Any]:
+    """Every field of a profile at its bare value: what a profile leaves out."""
+    return {
+        "name": name,
+        "weights": dataclasses.asdict(SignalWeights()),
+        "thresholds": dataclasses.asdict(Thresholds()),
+        "chunk_thresholds": None,
+        "keyword": dataclasses.asdict(KeywordConfig()),
+        "coherence": dataclasses.asdict(CoherenceConfig()),
+        "length": dataclasses.asdict(LengthConfig()),
+        "refine": dataclasses.asdict(RefineConfig()),
+        "model": None,
+        "description": "",
+    }
+
+
+def _definition(name: str, data: Mapping[str, Any]) -> EvaluatorConfig:
+    """A profile from its definition: complete over the bare values, or relative to
+    the profile its ``profile`` key names."""
+    if "profile" in data:
+        return EvaluatorConfig.from_dict(data)
+    return _build(EvaluatorConfig, _deep_merge(_bare_profile(name), data, ""), "")
 
 
 def _bundled_profile_files() -> dict[str, Path]:
@@ -586,7 +687,7 @@ def _bundled_profile_files() -> dict[str, Path]:
 @functools.lru_cache(maxsize=16)
 def _read_bundled(path: str) -> EvaluatorConfig:
     """A bundled profile, parsed once (configurations are immutable)."""
-    return EvaluatorConfig.from_file(path)
+    return _definition(Path(path).stem, _read_file(Path(path)))
 
 
 def available_profiles() -> list[str]:
@@ -605,7 +706,7 @@ def load_config(
     (:data:`DEFAULT_PROFILE`).
     """
     if source is None:
-        config = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
+        config = EvaluatorConfig()
     elif isinstance(source, EvaluatorConfig):
         config = source
     elif isinstance(source, Mapping):

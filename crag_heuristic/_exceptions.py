@@ -21,8 +21,10 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── WebSearchResponseError   a 200 whose body is not the expected JSON
     │   ├── WebSearchEnginesFailed   no results and every engine failed (engines)
     │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
-    ├── CacheError                   the cache backend failed (kind; the router records it, goes on)
-    └── RedisServerError             crag_heuristic.testing could not run its redis-server
+    └── CacheError                   the cache backend failed (kind; the router records it, goes on)
+
+The testing helpers (:mod:`crag_heuristic.testing`) have their own tree, apart
+from this one: a test helper failing is not the library failing.
 
 Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
 ``status_code`` ...) so that callers and logs need not parse messages.
@@ -42,7 +44,6 @@ __all__ = [
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
-    "RedisServerError",
     "RetrieverError",
     "SynonymFormatError",
     "WebSearchConnectionError",
@@ -345,19 +346,4 @@ class CacheError(CragError):
         self.operation = operation
         self.kind = kind
         self.retry_after = retry_after
-        super().__init__(message)
-
-
-class RedisServerError(CragError):
-    """The test helper :class:`crag_heuristic.testing.RedisServer` failed.
-
-    Raised when ``redis-server`` cannot be found, does not start or answer in
-    time, or when an action needs a local process the helper does not own.
-
-    Attributes:
-        url: the server's URL, when known.
-    """
-
-    def __init__(self, message: str, *, url: str | None = None) -> None:
-        self.url = url
         super().__init__(message)

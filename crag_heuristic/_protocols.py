@@ -8,8 +8,8 @@ there (an async call on a sync-only component runs it in a worker thread).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterable, Awaitable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ._corpus import CorpusStats
 from ._types import Chunk
@@ -19,6 +19,7 @@ __all__ = [
     "AsyncRetriever",
     "AsyncWebSearcher",
     "Cache",
+    "EventLogger",
     "ParentFetcher",
     "Retriever",
     "StatsProvider",
@@ -30,18 +31,21 @@ __all__ = [
 class Retriever(Protocol):
     """Finds the ``k`` chunks most similar to a query, best first.
 
-    Each chunk must carry its score and declare its :class:`ScoreKind`.
+    Each chunk must carry its score and declare its :class:`ScoreKind`. Any
+    iterable of chunks will do (a list, a tuple, a generator: the router reads
+    it once); anything else is a :class:`~crag_heuristic.RetrieverError`.
     Errors should be raised as :class:`~crag_heuristic.RetrieverError`.
     """
 
-    def search(self, query: str, k: int) -> list[Chunk]: ...
+    def search(self, query: str, k: int) -> Iterable[Chunk]: ...
 
 
 @runtime_checkable
 class AsyncRetriever(Protocol):
-    """The async half of :class:`Retriever`."""
+    """The async half of :class:`Retriever`: an ``async def asearch`` returning
+    chunks, or an async generator of them."""
 
-    async def asearch(self, query: str, k: int) -> list[Chunk]: ...
+    def asearch(self, query: str, k: int) -> Awaitable[Iterable[Chunk]] | AsyncIterable[Chunk]: ...
 
 
 @runtime_checkable
@@ -96,3 +100,21 @@ class AsyncCache(Protocol):
     async def aget(self, key: str) -> str | None: ...
 
     async def aset(self, key: str, value: str, ttl: float | None = None) -> None: ...
+
+
+@runtime_checkable
+class EventLogger(Protocol):
+    """A structlog-style logger: named events with key-value fields.
+
+    A ``structlog`` bound logger is one (``structlog.get_logger()``), and so is
+    the library's default, the stdlib logger ``"crag_heuristic"`` wrapped by
+    structlog (see :mod:`crag_heuristic._logging`).
+    """
+
+    def bind(self, **fields: Any) -> EventLogger: ...
+
+    def debug(self, event: str, **fields: Any) -> Any: ...
+
+    def info(self, event: str, **fields: Any) -> Any: ...
+
+    def warning(self, event: str, **fields: Any) -> Any: ...

@@ -10,7 +10,8 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from ._exceptions import InvalidChunkError
 
@@ -102,6 +103,9 @@ class Verdict(str, enum.Enum):
 _VERDICT_RANK = {"relevant": 2, "partial": 1, "irrelevant": 0}
 
 
+_EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})  # for the typed signature only
+
+
 def _check_optional_str(name: str, value: Any, chunk_id: str | None) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -137,6 +141,19 @@ class Chunk:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     parent_id: str | None = None
 
+    if TYPE_CHECKING:  # the constructor takes a kind's name too ("cosine"); it stores the kind
+
+        def __init__(
+            self,
+            id: str,
+            text: str,
+            score: float | None = None,
+            score_kind: ScoreKind | str = ScoreKind.UNKNOWN,
+            source: str | None = None,
+            metadata: Mapping[str, Any] = _EMPTY_METADATA,
+            parent_id: str | None = None,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
             raise InvalidChunkError("id", self.id, "must be a non-empty string")
@@ -159,6 +176,15 @@ class Chunk:
             raise InvalidChunkError(
                 "metadata", self.metadata, "must be a mapping", chunk_id=self.id
             )
+
+    def __setstate__(self, state: Any) -> None:
+        """Unpickling (and ``copy``) runs the constructor's checks: a pickle made
+        elsewhere cannot smuggle in a chunk that was never validated."""
+        if not isinstance(state, list | tuple) or len(state) != len(_CHUNK_FIELDS):
+            raise InvalidChunkError(
+                "chunk", state, f"a pickled Chunk holds its {len(_CHUNK_FIELDS)} fields in order"
+            )
+        Chunk.__init__(self, **dict(zip(_CHUNK_FIELDS, state, strict=True)))
 
     @property
     def source_key(self) -> str:
@@ -301,7 +327,7 @@ class ChunkEvaluation:
         signals: the chunk's signal values.
         similarity: the chunk's retriever score mapped to [0, 1], or ``None``.
         features: the evidence a fitted gate reads (see
-            ``crag_heuristic._evaluator.features``).
+            ``crag_heuristic._evidence``).
     """
 
     chunk_id: str
@@ -392,11 +418,90 @@ class Evaluation:
         )
 
 
-def check_chunks(chunks: Any) -> Sequence[Chunk]:
-    """Validate a chunk list: a sequence of :class:`Chunk` with unique ids.
+_NON_NEGATIVE_KINDS = frozenset(
+    {
+        ScoreKind.SQUARED_L2,
+        ScoreKind.L2,
+        ScoreKind.DISTANCE,
+        ScoreKind.BM25,
+        ScoreKind.PROBABILITY,
+        ScoreKind.RRF,
+    }
+)
+_PROBABILITY_MAX = 1 + _NEGATIVE_TOLERANCE
+
+
+def check_chunk(chunk: Chunk, index: int | None = None) -> None:
+    """Check that ``chunk`` still holds what its constructor let through.
+
+    A frozen dataclass can still be changed with ``object.__setattr__``, or
+    built with ``object.__new__`` and never initialised; this catches such a
+    chunk at a door (the evaluator's, the router's). The common case is a
+    handful of type tests (well under a microsecond); only a chunk that fails
+    them is examined again for the precise error.
 
     Raises:
-        InvalidChunkError: an element is not a Chunk.
+        InvalidChunkError: a field is missing, or holds a value the constructor
+            rejects or never stores (a string score kind, an int score).
+    """
+    try:
+        cid, text, score, kind = chunk.id, chunk.text, chunk.score, chunk.score_kind
+        source, metadata, parent = chunk.source, chunk.metadata, chunk.parent_id
+    except AttributeError:
+        missing = next(name for name in _CHUNK_FIELDS if not hasattr(chunk, name))
+        raise InvalidChunkError(
+            missing, None, "not set: the chunk was made without its constructor", index=index
+        ) from None
+    if (
+        type(cid) is str
+        and type(text) is str
+        and type(kind) is ScoreKind
+        and (
+            score is None
+            or (
+                type(score) is float
+                and score - score == 0.0  # finite: inf - inf and nan - nan are nan
+                and (score >= 0.0 or kind not in _NON_NEGATIVE_KINDS)
+                and (score <= _PROBABILITY_MAX or kind is not ScoreKind.PROBABILITY)
+            )
+        )
+        and (source is None or type(source) is str)
+        and (parent is None or type(parent) is str)
+        and (type(metadata) is dict or isinstance(metadata, Mapping))
+        and cid.strip()
+    ):
+        return
+    state = (cid, text, score, kind, source, metadata, parent)
+    values = dict(zip(_CHUNK_FIELDS, state, strict=True))
+    problem = _state_problem(values)
+    if problem is not None:
+        name, value, reason = problem
+        chunk_id = cid if isinstance(cid, str) else None
+        raise InvalidChunkError(name, value, reason, chunk_id=chunk_id, index=index)
+
+
+def _state_problem(values: dict[str, Any]) -> tuple[str, Any, str] | None:
+    """Why a chunk's field values are not a valid chunk's state, or ``None``."""
+    try:
+        Chunk(**values)
+    except InvalidChunkError as exc:
+        return exc.field, exc.value, exc.reason
+    kind, score = values["score_kind"], values["score"]
+    if not isinstance(kind, ScoreKind):
+        return "score_kind", kind, "must be a ScoreKind (set after construction?)"
+    if score is not None and not isinstance(score, float):
+        return "score", score, "must be a float (set after construction?)"
+    return None  # a subclass of str or float, or a distance a hair below 0: harmless
+
+
+def check_chunks(chunks: Any) -> Sequence[Chunk]:
+    """Validate a chunk list: a sequence of valid :class:`Chunk` with unique ids.
+
+    Each chunk's state is checked again (:func:`check_chunk`): a chunk
+    changed or built around its constructor is rejected here, at the door.
+
+    Raises:
+        InvalidChunkError: an element is not a Chunk, or holds a bad field.
         DuplicateChunkError: two chunks share an id.
     """
     from ._exceptions import DuplicateChunkError, InputError
@@ -409,6 +514,7 @@ def check_chunks(chunks: Any) -> Sequence[Chunk]:
             raise InvalidChunkError(
                 "chunk", chunk, f"must be a Chunk, got {type(chunk).__name__}", index=index
             )
+        check_chunk(chunk, index)
         first = seen.setdefault(chunk.id, index)
         if first != index:
             raise DuplicateChunkError(chunk.id, first, index)

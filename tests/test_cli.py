@@ -5,13 +5,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main, read_chunks
 
 
-def write_chunks(path: Path, rows: list[dict]) -> Path:
+def write_chunks(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
     return path
 

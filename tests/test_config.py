@@ -1,25 +1,29 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crag_heuristic import (
     DEFAULT_PROFILE,
+    Chunk,
     ConfigError,
     Evaluator,
     EvaluatorConfig,
-    SignalWeights,
-    Thresholds,
+    ScoreKind,
+    _config,
     available_profiles,
     load_config,
 )
+from crag_heuristic.config import SignalWeights, Thresholds
 
 
-def test_synapse_profile_is_the_default() -> None:
-    config = EvaluatorConfig()
-    assert config == EvaluatorConfig.from_profile("synapse")
+def test_synapse_is_the_named_linear_profile() -> None:
+    config = EvaluatorConfig.from_profile("synapse")
+    assert config.name == "synapse" and config.model is None and config.chunk_thresholds is None
     assert config.weights.as_dict() == {
         "keyword_overlap": 0.30,
         "semantic_coherence": 0.40,
@@ -27,6 +31,54 @@ def test_synapse_profile_is_the_default() -> None:
         "source_diversity": 0.15,
     }
     assert (config.thresholds.relevant, config.thresholds.partial) == (0.75, 0.50)
+
+
+def test_one_default_gate() -> None:
+    """Evaluator(), Evaluator(EvaluatorConfig()) and load_config(None) are one gate."""
+    default = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
+    assert EvaluatorConfig() == default
+    assert load_config(None) == default
+    assert EvaluatorConfig.from_dict({}) == default
+    assert Evaluator().config == default
+    assert Evaluator(EvaluatorConfig()).config == default
+    chunks = [
+        Chunk(id="a", text="Honeybees dance to tell the hive where flowers are.", score=0.62,
+              score_kind=ScoreKind.COSINE),
+        Chunk(id="b", text="Roman roads were built in layers.", score=0.21,
+              score_kind=ScoreKind.COSINE),
+    ]  # fmt: skip
+    query = "how do bees tell where flowers are?"
+    assert Evaluator().evaluate(query, chunks) == Evaluator(EvaluatorConfig()).evaluate(
+        query, chunks
+    )
+
+
+def test_the_default_is_whatever_default_profile_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_config, "DEFAULT_PROFILE", "crag")
+    crag = EvaluatorConfig.from_profile("crag")
+    assert EvaluatorConfig() == crag == load_config(None) == Evaluator().config
+    assert EvaluatorConfig(name="mine").thresholds == crag.thresholds
+
+
+def test_fields_left_out_come_from_the_default_profile() -> None:
+    default = EvaluatorConfig()
+    bands = Thresholds(relevant=0.9, partial=0.1)
+    built = EvaluatorConfig(thresholds=bands)
+    assert built.thresholds == bands
+    assert built.model == default.model and built.chunk_thresholds == default.chunk_thresholds
+    loaded = EvaluatorConfig.from_dict({"thresholds": {"relevant": 0.9}})
+    assert loaded.thresholds.relevant == 0.9
+    assert loaded.thresholds.partial == default.thresholds.partial
+    assert loaded.model == default.model
+    assert loaded.name == f"{DEFAULT_PROFILE}+overrides"
+
+
+def test_profiles_are_complete_definitions() -> None:
+    """Built-in and bundled profiles do not depend on the default (no cycle)."""
+    names = {f.name for f in dataclasses.fields(EvaluatorConfig)}
+    assert set(_config._bare_profile("x")) == names
+    for name in available_profiles():
+        assert EvaluatorConfig.from_profile(name).name == name
 
 
 def test_the_default_profile_is_the_fitted_gate() -> None:
@@ -59,7 +111,7 @@ def test_config_is_frozen_and_keyword_only() -> None:
     with pytest.raises(AttributeError):
         config.name = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
-        Thresholds(0.8, 0.5)  # type: ignore[misc]
+        Thresholds(0.8, 0.5)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(
@@ -98,7 +150,9 @@ def test_config_is_frozen_and_keyword_only() -> None:
         ({"name": ""}, "name", ""),
     ],
 )
-def test_errors_name_the_field_and_the_value(data: dict, field: str, value: object) -> None:
+def test_errors_name_the_field_and_the_value(
+    data: dict[str, Any], field: str, value: object
+) -> None:
     with pytest.raises(ConfigError) as info:
         EvaluatorConfig.from_dict(data)
     assert info.value.field == field
@@ -118,7 +172,9 @@ def test_unknown_key_suggests_the_closest() -> None:
 
 
 def test_replace_merges_nested_sections() -> None:
-    config = EvaluatorConfig().replace(thresholds={"relevant": 0.9}, name="strict")
+    config = EvaluatorConfig.from_profile("synapse").replace(
+        thresholds={"relevant": 0.9}, name="strict"
+    )
     assert config.thresholds == Thresholds(relevant=0.9, partial=0.5)
     assert config.name == "strict"
     assert config.replace(chunk_thresholds={"relevant": 0.6}).effective_chunk_thresholds == (

@@ -9,7 +9,6 @@ import pytest
 
 from crag_heuristic import (
     Chunk,
-    CorpusStats,
     Evaluator,
     EvaluatorConfig,
     InputError,
@@ -17,6 +16,7 @@ from crag_heuristic import (
     ScoreKind,
     Verdict,
 )
+from crag_heuristic.text import CorpusStats
 
 # Worked example (see conftest.solar_chunks):
 #   query terms: solar, panel, effici
@@ -73,7 +73,7 @@ def test_idf_weights_rare_terms(solar_chunks: list[Chunk]) -> None:
     assert ev.details["idf_weighted"] is True
     uniform = Evaluator("synapse").evaluate("solar panel efficiency", only_solar)
     assert uniform.signals.keyword_overlap == pytest.approx(1 / 3)
-    no_idf = EvaluatorConfig().replace(keyword={"use_idf": False})
+    no_idf = EvaluatorConfig.from_profile("synapse").replace(keyword={"use_idf": False})
     assert Evaluator(no_idf).evaluate(
         "solar panel efficiency", only_solar, corpus_stats=stats
     ).signals.keyword_overlap == pytest.approx(1 / 3)
@@ -85,9 +85,9 @@ def test_pooled_keyword_aggregate() -> None:
         Chunk(id="2", text="panel", score=0.5, score_kind="cosine"),
     ]
     best = Evaluator("synapse").evaluate("solar panel", chunks)
-    pooled = Evaluator(EvaluatorConfig().replace(keyword={"aggregate": "pooled"})).evaluate(
-        "solar panel", chunks
-    )
+    pooled = Evaluator(
+        EvaluatorConfig.from_profile("synapse").replace(keyword={"aggregate": "pooled"})
+    ).evaluate("solar panel", chunks)
     assert best.signals.keyword_overlap == pytest.approx(0.5)
     assert pooled.signals.keyword_overlap == pytest.approx(1.0)
 

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from crag_heuristic import Chunk, ConfigError, CorpusStats, Evaluator, EvaluatorConfig, Verdict
+from crag_heuristic import Chunk, ConfigError, Evaluator, EvaluatorConfig, Verdict
 from crag_heuristic._evaluator.model import sigmoid
+from crag_heuristic.text import CorpusStats
 
 CHUNKS = [
     # content terms: solar(2) panel(1) power(1)    -> dl 4
@@ -22,7 +23,7 @@ def bm25_part(tf: int, dl: float, avgdl: float, k1: float = 1.5, b: float = 0.75
 
 
 def test_bm25_contrast_and_similarity_z_by_hand() -> None:
-    ev = Evaluator().evaluate("solar power", CHUNKS)
+    ev = Evaluator(all_evidence=True).evaluate("solar power", CHUNKS)
     a, b = (grade.features for grade in ev.chunks)
     avgdl = (4 + 3) / 2  # no corpus statistics: the list's mean
     top = 2 * 2.5  # two terms of weight 1, each at most k1 + 1
@@ -31,7 +32,7 @@ def test_bm25_contrast_and_similarity_z_by_hand() -> None:
     assert a["bm25"] == pytest.approx(bm25_a)
     assert b["bm25"] == pytest.approx(bm25_b)
     assert a["lexical_contrast"] == pytest.approx(bm25_a - (bm25_a + bm25_b) / 2)
-    assert b["lexical_contrast"] == pytest.approx(-a["lexical_contrast"])
+    assert b["lexical_contrast"] == pytest.approx(-(a["lexical_contrast"] or 0.0))
     # similarities 0.8 and 0.4: mean 0.6, std 0.2 -> z = +1 / -1
     assert (a["similarity_z"], b["similarity_z"]) == (pytest.approx(1.0), pytest.approx(-1.0))
     assert (a["keyword_overlap"], b["keyword_overlap"]) == (1.0, 0.5)
@@ -43,7 +44,8 @@ def test_bm25_contrast_and_similarity_z_by_hand() -> None:
 
 def test_bm25_uses_corpus_idf_and_avgdl() -> None:
     stats = CorpusStats(n_docs=100, doc_freq={"solar": 1, "power": 50}, avg_doc_len=10.0)
-    a = Evaluator().evaluate("solar power", CHUNKS, corpus_stats=stats).chunks[0].features
+    ev = Evaluator(all_evidence=True).evaluate("solar power", CHUNKS, corpus_stats=stats)
+    a = ev.chunks[0].features
     w_solar, w_power = stats.idf("solar"), stats.idf("power")
     expected = (w_solar * bm25_part(2, 4, 10.0) + w_power * bm25_part(1, 4, 10.0)) / (
         2.5 * (w_solar + w_power)
@@ -70,7 +72,7 @@ MODEL = {
 
 
 def test_a_fitted_model_scores_by_hand() -> None:
-    config = EvaluatorConfig().replace(
+    config = EvaluatorConfig.from_profile("synapse").replace(
         model=MODEL, thresholds={"relevant": 0.9, "partial": 0.5}, name="fitted"
     )
     ev = Evaluator(config).evaluate("solar power", CHUNKS)
@@ -89,7 +91,7 @@ def test_a_fitted_model_scores_by_hand() -> None:
 
 
 def test_missing_model_features_sit_at_their_mean_and_are_noted() -> None:
-    config = EvaluatorConfig().replace(model=MODEL)
+    config = EvaluatorConfig.from_profile("synapse").replace(model=MODEL)
     unscored = [c.replace(score=None) for c in CHUNKS]
     ev = Evaluator(config).evaluate("solar power", unscored)
     # chunk a: -1 + keyword 1.0 = 0 -> 0.5 ; the set: similarity_std missing too
@@ -100,11 +102,11 @@ def test_missing_model_features_sit_at_their_mean_and_are_noted() -> None:
 
 
 def test_model_config_round_trips_and_validates() -> None:
-    config = EvaluatorConfig().replace(model=MODEL)
+    config = EvaluatorConfig.from_profile("synapse").replace(model=MODEL)
     assert EvaluatorConfig.from_dict(config.to_dict()) == config
-    assert config.fingerprint() != EvaluatorConfig().fingerprint()
+    assert config.fingerprint() != EvaluatorConfig.from_profile("synapse").fingerprint()
     with pytest.raises(ConfigError, match="unknown set feature"):
-        EvaluatorConfig().replace(
+        EvaluatorConfig.from_profile("synapse").replace(
             model={"set": {"terms": [{"feature": "similarity", "weight": 1}]}}
         )
 

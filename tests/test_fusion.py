@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from crag_heuristic import Chunk, InputError, ScoreKind
@@ -71,6 +73,6 @@ def test_empty_inputs() -> None:
         ("abc", {}, "sequence"),
     ],
 )
-def test_bad_input(rankings: object, kwargs: dict, message: str) -> None:
+def test_bad_input(rankings: object, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=message):
         fuse(rankings, **kwargs)  # type: ignore[arg-type]

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crag_heuristic import Chunk, CragError, Evaluator, InvalidQueryError, ScoreKind, refine
+from crag_heuristic import Chunk, CragError, Evaluator, InvalidQueryError, ScoreKind
+from crag_heuristic.refinement import refine
 
 EVALUATOR = Evaluator()
 kinds = st.sampled_from(list(ScoreKind))

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from crag_heuristic import Chunk, ConfigError, CorpusStats, Evaluator, refine
+from crag_heuristic import Chunk, ConfigError, Evaluator
+from crag_heuristic.refinement import refine
+from crag_heuristic.text import CorpusStats
 
 DOC1 = (
     "Solar panels turn sunlight into electricity. "

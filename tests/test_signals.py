@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from crag_heuristic import CorpusStats
+from crag_heuristic import _signals as sig
 from crag_heuristic._config import CoherenceConfig, LengthConfig
-from crag_heuristic._evaluator import signals as sig
+from crag_heuristic.text import CorpusStats
 
 
 def test_keyword_overlap_uniform() -> None:

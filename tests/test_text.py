@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crag_heuristic import Analyzer
 from crag_heuristic._text import TextStats, split_sentences
+from crag_heuristic.text import Analyzer
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import pytest
 
@@ -73,7 +74,7 @@ def test_probability_above_one_is_rejected() -> None:
         ({"id": "x", "text": "t", "metadata": []}, "metadata"),
     ],
 )
-def test_bad_fields_raise_typed_errors_naming_the_field(kwargs: dict, field: str) -> None:
+def test_bad_fields_raise_typed_errors_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidChunkError) as info:
         Chunk(**kwargs)
     assert info.value.field == field
@@ -82,7 +83,7 @@ def test_bad_fields_raise_typed_errors_naming_the_field(kwargs: dict, field: str
 
 def test_bytes_text_error_says_how_to_fix_it() -> None:
     with pytest.raises(InvalidChunkError, match="decode bytes"):
-        Chunk(id="x", text=b"\xff\xfe")
+        Chunk(id="x", text=b"\xff\xfe")  # type: ignore[arg-type]
 
 
 def test_from_dict_accepts_beir_rows() -> None:

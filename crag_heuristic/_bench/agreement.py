@@ -72,7 +72,12 @@ def _folds(qids: list[str], rng: random.Random | None) -> list[set[str]]:
 def agreement_section(
     prepared: Prepared, profile: EvaluatorConfig, *, repeats: int = 20, seed: int = 0
 ) -> dict[str, Any] | None:
-    """Per-chunk kappa vs humans and LLM graders; ``None`` without LLM label sets."""
+    """Per-chunk kappa vs humans and LLM graders; ``None`` without LLM label sets.
+
+    ``repeats`` random 2-fold splits by query give the spread of the kappas
+    (each refits the chunk stage twice: 20 for the reports, a few for tests;
+    0 reports the fixed split alone).
+    """
     folder = prepared.collection.path / "llm_judgments"
     if not folder.exists() or "test" not in prepared.collection.qrels:
         return None
@@ -145,14 +150,15 @@ def agreement_section(
         }
     llm_kappas = sorted(v["kappa_vs_human"] for v in llm.values())
     return {
+        "random_splits": repeats,
         "pairs": len(keys),
         "queries": len(examples),
         "relevant_share": float(human.mean()),
         "kappa_vs_human": {
             name: {
                 "fixed_split": _kappa(human, verdicts),
-                "random_splits_mean": float(np.mean(spread[name])),
-                "random_splits_sd": float(np.std(spread[name])),
+                "random_splits_mean": float(np.mean(spread[name])) if repeats else None,
+                "random_splits_sd": float(np.std(spread[name])) if repeats else None,
             }
             for name, verdicts in fixed.items()
         },

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from .._exceptions import InputError
 
-__all__ = ["Collection", "load_collection", "read_qrels"]
+__all__ = ["RELEVANCE_FILE", "Collection", "load_collection", "read_qrels", "relevance_threshold"]
 
 Qrels = dict[str, dict[str, int]]
 MODEL_TAG = "minilm_l6_v2"
@@ -117,9 +117,42 @@ def _natural(value: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, value)
 
 
+RELEVANCE_FILE = "relevance.json"
+"""A folder may declare its threshold: ``{"relevant_min": 2}`` in this file."""
+
+
+def relevance_threshold(root: Path, qrels: dict[str, Qrels], declared: int | None = None) -> int:
+    """The grade from which a judged document counts as relevant.
+
+    In order: ``declared`` (the ``--relevant-min`` option); the folder's
+    ``relevance.json``; else the convention of the grading scale: 2 on a 0-3
+    scale (TREC's graded judgments, where 1 means "related": any grade 3
+    seen), 1 otherwise (binary qrels, and BEIR's graded ones such as
+    NFCorpus's 1-2, which BEIR counts from 1).
+
+    Raises:
+        InputError: an unreadable declaration or a threshold below 1.
+    """
+    if declared is None:
+        file = root / RELEVANCE_FILE
+        if file.exists():
+            try:
+                declared = json.loads(file.read_text(encoding="utf-8"))["relevant_min"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise InputError(f'{file}: expected {{"relevant_min": N}} ({exc})') from exc
+    if declared is not None:
+        if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
+            raise InputError(f"the relevance threshold must be an integer >= 1, got {declared!r}")
+        return declared
+    top = max(
+        (g for split in qrels.values() for d in split.values() for g in d.values()), default=1
+    )
+    return 2 if top >= 3 else 1
+
+
 def load_collection(path: str | Path, *, relevant_min: int | None = None) -> Collection:
-    """Load the folder; ``relevant_min`` defaults to 2 for graded qrels (any
-    grade above 1 seen), else 1, as in ``../shared/data/README.md``.
+    """Load the folder; the relevance threshold is ``relevant_min`` or the
+    folder's own (see :func:`relevance_threshold`).
 
     Raises:
         InputError: a required file is missing or malformed.
@@ -136,9 +169,7 @@ def load_collection(path: str | Path, *, relevant_min: int | None = None) -> Col
         texts[doc_id] = row.get("text") or ""
     queries = {str(row["_id"]): row["text"] for row in _jsonl(root / "queries.jsonl")}
     qrels = {p.stem: read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
-    if relevant_min is None:
-        graded = any(g > 1 for split in qrels.values() for d in split.values() for g in d.values())
-        relevant_min = 2 if graded else 1
+    relevant_min = relevance_threshold(root, qrels, relevant_min)
     collection = Collection(
         name=root.name,
         path=root,

@@ -27,7 +27,10 @@ from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
 from .pipeline import Prepared, labels_for, progress, retrievals_for
 
-__all__ = ["FailureResult", "failure_section", "verdict_table"]
+__all__ = ["BASELINES", "FailureResult", "failure_section", "verdict_table"]
+
+BASELINES = ("seed design (as written)", "top-1 score", "score gap (top-1 - top-k)", "NQC")
+"""The simple baselines every gate is held against (same retrievals, same run)."""
 
 
 @dataclass
@@ -69,6 +72,7 @@ def verdict_table(verdicts: list[str], failed: np.ndarray, natural: np.ndarray) 
         "share_relevant": float(fast.mean()),
         "probes_in_irrelevant": float(irrelevant[~natural].mean()) if (~natural).any() else None,
         "good_natural_in_irrelevant": float(irrelevant[natural & ~failed].mean()),
+        "good_natural_fast_path": float(fast[natural & ~failed].mean()),
         "natural_fast_path_precision": float(
             (fast & ~failed & natural).sum() / max((fast & natural).sum(), 1)
         ),
@@ -103,15 +107,16 @@ def failure_section(
         scores[name] = np.array([e.score for e in evaluations])
         verdicts[name] = [e.verdict.value for e in evaluations]
     sims = [[c.score or 0.0 for c in r.chunks] for r in retrievals]
-    scores["seed design (as written)"] = np.array(
+    seed_name, top1_name, gap_name, nqc_name = BASELINES
+    scores[seed_name] = np.array(
         [
             seed_design(r.query, [c.text for c in r.chunks], s, [c.id for c in r.chunks])
             for r, s in zip(retrievals, sims, strict=True)
         ]
     )
-    scores["top-1 score"] = np.array([top1(s) for s in sims])
-    scores["score gap (top-1 - top-k)"] = np.array([score_gap(s) for s in sims])
-    scores["NQC"] = np.array(
+    scores[top1_name] = np.array([top1(s) for s in sims])
+    scores[gap_name] = np.array([score_gap(s) for s in sims])
+    scores[nqc_name] = np.array(
         [nqc(s, float(vectors[r.group] @ centroid)) for r, s in zip(retrievals, sims, strict=True)]
     )
     summary: dict[str, Any] = {

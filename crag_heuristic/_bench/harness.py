@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig, load_config
+from .._exceptions import InputError
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
@@ -50,9 +51,21 @@ def run_bench(
     cache_dir: str | Path | None = None,
     encode: bool = True,
     command: str = "",
+    agreement_splits: int = 20,
     progress: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
-    """Run the chosen sections; write results.json, report.md and plots to ``out``."""
+    """Run the chosen sections; write results.json, report.md and plots to ``out``.
+
+    ``agreement_splits`` random 2-fold splits give the spread of the agreement
+    kappas (20 for the committed reports; each costs two fits of the chunk stage).
+
+    Raises:
+        InputError: ``agreement_splits`` is not an integer >= 0.
+    """
+    if isinstance(agreement_splits, bool) or not isinstance(agreement_splits, int):
+        raise InputError(f"agreement_splits must be an integer >= 0, got {agreement_splits!r}")
+    if agreement_splits < 0:
+        raise InputError(f"agreement_splits must be an integer >= 0, got {agreement_splits!r}")
     out = Path(out)
     config = load_config(profile)
     started = time.perf_counter()
@@ -103,7 +116,7 @@ def run_bench(
             results["plots"].append("reliability.png")
     if "agreement" in sections:
         progress("per-chunk agreement with people and LLM graders")
-        agreement = agreement_section(prepared, config)
+        agreement = agreement_section(prepared, config, repeats=agreement_splits)
         if agreement is None:
             results["skipped"]["agreement"] = "no llm_judgments/ folder with graded test qrels"
         else:
@@ -267,7 +280,8 @@ def render_report(results: dict[str, Any]) -> str:
             "",
             f"{a['pairs']} judged (query, passage) pairs over {a['queries']} queries, "
             f"{_f(a['relevant_share'])} relevant. Cohen's kappa of the per-chunk verdict vs "
-            "people, 2-fold by query (fixed split; mean and sd over random splits).",
+            "people, 2-fold by query (fixed split; mean and sd over "
+            f"{a.get('random_splits', 20)} random splits).",
             "",
             "| scorer | kappa (fixed split) | kappa (random splits) |",
             "|---|---|---|",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,11 +13,13 @@ from .._config import EvaluatorConfig, load_config
 from .._corpus import CorpusStats
 from .._exceptions import InputError
 from .._text import Analyzer
+from .._types import Chunk
 from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
-from .retrievals import make_retrievals
+from .retrievals import chunks_of, make_retrievals
 
 __all__ = [
+    "HarnessRetriever",
     "Prepared",
     "calibrate",
     "progress",
@@ -85,15 +89,62 @@ class Prepared:
         return query_vectors(self.collection, texts, self.cache_dir, encoder)
 
 
+class HarnessRetriever:
+    """The collection's dense index as a retriever (query text -> known vector).
+
+    Query texts the harness has not seen (expanded or simulated queries) are
+    encoded with MiniLM when the ``bench`` extra is installed;
+    :meth:`search_many` encodes and searches a batch at once.
+    """
+
+    def __init__(self, prepared: Prepared, texts: dict[str, str] | None = None) -> None:
+        self.prepared = prepared
+        self._by_text: dict[str, Vector] = {}
+        if texts:
+            vectors = prepared.vectors(texts)
+            self._by_text = {texts[qid]: vector for qid, vector in vectors.items()}
+
+    def _vectors(self, queries: Sequence[str]) -> list[Vector]:
+        missing = {q: q for q in queries if q not in self._by_text}
+        if missing:
+            self._by_text.update(self.prepared.vectors(missing))
+        return [self._by_text[q] for q in queries]
+
+    def search(self, query: str, k: int) -> list[Chunk]:
+        return self.search_many([query], k)[0]
+
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[Chunk]]:
+        """Each query's top ``k``, encoded and searched as one batch."""
+        import numpy as np
+
+        rows = self.prepared.index.search(np.stack(self._vectors(queries)), k)
+        return [list(chunks_of(self.prepared.collection, hits)) for hits in rows]
+
+    def neighbours(self, doc: Chunk, m: int) -> list[str]:
+        """The ``m`` documents nearest to ``doc`` by their vectors (itself excluded)."""
+        index = self.prepared.index
+        vector = self.prepared.collection.doc_vectors[index.position[doc.id]]  # type: ignore[index]
+        [hits] = index.search(vector[None, :], m + 1)
+        return [d for d, _ in hits if d != doc.id][:m]
+
+    def corpus_stats(self) -> CorpusStats:
+        return self.prepared.stats
+
+
 def prepare(
-    data_dir: str | Path, cache_dir: str | Path | None = None, *, encode: bool = True
+    data_dir: str | Path,
+    cache_dir: str | Path | None = None,
+    *,
+    encode: bool = True,
+    relevant_min: int | None = None,
 ) -> Prepared:
     """Load the folder, index its vectors, count its document frequencies.
 
     With ``encode=False`` nothing is encoded: every query vector must ship
     with the folder (and the cost section times FAISS alone).
+    ``relevant_min`` overrides the folder's relevance threshold.
     """
-    collection = load_collection(data_dir)
+    collection = load_collection(data_dir, relevant_min=relevant_min)
     analyzer = Analyzer()
     stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
     return Prepared(
@@ -121,8 +172,18 @@ def retrievals_for(
     return make_retrievals(collection, prepared.index, qids, vectors, relevant, k, probes=probes)
 
 
+def _folder_and_split(item: str | Path, split: str) -> tuple[Path, str]:
+    """``DIR`` or ``DIR:SPLIT`` (a split named after the last colon, when the path
+    without it is a folder)."""
+    text = str(item)
+    head, sep, tail = text.rpartition(":")
+    if sep and tail and Path(head).is_dir():
+        return Path(head), tail
+    return Path(text), split
+
+
 def calibrate(
-    data_dir: str | Path,
+    data_dir: str | Path | Sequence[str | Path],
     *,
     labels: str = "qrels",
     split: str = "train",
@@ -130,20 +191,27 @@ def calibrate(
     probes: bool = True,
     base: EvaluatorConfig | str | None = "synapse",
     name: str = "fitted",
+    chunk_features: Sequence[str] | None = None,
+    set_features: Sequence[str] | None = None,
     cache_dir: str | Path | None = None,
     encode: bool = True,
     **targets: float,
 ) -> CalibrationResult:
-    """Fit a gate profile on one split of a BEIR-layout folder (see ``fit_gate``).
+    """Fit a gate profile on labelled retrievals of one or several BEIR folders.
 
     Args:
-        data_dir: the folder.
+        data_dir: a folder, or several; each may name its split as
+            ``DIR:SPLIT``. Several folders weigh alike (each retrieval of a
+            folder with ``n`` of them weighs ``1 / n``).
         labels: ``"qrels"`` or ``"llm:RUN"`` (an LLM grader's labels).
-        split: the qrels split to fit on; never the one you report on.
+        split: the qrels split to fit on (for folders that do not name one);
+            never the one you report on.
         k: the retrieval depth graded.
         probes: add leave-relevant-out probes (realistic corpus gaps).
         base: the profile whose other settings the fitted one keeps.
         name: the fitted profile's name.
+        chunk_features, set_features: the evidence each stage reads
+            (default: :func:`~crag_heuristic.bench.fit_gate`'s).
         cache_dir: where encoded query vectors are cached.
         encode: encode missing query vectors with MiniLM (else they must ship).
         targets: ``target_precision``, ``min_failure_recall``, ``max_good_irrelevant``.
@@ -152,18 +220,48 @@ def calibrate(
         The fitted profile (``.config``; ``.write(path)`` saves it) and its
         cross-validated report.
     """
-    prepared = prepare(data_dir, cache_dir=cache_dir, encode=encode)
-    qrels = labels_for(prepared.collection, labels, split)
-    retrievals = retrievals_for(prepared, qrels, k, probes=probes)
+    items = [data_dir] if isinstance(data_dir, str | Path) else list(data_dir)
+    if not items:
+        raise InputError("calibrate needs at least one folder")
+    retrievals: list[GateExample] = []
+    described = []
+    stats = None
+    for item in items:
+        folder, folder_split = _folder_and_split(item, split)
+        prepared = prepare(
+            folder,
+            cache_dir=None if cache_dir is None else Path(cache_dir) / folder.name,
+            encode=encode,
+        )
+        qrels = labels_for(prepared.collection, labels, folder_split)
+        found = retrievals_for(prepared, qrels, k, probes=probes)
+        name_here = prepared.collection.name
+        retrievals += [
+            dataclasses.replace(
+                ex,
+                group=f"{name_here}:{ex.group}",
+                weight=1.0 / len(found),
+                corpus_stats=prepared.stats,
+            )
+            for ex in found
+        ]
+        described.append(f"{name_here} {folder_split}")
+        stats = prepared.stats
     fitted_on = (
-        f"{prepared.collection.name} {split} split, labels {labels}, k={k}, "
+        f"{', '.join(described)} split{'s' if len(items) > 1 else ''}, labels {labels}, k={k}, "
         f"{'natural + leave-relevant-out probes' if probes else 'natural retrievals'}"
     )
+    features: dict[str, Sequence[str]] = {}
+    if chunk_features is not None:
+        features["chunk_features"] = chunk_features
+    if set_features is not None:
+        features["set_features"] = set_features
     return fit_gate(
         retrievals,
         base=load_config(base),
-        corpus_stats=prepared.stats,
+        corpus_stats=stats if len(items) == 1 else None,
         name=name,
         fitted_on=fitted_on,
+        **features,  # type: ignore[arg-type]
         **targets,  # type: ignore[arg-type]
     )

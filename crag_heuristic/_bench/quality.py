@@ -27,34 +27,9 @@ from .._fusion import reciprocal_rank_fusion
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
-from .pipeline import Prepared, progress
-from .retrievals import chunks_of
+from .pipeline import HarnessRetriever, Prepared, progress
 
-__all__ = ["VectorRetriever", "quality_section"]
-
-
-class VectorRetriever:
-    """The collection's dense index as a router retriever (query text -> known vector).
-
-    Queries the harness has not seen (re-embedding an expanded query) are
-    encoded with MiniLM when the ``bench`` extra is installed.
-    """
-
-    def __init__(self, prepared: Prepared, texts: dict[str, str]) -> None:
-        self.prepared = prepared
-        vectors = prepared.vectors(texts)
-        self._by_text = {texts[qid]: vector for qid, vector in vectors.items()}
-
-    def search(self, query: str, k: int) -> list[Chunk]:
-        vector = self._by_text.get(query)
-        if vector is None:
-            vector = self.prepared.vectors({query: query})[query]
-            self._by_text[query] = vector
-        [hits] = self.prepared.index.search(vector[None, :], k)
-        return list(chunks_of(self.prepared.collection, hits))
-
-    def corpus_stats(self) -> Any:
-        return self.prepared.stats
+__all__ = ["quality_section"]
 
 
 def _metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]) -> dict[str, Any]:
@@ -87,7 +62,7 @@ def quality_section(
     qids = collection.split_queries(split)
     qrels = {q: dict.fromkeys(relevant[q], 1) for q in qids}
     texts = {q: collection.queries[q] for q in qids}
-    dense = VectorRetriever(prepared, texts)
+    dense = HarnessRetriever(prepared, texts)
     bm25 = BM25Retriever(
         [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
         analyzer=prepared.analyzer,

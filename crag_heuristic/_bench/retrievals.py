@@ -6,7 +6,7 @@
   answers; every probe is a failure by construction.
 
 A retrieval "failed" when none of its top ``k`` documents is relevant. Each
-is a :class:`~crag_heuristic.GateExample` (grouped by query id), the form
+is a :class:`~crag_heuristic.bench.GateExample` (grouped by query id), the form
 calibration takes too.
 """
 

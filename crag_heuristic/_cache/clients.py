@@ -23,10 +23,11 @@ import contextlib
 import math
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 from .._exceptions import ConfigError
+from .._redact import redact
 
 __all__ = [
     "URL_SCHEMES",
@@ -56,7 +57,8 @@ def check_seconds(name: str, value: Any) -> float:
 def check_url(url: Any) -> str:
     """``url`` if it is a redis://, rediss:// or unix:// URL, else :class:`ConfigError`."""
     if not isinstance(url, str) or not url.startswith(URL_SCHEMES):
-        raise ConfigError("url", url, f"must start with one of {', '.join(URL_SCHEMES)}")
+        shown = redact(url) if isinstance(url, str) else url
+        raise ConfigError("url", shown, f"must start with one of {', '.join(URL_SCHEMES)}")
     return url
 
 
@@ -100,7 +102,7 @@ def build_client(
     try:
         return factory(url, **settings)
     except (TypeError, ValueError) as exc:
-        raise ConfigError("url", url, f"redis-py refused it: {exc}") from exc
+        raise ConfigError("url", redact(url), redact(f"redis-py refused it: {exc}")) from exc
 
 
 def _idle_disconnect(client: Any) -> Any:
@@ -126,11 +128,15 @@ async def adrop_idle(client: Any) -> None:
 
 
 class LoopClients:
-    """Async clients built on demand, one per event loop.
+    """Async clients built on demand, one per event loop, closed with the loop.
 
     A ``redis.asyncio`` connection belongs to the event loop it was opened on;
     reusing it from another loop (``asyncio.run()`` called twice, or one loop
-    per thread) fails. This keeps one client per loop, dropped with the loop.
+    per thread) fails. This keeps one client per loop. Each client is closed
+    when its loop shuts down (``asyncio.run`` and ``loop.shutdown_asyncgens()``
+    finalise the loop's async generators, and a small one here awaits the
+    client's ``aclose``), so a cache used from many short-lived loops leaves no
+    connection behind; :meth:`aclose` closes the running loop's client earlier.
 
     Args:
         factory: builds a new async client.
@@ -139,9 +145,12 @@ class LoopClients:
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory
         self._lock = threading.Lock()
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
-            weakref.WeakKeyDictionary()
-        )
+        # loop -> (client, the async generator that closes it when the loop shuts down,
+        # the task that starts that generator: referenced so it is not collected early)
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop,
+            tuple[Any, AsyncGenerator[None, None], asyncio.Task[None]],
+        ] = weakref.WeakKeyDictionary()
 
     def get(self) -> Any:
         """The client of the running loop, built on first use.
@@ -151,15 +160,33 @@ class LoopClients:
         """
         loop = asyncio.get_running_loop()
         with self._lock:
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._clients[loop] = self._factory()
-        return client
+            entry = self._clients.get(loop)
+            if entry is None:
+                client = self._factory()
+                closer = _close_at_shutdown(client)
+                started = loop.create_task(_start(closer))
+                entry = self._clients[loop] = (client, closer, started)
+        return entry[0]
 
     async def aclose(self) -> None:
         """Close and forget the running loop's client, if it has one."""
         with self._lock:
-            client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
+            entry = self._clients.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[1].aclose()  # runs the generator's finally: closes the client
+
+
+async def _close_at_shutdown(client: Any) -> AsyncGenerator[None, None]:
+    """Suspended once started; the loop finalises it at shutdown, closing ``client``."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
             closer = getattr(client, "aclose", None) or client.close
             await closer()
+
+
+async def _start(closer: AsyncGenerator[None, None]) -> None:
+    """Start ``closer`` so that the loop knows it (and finalises it at shutdown)."""
+    with contextlib.suppress(StopAsyncIteration):
+        await closer.__anext__()

@@ -1,12 +1,18 @@
 """The ``crag-heuristic`` command line.
 
-Exit codes: 0 success; 2 bad input, bad configuration or bad usage (the
-message says what to fix); 3 a service the command needed failed (retriever,
-web search, cache); 1 an internal error (a bug: please report it with the
-traceback that ``--debug`` prints).
+Exit codes: 0 success (everything asked for worked); 2 bad input, bad
+configuration or bad usage (the message says what to fix); 3 a service
+failed: the retriever (nothing is printed), or the web search or the cache,
+which the router works around (``retrieve`` prints the degraded result all the
+same, with ``web_error`` / ``cache_error``, and names the failure on stderr);
+1 an internal error (a bug: please report it with the traceback that
+``--debug`` prints).
 
 The command line is an application, so unlike the library it sets up
-logging: warnings to stderr, and the library's events too with ``--verbose``.
+logging: warnings to stderr, and the library's events too with ``--verbose``
+(given before or after the sub-command). ``--verbose`` lowers only the
+library's logger: the HTTP clients' loggers would print each request's URL,
+the query text with it.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from .._exceptions import ConfigError, CragError, InputError
+from .._logging import LOGGER_NAME
 from .._version import __version__
 from . import bench, evaluate, retrieve
 from .common import (
@@ -52,15 +59,29 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--debug", action="store_true", help="print tracebacks of errors")
-    parser.add_argument(
-        "--verbose", "-v", action="store_true", help="log the library's events to stderr"
-    )
+    _add_global_options(parser, default=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     retrieve.register(commands)
     evaluate.register(commands)
     bench.register(commands)
+    for command in commands.choices.values():  # accepted after the sub-command too
+        _add_global_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """``--debug`` and ``--verbose``: before the sub-command, or after it (where the
+    default is SUPPRESS, so an option given before is not reset)."""
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="print tracebacks of errors"
+    )
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        default=default,
+        help="log the library's events (crag.*) to stderr; never other libraries' logs",
+    )
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
@@ -72,11 +93,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s %(message)s",
-    )
+    _configure_logging(verbose=args.verbose)
     try:
         return handler(args, out)
     except (InputError, ConfigError) as exc:
@@ -94,6 +111,18 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except Exception as exc:  # noqa: BLE001 - the last line of defence of a CLI
         _report(args, exc, "internal error", always_trace=True)
         return EXIT_INTERNAL
+
+
+def _configure_logging(*, verbose: bool) -> None:
+    """Warnings of every library to stderr; with ``verbose`` the library's own events
+    too. Only the ``crag_heuristic`` logger is lowered to DEBUG: httpx and httpcore
+    log each request's URL, query text included, which the library's events
+    replace by a hash."""
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
+    )
+    if verbose:
+        logging.getLogger(LOGGER_NAME).setLevel(logging.DEBUG)
 
 
 def _report(

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._config import DEFAULT_PROFILE
+from .._exceptions import InputError
 from .common import EPILOG, EXIT_OK
 
 __all__ = ["register"]
@@ -19,6 +21,11 @@ def _command_line() -> str:
 
 
 def _bench(args: argparse.Namespace, out: TextIO) -> int:
+    if args.loco:
+        return _loco(args, out)
+    if len(args.data_dir) != 1:
+        raise InputError("give one --data-dir (several only with --loco)")
+    args.data_dir = args.data_dir[0]
     from .._bench import run_bench
 
     sections = args.sections.split(",") if args.sections else None
@@ -31,6 +38,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         command=_command_line(),
+        agreement_splits=args.agreement_splits,
     )
     from .._bench.harness import headline
 
@@ -39,11 +47,33 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _loco(args: argparse.Namespace, out: TextIO) -> int:
+    from .._bench.loco import run_loco
+
+    results = run_loco(
+        args.data_dir,
+        args.out or "benchmarks/results/loco",
+        k=args.k,
+        cache_dir=args.cache_dir,
+        encode=not args.no_encode,
+        command=_command_line(),
+    )
+    for gate, row in results["summary"].items():
+        out.write(f"{gate}: {json.dumps(row)}\n")
+    return EXIT_OK
+
+
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    if args.self:
+        return _calibrate_self(args, out)
+    if not args.data_dir:
+        raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
     from .._bench import calibrate
 
     result = calibrate(
         args.data_dir,
+        chunk_features=args.chunk_features.split(",") if args.chunk_features else None,
+        set_features=args.set_features.split(",") if args.set_features else None,
         labels=args.labels,
         split=args.split,
         k=args.k,
@@ -62,6 +92,68 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _progress(items: Any, description: str) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=description, disable=None, leave=False)
+
+
+def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
+    """Self-calibration on a BEIR folder (corpus + vectors, qrels never read) or on
+    a FAISS index + docs file + embedder, as ``retrieve`` takes them."""
+    from .._self_calibrate import calibrate_self
+
+    neighbours = None
+    stats = None
+    analyzer = None
+    if args.data_dir:
+        if len(args.data_dir) > 1:
+            raise InputError("calibrate --self takes one --data-dir")
+        args.data_dir = args.data_dir[0]
+        if args.index is not None or args.docs is not None:
+            raise InputError("--self takes either --data-dir or --index with --docs, not both")
+        from .._bench.pipeline import HarnessRetriever, prepare
+        from .._bench.retrievals import chunks_of
+
+        prepared = prepare(args.data_dir, cache_dir=args.cache_dir, encode=not args.no_encode)
+        harness = HarnessRetriever(prepared)
+        retriever: Any = harness
+        collection = prepared.collection
+        docs: list[Any] = list(chunks_of(collection, [(d, 0.0) for d in collection.doc_ids]))
+        neighbours, stats, analyzer = harness.neighbours, prepared.stats, prepared.analyzer
+        where = f"the BEIR folder {collection.name} (corpus and vectors; qrels not read)"
+    else:
+        from .retrieve import faiss_retriever
+
+        if args.index is None or args.docs is None:
+            raise InputError("calibrate --self needs --data-dir, or --index with --docs")
+        retriever, docs = faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
+        where = f"{args.index} with {args.docs}"
+    result = calibrate_self(
+        retriever,
+        docs,
+        k=args.k,
+        queries=args.queries,
+        prior=None if args.prior == "none" else (args.prior or DEFAULT_PROFILE),
+        corpus_stats=stats,
+        analyzer=analyzer,
+        neighbours=neighbours,
+        seed=args.seed,
+        name=args.name,
+        progress=_progress,
+        target_precision=args.target_precision,
+        min_failure_recall=args.min_failure_recall,
+        max_good_irrelevant=args.max_good_irrelevant,
+    )
+    result.report["calibrated_on"] = where
+    result.report["command"] = _command_line()
+    path = result.write(args.out)
+    out.write(json.dumps({"profile": str(path), **result.report}, indent=2, default=str) + "\n")
+    return EXIT_OK
+
+
 def register(commands: Any) -> None:
     """Add the ``bench`` and ``calibrate`` sub-commands."""
     bench = commands.add_parser(
@@ -76,11 +168,29 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    bench.add_argument("--data-dir", required=True, help="a folder in BEIR layout")
+    bench.add_argument(
+        "--data-dir",
+        required=True,
+        action="append",
+        help="a folder in BEIR layout (with --loco: repeat it, or give one parent folder)",
+    )
+    bench.add_argument(
+        "--loco",
+        action="store_true",
+        help="leave one collection out: fit on the others, self-calibrate, score each",
+    )
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")
     bench.add_argument("--profile", help="profile name or file (default: the library default)")
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")
     bench.add_argument("--sections", help="comma list of failure,agreement,quality,cost")
+    bench.add_argument(
+        "--agreement-splits",
+        type=int,
+        default=20,
+        metavar="N",
+        help="random 2-fold splits for the agreement kappas' spread (default 20, as in the "
+        "committed reports; each refits the chunk stage twice)",
+    )
     bench.add_argument("--cache-dir", help="where encoded query vectors are cached")
     bench.add_argument(
         "--no-encode", action="store_true", help="never load MiniLM: every query vector must ship"
@@ -97,7 +207,47 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    calibrate.add_argument("--data-dir", required=True, help="a folder in BEIR layout")
+    calibrate.add_argument(
+        "--data-dir",
+        action="append",
+        help=(
+            "a folder in BEIR layout, DIR or DIR:SPLIT; repeat it to fit on several "
+            "collections (each weighs the same)"
+        ),
+    )
+    calibrate.add_argument("--chunk-features", help="comma list of the chunk stage's evidence")
+    calibrate.add_argument("--set-features", help="comma list of the set stage's evidence")
+    calibrate.add_argument(
+        "--self",
+        action="store_true",
+        help=(
+            "no labels: simulate queries from the corpus and fit through the retriever "
+            "(--data-dir: corpus + vectors, qrels never read; or --index/--docs/--embedder)"
+        ),
+    )
+    calibrate.add_argument("--index", help="with --self: a FAISS index file")
+    calibrate.add_argument("--docs", help="with --self: the index's documents (JSON Lines)")
+    calibrate.add_argument(
+        "--embedder", default="lsa", help="with --self --index: lsa or package.module:callable"
+    )
+    calibrate.add_argument(
+        "--normalized",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="with --self --index: are the index's vectors unit length?",
+    )
+    calibrate.add_argument(
+        "--queries", type=int, default=300, help="with --self: simulated queries (default 300)"
+    )
+    calibrate.add_argument(
+        "--prior",
+        default=None,
+        help=(
+            "with --self: the profile the fit starts from and is pulled towards (default: the "
+            "library default; 'none' fits from scratch)"
+        ),
+    )
+    calibrate.add_argument("--seed", type=int, default=0, help="with --self: the random seed")
     calibrate.add_argument(
         "--labels", default="qrels", help="'qrels' or 'llm:RUN' (llm_judgments/RUN.tsv)"
     )

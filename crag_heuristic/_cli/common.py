@@ -30,8 +30,11 @@ EXIT_BAD_INPUT = 2
 EXIT_SERVICE = 3
 
 EPILOG = """\
-exit codes: 0 success, 2 bad input / config / usage, 3 a service failed
-(retriever, web search), 1 internal error (run with --debug for the traceback)
+exit codes: 0 success (everything asked for worked), 2 bad input / config /
+usage, 3 a service failed: the retriever (nothing is printed), or the web
+search or the cache (the degraded result is printed all the same, with
+web_error / cache_error saying what failed), 1 internal error (run with
+--debug for the traceback)
 """
 
 

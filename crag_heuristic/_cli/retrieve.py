@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +18,17 @@ from .._retrievers.documents import to_chunk
 from .._router import CRAG, CRAGResult
 from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever
 from .._types import Chunk, ScoreKind
-from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_records
+from .common import (
+    EPILOG,
+    EXIT_OK,
+    EXIT_SERVICE,
+    add_config_options,
+    config_from_args,
+    dump,
+    read_records,
+)
 
-__all__ = ["register", "render_table"]
+__all__ = ["faiss_retriever", "register", "render_table"]
 
 
 def read_docs(path: str | Path) -> list[Chunk]:
@@ -62,21 +71,27 @@ def load_embedder(spec: str, docs: list[Chunk]) -> Callable[[str], Any]:
     return target  # type: ignore[no-any-return]
 
 
-def _retriever(args: argparse.Namespace) -> tuple[FaissRetriever, list[Chunk]]:
+def faiss_retriever(
+    index_path: str, docs_path: str, embedder: str, normalized: str
+) -> tuple[FaissRetriever, list[Chunk]]:
+    """A :class:`FaissRetriever` over an index file and its docs file (line i = id i)."""
     import faiss
 
+    docs = read_docs(docs_path)
+    try:
+        index: Any = faiss.read_index(str(index_path))
+    except RuntimeError as exc:
+        raise InputError(f"cannot read FAISS index {index_path!r}: {exc}") from exc
+    unit = {"auto": None, "yes": True, "no": False}[normalized]
+    return FaissRetriever(index, docs, load_embedder(embedder, docs), normalized=unit), docs
+
+
+def _retriever(args: argparse.Namespace) -> tuple[FaissRetriever, list[Chunk]]:
     if (args.index is None) != (args.docs is None):
         raise InputError("--index and --docs go together (neither: the bundled sample)")
     if args.index is None:
         return sample_retriever(), load_sample_corpus()
-    docs = read_docs(args.docs)
-    try:
-        index: Any = faiss.read_index(str(args.index))
-    except RuntimeError as exc:
-        raise InputError(f"cannot read FAISS index {args.index!r}: {exc}") from exc
-    normalized = {"auto": None, "yes": True, "no": False}[args.normalized]
-    embedder = load_embedder(args.embedder, docs)
-    return FaissRetriever(index, docs, embedder, normalized=normalized), docs
+    return faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
 
 
 def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
@@ -102,7 +117,21 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
         out.write(render_table(result, retriever.score_semantics) + "\n")
     else:
         dump(result.to_dict(), out, pretty=False)
-    return EXIT_OK
+    return _exit_code(result)
+
+
+def _exit_code(result: CRAGResult) -> int:
+    """0 when every service asked for worked; 3 when the web search or the cache failed
+    (the router went on without it: the result printed above is degraded)."""
+    failed = [
+        f"{what} failed ({error})"
+        for what, error in (("the web search", result.web_error), ("the cache", result.cache_error))
+        if error
+    ]
+    if not failed:
+        return EXIT_OK
+    sys.stderr.write(f"crag-heuristic: service error: {'; '.join(failed)}\n")
+    return EXIT_SERVICE
 
 
 def render_table(result: CRAGResult, score_semantics: str = "") -> str:
@@ -131,14 +160,27 @@ def render_table(result: CRAGResult, score_semantics: str = "") -> str:
         lines.append(f"note       {note}")
     timings = ", ".join(f"{k} {v:.2f}" for k, v in result.timings_ms.items())
     lines.append(f"timings ms {timings}")
+    # The rows are in the final order; say what that order is, and after fusion show
+    # the fused (RRF) score it follows beside each chunk's own retriever score.
+    fused = not result.web_search_used and any("rrf_score" in c.metadata for c in result.chunks)
+    if result.web_search_used:
+        order = "web results first (the engine's order), then the retrieval's chunks kept"
+    elif fused:
+        order = "fused ranking (RRF): rrf is the fused score, score the retriever's own"
+    else:
+        order = "the retriever's ranking (score: the retriever's own)"
+    lines.append(f"order      {order}")
     grades = {g.chunk_id: g for g in result.evaluation.chunks}
-    lines += ["", f"{'#':>2}  {'chunk':<16} {'score':>7}  {'grade':<10} text"]
+    rrf_header = f" {'rrf':>7}" if fused else ""
+    lines += ["", f"{'#':>2}  {'chunk':<16}{rrf_header} {'score':>7}  {'grade':<10} text"]
     for rank, chunk in enumerate(result.chunks, 1):
         grade = grades.get(chunk.id)
         score = "" if chunk.score is None else f"{chunk.score:7.3f}"
+        rrf = chunk.metadata.get("rrf_score")
+        rrf_cell = (f" {rrf:7.4f}" if isinstance(rrf, float) else f" {'':>7}") if fused else ""
         verdict = grade.verdict.value if grade else ""
         text = textwrap.shorten(" ".join(chunk.text.split()), 70, placeholder=" ...")
-        lines.append(f"{rank:>2}  {chunk.id[:16]:<16} {score:>7}  {verdict:<10} {text}")
+        lines.append(f"{rank:>2}  {chunk.id[:16]:<16}{rrf_cell} {score:>7}  {verdict:<10} {text}")
     return "\n".join(lines)
 
 

@@ -11,18 +11,19 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._config import EvaluatorConfig, Thresholds, load_config
+from .. import _evidence as evidence
+from .. import _signals as sig
+from .._checks import check_query
+from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
-from .._exceptions import InputError, InvalidQueryError
+from .._exceptions import InputError
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
-from . import features as feat
 from . import model
-from . import signals as sig
 from .refine import Refinement, refine
 
-__all__ = ["Evaluator", "check_k", "check_query", "verdict_for"]
+__all__ = ["Evaluator", "verdict_for"]
 
 _SIGNAL_LABELS = {
     "keyword_overlap": "keyword overlap",
@@ -30,22 +31,6 @@ _SIGNAL_LABELS = {
     "length_adequacy": "length adequacy",
     "source_diversity": "source diversity",
 }
-
-
-def check_query(query: Any) -> str:
-    """Return ``query`` if it is a non-blank string, else raise InvalidQueryError."""
-    if not isinstance(query, str):
-        raise InvalidQueryError(query, f"must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise InvalidQueryError(query, "must not be empty or whitespace")
-    return query
-
-
-def check_k(k: Any) -> int:
-    """Return ``k`` if it is a positive integer, else raise InputError."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    return k
 
 
 def verdict_for(score: float, thresholds: Thresholds) -> Verdict:
@@ -94,10 +79,15 @@ class Evaluator:
 
     Args:
         config: an :class:`EvaluatorConfig`, a profile name, a dict or a
-            config file path; ``None`` for the ``synapse`` defaults.
+            config file path; ``None`` for the default profile (:data:`DEFAULT_PROFILE`,
+            the same as ``EvaluatorConfig()``).
         analyzer: the text analyzer (tokeniser, stop words, stemmer).
         cache_size: how many analysed chunks to keep, keyed by (id, text);
             0 disables the cache.
+        all_evidence: compute and record every registered feature (see
+            ``crag_heuristic._evidence``) in each evaluation, as
+            calibration and the benchmarks need; by default only what the
+            named signals and the configured gate read.
 
     An evaluator is thread-safe and keeps no state between calls except the
     analysis cache, which never changes a result.
@@ -109,8 +99,10 @@ class Evaluator:
         *,
         analyzer: Analyzer | None = None,
         cache_size: int = 4096,
+        all_evidence: bool = False,
     ) -> None:
         self.config = load_config(config)
+        self.all_evidence = bool(all_evidence)
         self.analyzer = analyzer or Analyzer()
         self._cache = _LRU(cache_size)
         self._fingerprint = (self.config, self.config.fingerprint())
@@ -159,6 +151,11 @@ class Evaluator:
     ) -> Evaluation:
         """Grade ``chunks`` (one retrieval result) against ``query``.
 
+        The stages: analyse the query and the chunks; compute the chunk
+        evidence; grade each chunk (the model's chunk stage, or the weighted
+        signals); compute the set evidence; score the set (the model's set
+        stage, or the weighted signals); band both into verdicts.
+
         Args:
             query: the user's query (non-blank string).
             chunks: the retrieved chunks, best first, with unique ids.
@@ -169,7 +166,9 @@ class Evaluator:
             The set's verdict and score, each signal, per-chunk grades and a
             short reasoning. No chunks give IRRELEVANT with score 0. Signals
             that cannot be computed are ``None`` and their weight is shared
-            among the others (the reasoning says which and why).
+            among the others (the reasoning says which and why). Evidence a
+            fitted model needs but the input lacks (no similarities, no
+            corpus statistics) selects the model's fallback fitted without it.
 
         Raises:
             InvalidQueryError: blank or non-string query.
@@ -184,98 +183,42 @@ class Evaluator:
         cfg = self.config if config is None else load_config(config)
         if not chunks:
             return _empty_evaluation(cfg)
-
-        terms = self.analyzer.query_terms(query)
-        weights = self.term_weights(terms, corpus_stats, cfg)
-        analysed = [self.analyze_chunk(chunk) for chunk in chunks]
-        coh = cfg.coherence
-        sims = [
-            similarity(
-                chunk,
-                cosine_floor=coh.cosine_floor,
-                cosine_ceiling=coh.cosine_ceiling,
-                bm25_saturation=coh.bm25_saturation,
-            )
-            for chunk in chunks
-        ]
-
-        # per chunk
-        chunk_kw = [sig.keyword_overlap(terms.terms, weights, a.match_set(terms)) for a in analysed]
-        chunk_len = [sig.length_adequacy(a.n_tokens, cfg.length) for a in analysed]
-        set_div, chunk_div = sig.diversity(chunk.source_key for chunk in chunks)
-        kw_cfg = cfg.keyword
-        avgdl = (corpus_stats.avg_doc_len if corpus_stats is not None else None) or (
-            sum(a.n_terms for a in analysed) / len(analysed)
-        )
-        chunk_bm25 = [
-            feat.bm25_norm(terms, weights, a, avgdl, kw_cfg.bm25_k1, kw_cfg.bm25_b)
-            for a in analysed
-        ]
-        rows = feat.chunk_rows(chunk_kw, chunk_bm25, sims, chunk_len, chunk_div)
-
-        # the set's named signals
-        if kw_cfg.aggregate == "best":
-            set_kw = max(chunk_kw)
-        else:
-            pooled = frozenset().union(*(a.match_set(terms) for a in analysed))
-            set_kw = sig.keyword_overlap(terms.terms, weights, pooled)
-        available = [s for s in sims if s is not None]
-        parts = sig.coherence(available, coh)
+        x, parts = self._inputs(query, chunks, corpus_stats, cfg)
+        notes = _notes(chunks, x.sims, x.terms)
+        gate = _Gate.select(cfg, x, notes)
+        rows = evidence.chunk_rows(x, self._names(gate.chunk, _CHUNK_ALWAYS, "chunk"))
+        chunk_scores, best_parts = gate.grade_chunks(rows)
+        x.chunk_probs = chunk_scores
+        set_features = evidence.set_row(x, self._names(gate.set, _SET_ALWAYS, "set"))
         signals = Signals(
-            keyword_overlap=set_kw,
-            semantic_coherence=None if parts is None else parts.value,
-            length_adequacy=sum(chunk_len) / len(chunk_len),
-            source_diversity=set_div,
+            keyword_overlap=set_features["keyword_overlap"],
+            semantic_coherence=x.coherence,
+            length_adequacy=set_features["length_adequacy"],
+            source_diversity=x.diversity[0],
         )
-
-        notes = _notes(chunks, sims, terms)
         details: dict[str, Any] = {
-            "query_terms": list(terms.terms),
-            "all_stop_words": terms.all_stop_words,
+            "query_terms": list(x.terms.terms),
+            "all_stop_words": x.terms.all_stop_words,
             "idf_weighted": corpus_stats is not None and cfg.keyword.use_idf,
             "coherence": None if parts is None else parts.as_dict(),
             "score_kinds": sorted({chunk.score_kind.value for chunk in chunks}),
             "notes": notes,
+            "features": set_features,
         }
-        missing: set[str] = set()
-        best_parts: dict[str, float] = {}
-        if cfg.model is None:
-            chunk_scores = [_linear_chunk_score(cfg, row) for row in rows]
-        else:
-            chunk_scores = []
-            best = -1.0
-            for row in rows:
-                prob, chunk_parts, absent = model.apply(cfg.model.chunk, row)
-                missing.update(absent)
-                if prob > best:
-                    best, best_parts = prob, chunk_parts
-                chunk_scores.append(prob)
-        set_features = feat.set_row(
-            rows, sims, chunk_scores, keyword=set_kw, coherence=signals.semantic_coherence,
-            length=signals.length_adequacy or 0.0, diversity=set_div,
-        )  # fmt: skip
-        details["features"] = set_features
-        if cfg.model is None:
-            score, details["weights_used"] = _weighted(signals, cfg)
-        else:
-            score, set_parts, absent = model.apply(cfg.model.set, set_features)
-            missing.update(absent)
-            details["model"] = {
-                "set": set_parts,
-                "best_chunk_by_signal": model.by_signal(best_parts),
-                "missing": sorted(missing),
-            }
-            if missing:
-                notes.append(f"model features unavailable: {', '.join(sorted(missing))}")
-        verdict = verdict_for(score, cfg.thresholds)
-        chunk_thresholds = cfg.effective_chunk_thresholds
+        score = gate.score_set(signals, set_features, best_parts, details)
+        verdict = verdict_for(score, gate.thresholds)
         grades = tuple(
             ChunkEvaluation(
                 chunk_id=chunk.id,
                 score=chunk_scores[i],
-                verdict=verdict_for(chunk_scores[i], chunk_thresholds),
-                signals=Signals(chunk_kw[i], sims[i], chunk_len[i], chunk_div[i]),
-                similarity=sims[i],
+                verdict=verdict_for(chunk_scores[i], gate.chunk_thresholds),
+                signals=Signals(
+                    rows[i]["keyword_overlap"],
+                    x.sims[i],
+                    rows[i]["length_adequacy"],
+                    rows[i]["source_diversity"],
+                ),
+                similarity=x.sims[i],
                 features=rows[i],
             )
             for i, chunk in enumerate(chunks)
@@ -290,6 +233,51 @@ class Evaluator:
             details=details,
         )
 
+    def _names(
+        self, stage: LogisticStage | None, always: tuple[str, ...], level: str
+    ) -> Sequence[str]:
+        """The features to compute: all of them with ``all_evidence``, else what the
+        named signals and the gate's stage read."""
+        if self.all_evidence:
+            return evidence.CHUNK_FEATURES if level == "chunk" else evidence.SET_FEATURES
+        if stage is None:
+            return always
+        return tuple(dict.fromkeys([*always, *(term.feature for term in stage.terms)]))
+
+    def _inputs(
+        self,
+        query: str,
+        chunks: Sequence[Chunk],
+        corpus_stats: CorpusStats | None,
+        cfg: EvaluatorConfig,
+    ) -> tuple[evidence.Inputs, sig.CoherenceParts | None]:
+        """Analyse the query and the chunks: what every feature reads."""
+        terms = self.analyzer.query_terms(query)
+        coh = cfg.coherence
+        sims = [
+            similarity(
+                chunk,
+                cosine_floor=coh.cosine_floor,
+                cosine_ceiling=coh.cosine_ceiling,
+                bm25_saturation=coh.bm25_saturation,
+            )
+            for chunk in chunks
+        ]
+        parts = sig.coherence([s for s in sims if s is not None], coh)
+        sources = [chunk.source_key for chunk in chunks]
+        inputs = evidence.Inputs(
+            terms=terms,
+            weights=self.term_weights(terms, corpus_stats, cfg),
+            analysed=[self.analyze_chunk(chunk) for chunk in chunks],
+            sims=sims,
+            sources=sources,
+            config=cfg,
+            corpus_stats=corpus_stats,
+            coherence=None if parts is None else parts.value,
+            diversity=sig.diversity(sources),
+        )
+        return inputs, parts
+
     def refine(
         self,
         query: str,
@@ -302,7 +290,7 @@ class Evaluator:
     ) -> Refinement:
         """Knowledge refinement with this evaluator's analyzer and config.
 
-        See :func:`crag_heuristic.refine`.
+        See :func:`crag_heuristic.refinement.refine`.
         """
         cfg = self.config if config is None else load_config(config)
         return refine(
@@ -316,7 +304,94 @@ class Evaluator:
         )
 
 
-def _linear_chunk_score(config: EvaluatorConfig, row: feat.Row) -> float:
+# what the named signals and the linear gate read, computed for every evaluation
+_CHUNK_ALWAYS = ("keyword_overlap", "similarity", "length_adequacy", "source_diversity")
+_SET_ALWAYS = ("keyword_overlap", "length_adequacy", "source_diversity", "coherence")
+
+
+class _Gate:
+    """The stages that turn evidence into scores: a fitted model (or the fallback
+    fitted without the evidence the input lacks), else the weighted signals."""
+
+    __slots__ = ("chunk", "chunk_thresholds", "config", "missing", "set", "thresholds")
+
+    def __init__(
+        self,
+        config: EvaluatorConfig,
+        chunk: LogisticStage | None,
+        set_: LogisticStage | None,
+        thresholds: Thresholds,
+        chunk_thresholds: Thresholds,
+    ) -> None:
+        self.config = config
+        self.chunk = chunk
+        self.set = set_
+        self.thresholds = thresholds
+        self.chunk_thresholds = chunk_thresholds
+        self.missing: set[str] = set()
+
+    @classmethod
+    def select(cls, cfg: EvaluatorConfig, x: evidence.Inputs, notes: list[str]) -> _Gate:
+        model_cfg = cfg.model
+        if model_cfg is None:
+            return cls(cfg, None, None, cfg.thresholds, cfg.effective_chunk_thresholds)
+        lacking = set()
+        if not x.present_sims():
+            lacking.add("similarity")
+        if x.corpus_stats is None:
+            lacking.add("corpus_stats")
+        fallback = model_cfg.for_missing(frozenset(lacking)) if lacking else None
+        if fallback is None:
+            return cls(
+                cfg, model_cfg.chunk, model_cfg.set, cfg.thresholds, cfg.effective_chunk_thresholds
+            )
+        notes.append(f"gate fitted without {' and '.join(fallback.missing).replace('_', ' ')} used")
+        thresholds = fallback.thresholds or cfg.thresholds
+        chunk_thresholds = (
+            fallback.chunk_thresholds or fallback.thresholds or cfg.effective_chunk_thresholds
+        )
+        return cls(cfg, fallback.chunk, fallback.set, thresholds, chunk_thresholds)
+
+    def grade_chunks(self, rows: Sequence[evidence.Row]) -> tuple[list[float], dict[str, float]]:
+        """Each chunk's score, and the best chunk's contributions per feature."""
+        if self.chunk is None:
+            return [_linear_chunk_score(self.config, row) for row in rows], {}
+        scores = []
+        best, best_parts = -1.0, {}
+        for row in rows:
+            prob, parts, absent = model.apply(self.chunk, row)
+            self.missing.update(absent)
+            if prob > best:
+                best, best_parts = prob, parts
+            scores.append(prob)
+        return scores, best_parts
+
+    def score_set(
+        self,
+        signals: Signals,
+        features: evidence.Row,
+        best_parts: dict[str, float],
+        details: dict[str, Any],
+    ) -> float:
+        """The set's score; records how it was made in ``details``."""
+        if self.set is None:
+            score, details["weights_used"] = _weighted(signals, self.config)
+            return score
+        score, set_parts, absent = model.apply(self.set, features)
+        self.missing.update(absent)
+        details["model"] = {
+            "set": set_parts,
+            "best_chunk_by_signal": model.by_signal(best_parts),
+            "missing": sorted(self.missing),
+        }
+        if self.missing:
+            details["notes"].append(
+                f"model features unavailable: {', '.join(sorted(self.missing))}"
+            )
+        return score
+
+
+def _linear_chunk_score(config: EvaluatorConfig, row: evidence.Row) -> float:
     """A chunk's weighted sum of its four signals; a missing similarity's weight
     is shared by the others (the same rule as :func:`_weighted`)."""
     w = config.weights

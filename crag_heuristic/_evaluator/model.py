@@ -1,7 +1,7 @@
 """Applying a fitted logistic gate (``EvaluatorConfig.model``).
 
 Each stage computes ``p = sigmoid(intercept + sum_f weight_f * (x_f - mean_f) / scale_f)``
-over named features (see :mod:`crag_heuristic._evaluator.features`). A
+over named features (see :mod:`crag_heuristic._evidence`). A
 feature that is missing for this input (e.g. no similarity from a retriever
 whose scores have no absolute meaning) sits at its mean: it adds nothing, and
 the evaluation notes it. The contributions are kept so that the reasoning can
@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 
 from .._config import LogisticStage
-from .features import SIGNAL_OF
+from .._evidence import signal_of
 
 __all__ = ["apply", "by_signal", "sigmoid"]
 
@@ -49,6 +49,6 @@ def by_signal(parts: Mapping[str, float]) -> dict[str, float]:
     """Contributions summed per named signal (``chunk_model`` for chunk-stage outputs)."""
     grouped: dict[str, float] = {}
     for feature, value in parts.items():
-        name = SIGNAL_OF.get(feature, "chunk_model")
+        name = signal_of(feature)
         grouped[name] = grouped.get(name, 0.0) + value
     return grouped

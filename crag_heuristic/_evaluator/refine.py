@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _signals as sig
+from .._checks import check_query
 from .._config import EvaluatorConfig, _check_number
 from .._corpus import CorpusStats
 from .._text import Analyzer, split_sentences
 from .._types import Chunk, check_chunks
-from . import signals as sig
 
 __all__ = ["Refinement", "Strip", "refine"]
 
@@ -126,8 +127,6 @@ def refine(
         InvalidQueryError, InvalidChunkError: bad input.
         ConfigError: a budget or threshold out of range.
     """
-    from .evaluator import check_query
-
     check_query(query)
     check_chunks(chunks)
     cfg = config or EvaluatorConfig()

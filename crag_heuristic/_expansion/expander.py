@@ -31,9 +31,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from .._checks import check_query
 from .._config import _check_number
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_query
 from .._exceptions import InputError
 from .._text import Analyzer
 from .._types import Chunk

@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from .._checks import check_query
 from .._config import _check_number
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_query
 from .._scores import similarity
 from .._text import Analyzer
 from .._types import Chunk, check_chunks

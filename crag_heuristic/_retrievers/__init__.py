@@ -2,12 +2,13 @@
 
 from .bm25 import BM25Retriever
 from .faiss import FaissRetriever, FaissScores, detect_unit_vectors
-from .langchain import LangChainFaissRetriever
+from .langchain import LangChainFaissRetriever, LangChainRetriever
 
 __all__ = [
     "BM25Retriever",
     "FaissRetriever",
     "FaissScores",
     "LangChainFaissRetriever",
+    "LangChainRetriever",
     "detect_unit_vectors",
 ]

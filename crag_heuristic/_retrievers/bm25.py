@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats, TermTable, _log_event
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind

@@ -57,8 +57,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats, resolve_corpus_stats
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind

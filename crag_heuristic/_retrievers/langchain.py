@@ -1,42 +1,563 @@
-"""An adapter for a LangChain FAISS vector store, without depending on LangChain.
+"""Adapters for LangChain vector stores and retrievers, without depending on LangChain.
 
-It is duck-typed: any object with ``similarity_search_with_score(query, k)``
-returning ``(document, raw_score)`` pairs and an ``index`` attribute holding
-the ``faiss.Index`` fits (``langchain_community.vectorstores.FAISS`` does).
+They are duck-typed: a *store* is anything with
+``similarity_search_with_score(query, k, **kwargs)`` returning ``(document,
+raw_score)`` pairs (every ``langchain_core.vectorstores.VectorStore``), a
+*retriever* anything with ``invoke(query)`` returning documents (every
+``BaseRetriever``). A document is anything with ``page_content`` and
+``metadata`` (``langchain_core.documents.Document``). The LangChain-facing
+classes (``CRAGRetriever``, the LangGraph grading node) live in
+:mod:`crag_heuristic.integrations.langchain`; this module holds the score and
+id conventions they share with :class:`LangChainFaissRetriever`.
 
-Why not LangChain's own retriever: ``as_retriever()`` drops the scores, and
-``similarity_search_with_relevance_scores`` maps Euclidean scores with
-``1 - d / sqrt(2)``, which treats FAISS's SQUARED L2 distance as a plain
-one: for unit vectors ``d`` runs from 0 to 4, so the "relevance" runs from
-1 down to ``1 - 4/sqrt(2) = -1.83``. This adapter takes the raw scores and
-converts them with :class:`~crag_heuristic._retrievers.faiss.FaissScores`
-(``cos = 1 - d / 2`` for unit vectors).
+Score semantics are explicit. What a store's raw score means depends on the
+store, so it is looked up, never guessed:
 
-Vectors are unit-normalised when the store was built with
-``normalize_L2=True`` (LangChain then normalises stored and query vectors);
-otherwise a sample of the stored vectors is checked, and you can declare it.
+==========================================  =====================================================
+store                                       chunk score and kind
+==========================================  =====================================================
+``score_kind=`` declared by the caller      the raw score, as that kind (e.g. ``COSINE`` for a
+                                            store known to return cosine similarities)
+LangChain ``FAISS`` (``index.metric_type``)  converted by :class:`FaissScores`: inner product of
+                                            unit vectors -> ``COSINE``; squared L2 of unit
+                                            vectors -> ``COSINE = 1 - d/2``; otherwise
+                                            ``INNER_PRODUCT`` / ``DISTANCE``
+``InMemoryVectorStore`` (langchain-core)    its cosine similarity -> ``COSINE``
+any other store                             the raw score as ``UNKNOWN``: the gate gets no
+                                            similarity evidence and its reasoning says so
+a store without scores, a plain retriever   no score (``UNKNOWN``), or ``metadata[score_key]``
+                                            when a key is named
+==========================================  =====================================================
+
+Why not LangChain's ``similarity_search_with_relevance_scores``: for FAISS it
+maps Euclidean scores with ``1 - d / sqrt(2)``, which treats FAISS's SQUARED
+L2 distance as a plain one: for unit vectors ``d`` runs from 0 to 4, so the
+"relevance" runs from 1 down to ``1 - 4/sqrt(2) = -1.83``.
+
+Ids: a document's ``id`` (or ``metadata["id"]``) when it has one; otherwise
+``"lc:"`` + the first 16 hex digits of the SHA-256 of its ``source`` metadata
+and its text (:func:`stable_document_id`). The id is stable across queries and
+processes, so one document keeps one id in every ranking the router fuses and
+in the evaluation cache. Two documents with the same id in one result are one
+document: the first (best-ranked) is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+from .._checks import check_k, check_query
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_k, check_query
-from .._exceptions import InputError, RetrieverError
+from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._text import Analyzer
-from .._types import Chunk
+from .._types import Chunk, ScoreKind
 from .faiss import FaissScores, detect_unit_vectors
 
-__all__ = ["LangChainFaissRetriever"]
+__all__ = [
+    "DeclaredScores",
+    "LangChainFaissRetriever",
+    "LangChainRetriever",
+    "ScoreConversion",
+    "document_to_chunk",
+    "stable_document_id",
+    "store_scores",
+]
 
 
-class LangChainFaissRetriever:
+class ScoreConversion(Protocol):
+    """How the raw scores of one store become chunk scores of one kind.
+
+    :class:`FaissScores` and :class:`DeclaredScores` fit.
+    """
+
+    kind: ScoreKind
+    semantics: str
+    metric_name: str
+
+    def __call__(self, raw: float) -> float: ...
+
+
+class DeclaredScores:
+    """Raw scores taken as they are, with a declared kind (no formula applies).
+
+    Attributes:
+        kind: the :class:`ScoreKind` the raw scores are declared to be.
+        semantics: the declaration in words.
+        metric_name: a short name for chunk metadata (``"cosine"``, ``"unknown"`` ...).
+    """
+
+    def __init__(self, kind: ScoreKind, semantics: str, metric_name: str) -> None:
+        self.kind = kind
+        self.semantics = semantics
+        self.metric_name = metric_name
+
+    def __call__(self, raw: float) -> float:
+        """The raw score itself.
+
+        Raises:
+            ValueError: a non-finite raw score.
+        """
+        if not math.isfinite(raw):
+            raise ValueError(f"the store returned a non-finite score {raw}")
+        return raw
+
+    def __repr__(self) -> str:
+        return f"DeclaredScores({self.kind.value}: {self.semantics!r})"
+
+
+def _score_kind(value: ScoreKind | str) -> ScoreKind:
+    try:
+        return ScoreKind(value)
+    except ValueError:
+        allowed = ", ".join(kind.value for kind in ScoreKind)
+        raise InputError(f"score_kind must be one of: {allowed}; got {value!r}") from None
+
+
+def _is_faiss_store(store: Any) -> bool:
+    index = getattr(store, "index", None)
+    return hasattr(store, "similarity_search_with_score") and hasattr(index, "metric_type")
+
+
+def _is_in_memory_store(store: Any) -> bool:
+    # The exact class only: a subclass may score another way.
+    cls = type(store)
+    return cls.__name__ == "InMemoryVectorStore" and cls.__module__.startswith(
+        "langchain_core.vectorstores"
+    )
+
+
+def store_scores(
+    store: Any,
+    *,
+    score_kind: ScoreKind | str | None = None,
+    normalized: bool | None = None,
+) -> ScoreConversion:
+    """The score conversion for a LangChain vector store (see the module doc).
+
+    Args:
+        store: the vector store.
+        score_kind: declare what the store's raw scores are; overrides the lookup.
+        normalized: for FAISS, whether the stored vectors are unit-normalised
+            (by default ``store._normalize_L2`` if set, else detected).
+
+    Raises:
+        InputError: an unknown ``score_kind``.
+    """
+    if score_kind is not None:
+        kind = _score_kind(score_kind)
+        return DeclaredScores(kind, f"declared by the caller: {kind.value}", kind.value)
+    if _is_faiss_store(store):
+        if normalized is None:
+            normalized = True if getattr(store, "_normalize_L2", False) else None
+            if normalized is None:
+                normalized = detect_unit_vectors(store.index)
+        return FaissScores(store.index.metric_type, normalized)
+    if _is_in_memory_store(store):
+        return DeclaredScores(
+            ScoreKind.COSINE, "cosine similarity (InMemoryVectorStore computes it)", "cosine"
+        )
+    return DeclaredScores(
+        ScoreKind.UNKNOWN,
+        f"unknown: {type(store).__name__} does not say what its scores mean; they are kept "
+        "as UNKNOWN and the gate has no similarity evidence (declare score_kind=...)",
+        "unknown",
+    )
+
+
+def stable_document_id(text: str, source: Any = None) -> str:
+    """``"lc:"`` + 16 hex digits of SHA-256 over the source and the text.
+
+    The same document gets the same id in every query and process (never
+    Python's salted ``hash()``), so rankings fuse and caches hit.
+    """
+    digest = hashlib.sha256()
+    digest.update(("" if source is None else str(source)).encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return "lc:" + digest.hexdigest()[:16]
+
+
+def document_to_chunk(
+    document: Any,
+    *,
+    score: float | None,
+    score_kind: ScoreKind,
+    retriever: str,
+    position: int = 0,
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> Chunk:
+    """A LangChain document as a chunk (id, text, source, parent id, metadata).
+
+    ``source`` and ``parent_id`` come from the document's metadata; the id is
+    the document's, else :func:`stable_document_id`.
+
+    Raises:
+        RetrieverError: not a document (no string ``page_content``), or a
+            score the chunk rejects (negative distance, NaN ...).
+    """
+    text = getattr(document, "page_content", None)
+    if not isinstance(text, str):
+        raise RetrieverError(
+            f"result #{position} is a {type(document).__name__}, not a Document "
+            "(no string page_content)",
+            retriever=retriever,
+        )
+    raw_metadata = getattr(document, "metadata", None) or {}
+    if not isinstance(raw_metadata, Mapping):
+        raise RetrieverError(
+            f"result #{position} has metadata of type {type(raw_metadata).__name__}",
+            retriever=retriever,
+        )
+    metadata = dict(raw_metadata)
+    source = metadata.get("source")
+    doc_id = getattr(document, "id", None) or metadata.get("id")
+    chunk_id = str(doc_id) if doc_id not in (None, "") else stable_document_id(text, source)
+    parent = metadata.get("parent_id")
+    try:
+        return Chunk(
+            id=chunk_id,
+            text=text,
+            score=score,
+            score_kind=score_kind,
+            source=None if source is None else str(source),
+            metadata={**metadata, **(extra_metadata or {})},
+            parent_id=None if parent is None else str(parent),
+        )
+    except InvalidChunkError as exc:
+        raise RetrieverError(f"result #{position}: {exc}", retriever=retriever) from None
+
+
+def _store_texts(store: Any) -> list[str] | None:
+    """The texts of a store's in-process docstore (FAISS, InMemoryVectorStore), if any."""
+    documents = getattr(getattr(store, "docstore", None), "_dict", None)
+    if isinstance(documents, Mapping) and documents:
+        return [str(getattr(d, "page_content", "")) for d in documents.values()]
+    records = getattr(store, "store", None)
+    if _is_in_memory_store(store) and isinstance(records, Mapping) and records:
+        return [str(r.get("text", "")) for r in records.values() if isinstance(r, Mapping)]
+    return None
+
+
+def _unwrap(base: Any) -> tuple[Any, dict[str, Any]]:
+    """A ``VectorStoreRetriever`` in similarity mode searches its store: use the store
+    (and its ``search_kwargs``) directly, so the scores are not thrown away."""
+    store = getattr(base, "vectorstore", None)
+    if (
+        store is not None
+        and getattr(base, "search_type", None) == "similarity"
+        and hasattr(store, "similarity_search_with_score")
+    ):
+        kwargs = dict(getattr(base, "search_kwargs", None) or {})
+        kwargs.pop("k", None)
+        return store, kwargs
+    return base, {}
+
+
+class LangChainRetriever:
+    """Any LangChain vector store or retriever as a crag-heuristic retriever.
+
+    Over a vector store it calls ``similarity_search_with_score`` and converts
+    the raw scores by the store's convention (see the module doc; the
+    conversion is :attr:`score_semantics`). Over a plain retriever it calls
+    ``invoke(query)`` and keeps the first ``k`` documents; they carry no
+    score unless ``score_key`` names a metadata field that holds one. A
+    ``VectorStoreRetriever`` (``store.as_retriever()``) in similarity mode is
+    unwrapped to its store, so its scores are kept.
+
+    Args:
+        base: a LangChain ``VectorStore`` or ``BaseRetriever`` (duck-typed).
+        score_kind: declare what the raw scores (or ``metadata[score_key]``)
+            are; overrides the lookup.
+        score_key: for a plain retriever, the metadata field with each
+            document's score.
+        normalized: for FAISS stores, whether the stored vectors are unit-normalised.
+        search_kwargs: passed to every search (``filter``, ``fetch_k`` ...).
+        require_scores: raise instead of degrading when there are no scores.
+        analyzer: for corpus statistics (use the evaluator's).
+        name: the retriever's name in errors.
+
+    Raises:
+        InputError: ``base`` is neither a store nor a retriever; an unknown
+            ``score_kind``; ``require_scores`` over a retriever without ``score_key``.
+
+    Degraded results (documented, never silent): a store whose scores mean
+    nothing known, a store that returns no scores and a plain retriever give
+    chunks of kind ``UNKNOWN`` (or without a score); the evaluator then has no
+    similarity evidence and says so in its reasoning.
+    """
+
+    def __init__(
+        self,
+        base: Any,
+        *,
+        score_kind: ScoreKind | str | None = None,
+        score_key: str | None = None,
+        normalized: bool | None = None,
+        search_kwargs: Mapping[str, Any] | None = None,
+        require_scores: bool = False,
+        analyzer: Analyzer | None = None,
+        name: str = "langchain",
+    ) -> None:
+        base, inherited = _unwrap(base)
+        if hasattr(base, "similarity_search_with_score"):
+            self.mode = "store"
+        elif hasattr(base, "invoke") or hasattr(base, "ainvoke"):
+            self.mode = "retriever"
+        else:
+            raise InputError(
+                f"base must be a LangChain VectorStore (similarity_search_with_score) or "
+                f"BaseRetriever (invoke), got {type(base).__name__}"
+            )
+        if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
+            raise InputError("search_kwargs must be a mapping")
+        if score_key is not None and not isinstance(score_key, str):
+            raise InputError(f"score_key must be a string, got {type(score_key).__name__}")
+        self.base = base
+        self.name = name
+        self.score_key = score_key
+        self.require_scores = bool(require_scores)
+        self.search_kwargs: dict[str, Any] = {**inherited, **dict(search_kwargs or {})}
+        self.search_kwargs.pop("k", None)
+        self._declared = score_kind is not None
+        if self.mode == "store":
+            self.scores: ScoreConversion = store_scores(
+                base, score_kind=score_kind, normalized=normalized
+            )
+        else:
+            if require_scores and score_key is None:
+                raise InputError(
+                    f"{type(base).__name__} is a retriever without scores: name the metadata "
+                    "field that holds them (score_key=...) or drop require_scores"
+                )
+            kind = ScoreKind.UNKNOWN if score_kind is None else _score_kind(score_kind)
+            if score_key is None:
+                what = "no scores (a plain retriever): the gate has no similarity evidence"
+            elif score_kind is None:
+                what = (
+                    f"metadata[{score_key!r}] of unknown kind: kept as UNKNOWN, the gate has "
+                    "no similarity evidence (declare score_kind=...)"
+                )
+            else:
+                what = f"metadata[{score_key!r}] declared by the caller: {kind.value}"
+            self.scores = DeclaredScores(kind, what, kind.value)
+        self._scoreless = False  # a store found to return no scores
+        self._analyzer = analyzer
+        self._stats: CorpusStats | None = None
+        self._stats_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        base = type(self.base).__name__
+        return f"{type(self).__name__}(base={base}, scores={self.score_semantics!r})"
+
+    @property
+    def score_kind(self) -> ScoreKind:
+        """The kind of the scores this retriever returns."""
+        return self.scores.kind
+
+    @property
+    def score_semantics(self) -> str:
+        """How raw scores are converted, in words."""
+        if self._scoreless:
+            return (
+                f"no scores: {type(self.base).__name__}.similarity_search_with_score is not "
+                "implemented; the gate has no similarity evidence"
+            )
+        return self.scores.semantics
+
+    # -- search ---------------------------------------------------------------------------
+
+    def _kwargs(self, k: int) -> dict[str, Any]:
+        return {**self.search_kwargs, "k": k}
+
+    def _no_scores(self, exc: NotImplementedError) -> RetrieverError | None:
+        """The error to raise for a store without scores, or ``None`` to degrade."""
+        if self.require_scores or self._declared:
+            return RetrieverError(
+                f"{type(self.base).__name__} returns no scores "
+                "(similarity_search_with_score is not implemented) but scores are required",
+                retriever=self.name,
+            )
+        self._scoreless = True
+        return None
+
+    def search(self, query: str, k: int) -> list[Chunk]:
+        """The ``k`` best documents as chunks, scores converted.
+
+        Raises:
+            InvalidQueryError: blank query.
+            InputError: ``k`` is not a positive integer.
+            RetrieverError: the store or retriever failed or returned something
+                unusable; a store without scores when scores are required.
+        """
+        check_query(query)
+        check_k(k)
+        try:
+            if self.mode == "retriever":
+                return self._from_documents(self._invoke(query), k)
+            if not self._scoreless:
+                try:
+                    pairs = self.base.similarity_search_with_score(query, **self._kwargs(k))
+                    return self._from_pairs(pairs)
+                except NotImplementedError as exc:
+                    error = self._no_scores(exc)
+                    if error is not None:
+                        raise error from None
+            return self._from_documents(self.base.similarity_search(query, **self._kwargs(k)), k)
+        except RetrieverError:
+            raise
+        except Exception as exc:
+            raise RetrieverError(f"the vector store failed: {exc!r}", retriever=self.name) from exc
+
+    async def asearch(self, query: str, k: int) -> list[Chunk]:
+        """The async search: the base's own async methods (LangChain runs sync-only
+        implementations in a worker thread)."""
+        check_query(query)
+        check_k(k)
+        base = self.base
+        try:
+            if self.mode == "retriever":
+                if hasattr(base, "ainvoke"):
+                    documents = await base.ainvoke(query, **self.search_kwargs)
+                else:
+                    documents = await asyncio.to_thread(self._invoke, query)
+                return self._from_documents(documents, k)
+            if not self._scoreless:
+                try:
+                    native = getattr(base, "asimilarity_search_with_score", None)
+                    if native is not None:
+                        pairs = await native(query, **self._kwargs(k))
+                    else:
+                        pairs = await asyncio.to_thread(
+                            base.similarity_search_with_score, query, **self._kwargs(k)
+                        )
+                    return self._from_pairs(pairs)
+                except NotImplementedError as exc:
+                    error = self._no_scores(exc)
+                    if error is not None:
+                        raise error from None
+            native_plain = getattr(base, "asimilarity_search", None)
+            if native_plain is not None:
+                documents = await native_plain(query, **self._kwargs(k))
+            else:
+                documents = await asyncio.to_thread(
+                    base.similarity_search, query, **self._kwargs(k)
+                )
+            return self._from_documents(documents, k)
+        except RetrieverError:
+            raise
+        except Exception as exc:
+            raise RetrieverError(f"the vector store failed: {exc!r}", retriever=self.name) from exc
+
+    def _invoke(self, query: str) -> Any:
+        return self.base.invoke(query, **self.search_kwargs)
+
+    def _from_pairs(self, pairs: Any) -> list[Chunk]:
+        try:
+            items = list(pairs)
+        except TypeError:
+            raise RetrieverError(
+                "the vector store returned a non-iterable", retriever=self.name
+            ) from None
+        chunks: list[Chunk] = []
+        seen: set[str] = set()
+        for position, pair in enumerate(items):
+            try:
+                document, raw = pair
+                raw = float(raw)
+            except (TypeError, ValueError):
+                raise RetrieverError(
+                    f"result #{position} is not a (Document, score) pair", retriever=self.name
+                ) from None
+            try:
+                score = self.scores(raw)
+            except ValueError as exc:
+                raise RetrieverError(str(exc), retriever=self.name) from None
+            chunk = document_to_chunk(
+                document,
+                score=score,
+                score_kind=self.scores.kind,
+                retriever=self.name,
+                position=position,
+                extra_metadata={"raw_score": raw, "metric": self.scores.metric_name},
+            )
+            if chunk.id not in seen:  # one document twice: keep the best-ranked
+                seen.add(chunk.id)
+                chunks.append(chunk)
+        return chunks
+
+    def _from_documents(self, documents: Any, k: int) -> list[Chunk]:
+        if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
+            try:
+                documents = list(documents)
+            except TypeError:
+                raise RetrieverError(
+                    f"the retriever returned a {type(documents).__name__}, not a list of Documents",
+                    retriever=self.name,
+                ) from None
+        chunks: list[Chunk] = []
+        seen: set[str] = set()
+        for position, document in enumerate(documents):
+            if len(chunks) == k:
+                break
+            score = self._metadata_score(document, position)
+            kind = self.scores.kind if score is not None else ScoreKind.UNKNOWN
+            chunk = document_to_chunk(
+                document, score=score, score_kind=kind, retriever=self.name, position=position
+            )
+            if chunk.id not in seen:
+                seen.add(chunk.id)
+                chunks.append(chunk)
+        return chunks
+
+    def _metadata_score(self, document: Any, position: int) -> float | None:
+        if self.score_key is None or self.mode == "store":
+            return None
+        metadata = getattr(document, "metadata", None)
+        value = metadata.get(self.score_key) if isinstance(metadata, Mapping) else None
+        if value is None:
+            if self.require_scores or self._declared:
+                raise RetrieverError(
+                    f"result #{position} has no metadata[{self.score_key!r}] score",
+                    retriever=self.name,
+                )
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RetrieverError(
+                f"result #{position}: metadata[{self.score_key!r}] = {value!r} is not a number",
+                retriever=self.name,
+            )
+        try:
+            return self.scores(float(value))
+        except ValueError as exc:
+            raise RetrieverError(f"result #{position}: {exc}", retriever=self.name) from None
+
+    # -- corpus statistics ----------------------------------------------------------------
+
+    def corpus_stats(self) -> CorpusStats | None:
+        """Document frequencies over the store's in-process docstore (FAISS,
+        ``InMemoryVectorStore``), computed once; ``None`` for other stores."""
+        if self._stats is None:
+            with self._stats_lock:
+                if self._stats is None:
+                    texts = _store_texts(self.base)
+                    if not texts:
+                        return None
+                    self._stats = CorpusStats.from_texts(texts, self._analyzer)
+        return self._stats
+
+
+class LangChainFaissRetriever(LangChainRetriever):
     """Wrap a LangChain FAISS vector store as a crag-heuristic retriever.
+
+    A :class:`LangChainRetriever` that insists on a FAISS-shaped store:
+    ``similarity_search_with_score(query, k)`` and an ``index`` attribute
+    holding the ``faiss.Index`` (``langchain_community.vectorstores.FAISS``).
+    Raw scores are converted with :class:`FaissScores`.
 
     Args:
         store: the vector store (``langchain_community.vectorstores.FAISS``
@@ -66,123 +587,21 @@ class LangChainFaissRetriever:
                 "store must look like a LangChain FAISS vector store "
                 "(similarity_search_with_score and index)"
             )
+        kwargs: dict[str, Any] = {}
+        if filter is not None:
+            kwargs["filter"] = filter
+        if fetch_k is not None:
+            kwargs["fetch_k"] = fetch_k
+        super().__init__(
+            store,
+            normalized=normalized,
+            search_kwargs=kwargs,
+            analyzer=analyzer,
+            name=name,
+        )
         self.store = store
-        if normalized is None:
-            normalized = True if getattr(store, "_normalize_L2", False) else None
-            if normalized is None:
-                normalized = detect_unit_vectors(store.index)
-        self.scores = FaissScores(store.index.metric_type, normalized)
         self.filter = filter
         self.fetch_k = fetch_k
-        self.name = name
-        self._analyzer = analyzer
-        self._stats: CorpusStats | None = None
-        self._stats_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LangChainFaissRetriever(scores={self.scores.semantics!r})"
-
-    @property
-    def score_semantics(self) -> str:
-        """How raw scores are converted, in words."""
-        return self.scores.semantics
-
-    def _kwargs(self, k: int) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"k": k}
-        if self.filter is not None:
-            kwargs["filter"] = self.filter
-        if self.fetch_k is not None:
-            kwargs["fetch_k"] = self.fetch_k
-        return kwargs
-
-    def search(self, query: str, k: int) -> list[Chunk]:
-        """The ``k`` nearest documents as chunks, raw scores converted.
-
-        Raises:
-            RetrieverError: the store failed or returned something unusable.
-        """
-        check_query(query)
-        check_k(k)
-        try:
-            pairs = self.store.similarity_search_with_score(query, **self._kwargs(k))
-        except Exception as exc:
-            raise RetrieverError(f"the vector store failed: {exc!r}", retriever=self.name) from exc
-        return self._to_chunks(pairs)
-
-    async def asearch(self, query: str, k: int) -> list[Chunk]:
-        """The async search: the store's own if it has one, else a worker thread."""
-        check_query(query)
-        check_k(k)
-        native = getattr(self.store, "asimilarity_search_with_score", None)
-        try:
-            if native is not None:
-                pairs = await native(query, **self._kwargs(k))
-            else:
-                pairs = await asyncio.to_thread(
-                    self.store.similarity_search_with_score, query, **self._kwargs(k)
-                )
-        except Exception as exc:
-            raise RetrieverError(f"the vector store failed: {exc!r}", retriever=self.name) from exc
-        return self._to_chunks(pairs)
-
-    def _to_chunks(self, pairs: Any) -> list[Chunk]:
-        chunks = []
-        seen: set[str] = set()
-        try:
-            items = list(pairs)
-        except TypeError:
-            raise RetrieverError(
-                "the vector store returned a non-iterable", retriever=self.name
-            ) from None
-        for position, pair in enumerate(items):
-            try:
-                document, raw = pair
-                raw = float(raw)
-                text = document.page_content
-            except (TypeError, ValueError, AttributeError):
-                raise RetrieverError(
-                    f"result #{position} is not a (Document, score) pair", retriever=self.name
-                ) from None
-            try:
-                score = self.scores(raw)
-            except ValueError as exc:
-                raise RetrieverError(str(exc), retriever=self.name) from None
-            metadata = dict(getattr(document, "metadata", None) or {})
-            chunk_id = getattr(document, "id", None) or metadata.get("id")
-            if not chunk_id:
-                chunk_id = (
-                    "lc:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-                )
-            chunk_id = str(chunk_id)
-            if chunk_id in seen:
-                continue
-            seen.add(chunk_id)
-            source = metadata.get("source")
-            chunks.append(
-                Chunk(
-                    id=chunk_id,
-                    text=text,
-                    score=score,
-                    score_kind=self.scores.kind,
-                    source=None if source is None else str(source),
-                    metadata={
-                        **metadata,
-                        "raw_score": raw,
-                        "metric": self.scores.metric_name,
-                    },
-                    parent_id=metadata.get("parent_id"),
-                )
-            )
-        return chunks
-
-    def corpus_stats(self) -> CorpusStats | None:
-        """Document frequencies over the store's in-memory docstore, if it has one."""
-        if self._stats is None:
-            documents = getattr(getattr(self.store, "docstore", None), "_dict", None)
-            if not isinstance(documents, Mapping) or not documents:
-                return None
-            with self._stats_lock:
-                if self._stats is None:
-                    texts = [getattr(d, "page_content", "") for d in documents.values()]
-                    self._stats = CorpusStats.from_texts(texts, self._analyzer)
-        return self._stats

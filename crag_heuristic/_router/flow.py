@@ -19,29 +19,48 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._cache.keys import evaluation_key, web_key
 from .._config import RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._exceptions import CacheError, CragError, RetrieverError
+from .._exceptions import (
+    CacheError,
+    CragError,
+    InvalidChunkError,
+    RetrieverError,
+    WebSearchResponseError,
+)
 from .._fusion import reciprocal_rank_fusion
-from .._protocols import ParentFetcher
-from .._types import Chunk, Evaluation, Verdict
+from .._protocols import AsyncRetriever, ParentFetcher, Retriever
+from .._redact import redact
+from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
 
-__all__ = ["CacheGet", "CacheSet", "Context", "Search", "WebCall", "correct"]
+if TYPE_CHECKING:  # types only: the expansion package is imported when first used
+    from .._expansion.base import QueryExpander
+
+__all__ = [
+    "CacheGet",
+    "CacheSet",
+    "Context",
+    "Search",
+    "WebCall",
+    "correct",
+    "retrieved_chunks",
+    "web_chunks",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Search:
     """Ask ``retriever`` for the ``k`` best chunks for ``query``."""
 
-    retriever: Any
+    retriever: Retriever | AsyncRetriever
     query: str
     k: int
     lexical: bool = False
@@ -79,12 +98,12 @@ Flow = Generator[list[Request], list[Any], CRAGResult]
 class Context:
     """Everything one run of the flow needs (built by the router per query)."""
 
-    retriever: Any
+    retriever: Retriever | AsyncRetriever
     evaluator: Evaluator
     config: RouterConfig
     corpus_stats: CorpusStats | None
-    get_expander: Callable[[], Any] = lambda: None
-    lexical: Any = None
+    get_expander: Callable[[], QueryExpander | None] = lambda: None
+    lexical: Retriever | AsyncRetriever | None = None
     has_web: bool = False
     has_cache: bool = False
     web_fingerprint: str = ""
@@ -129,8 +148,9 @@ class Context:
 
 
 def describe(error: BaseException) -> str:
-    """``"ErrorType: message"``, the form errors take on a result."""
-    return f"{type(error).__name__}: {error}"
+    """``"ErrorType: message"``, the form errors take on a result (credentials in
+    any URL masked: the message may come from a user's part)."""
+    return redact(f"{type(error).__name__}: {error}")
 
 
 @dataclass
@@ -144,6 +164,7 @@ class _State:
     web_used: bool = False
     web_error: str | None = None
     web_cache_hit: bool = False
+    web_miss: str | None = None  # why the web gave nothing: "no web searcher configured" ...
 
 
 def correct(ctx: Context, query: str, k: int) -> Flow:
@@ -183,10 +204,18 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
             yield from _web(ctx, query, retrieved, first_eval, state)
             if state.web_used:
                 state.strategy = Strategy.COMBINED
+            elif state.web_miss is not None:
+                ctx.notes.append(f"{state.web_miss}: the chunks before it are kept")
     else:
         yield from _web(ctx, query, retrieved, first_eval, state)
-        if not state.web_used and cfg.expand_without_web and state.retries < cfg.max_retries:
-            yield from _expand(ctx, query, k, depth, first, state, fallback=True)
+        if state.web_miss is not None:
+            expanded = False
+            if cfg.expand_without_web and state.retries < cfg.max_retries:
+                expanded = yield from _expand(
+                    ctx, query, k, depth, first, state, fallback=state.web_miss
+                )
+            if not expanded:
+                ctx.notes.append(f"{state.web_miss}: the original chunks are kept")
 
     if not state.chunks and retrieved:  # never hand back less than we had without a reason
         state.chunks = retrieved
@@ -295,12 +324,13 @@ def _expand(
     first: list[Chunk],
     state: _State,
     *,
-    fallback: bool = False,
-) -> Generator[list[Request], list[Any], None]:
+    fallback: str | None = None,
+) -> Generator[list[Request], list[Any], bool]:
     """PARTIAL: expand the query, re-retrieve, fuse with RRF, evaluate again.
 
-    With ``fallback`` (IRRELEVANT without web results) it only takes over the
-    strategy when there is something to expand with.
+    With ``fallback`` (IRRELEVANT without web results; why, e.g. "the web search
+    failed") it only takes over the strategy when there is something to expand
+    with, and notes why it runs. Returns whether it re-retrieved.
     """
     cfg = ctx.config
     started = time.perf_counter()
@@ -324,17 +354,17 @@ def _expand(
     if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
         parents = ctx.retriever.get_parents(state.chunks)
     if not requests and not parents:
-        if not fallback:
+        if fallback is None:
             state.strategy = Strategy.QUERY_EXPANSION
             state.expanded = queries
             ctx.notes.append("no expansion or second retriever available: the retrieval is kept")
-        return
+        return False
     state.strategy = Strategy.QUERY_EXPANSION
     state.retries += 1
     state.expanded = queries
-    ctx.log("crag.expand", queries=len(queries), fallback=fallback)
-    if fallback:
-        ctx.notes.append("no web results: trying query expansion instead")
+    ctx.log("crag.expand", queries=len(queries), fallback=fallback is not None)
+    if fallback is not None:
+        ctx.notes.append(f"{fallback}: trying query expansion instead")
 
     started = time.perf_counter()
     outcomes = yield list(requests)
@@ -353,7 +383,7 @@ def _expand(
     ctx.counts["expanded_rankings"] = len(rankings) - 1
     if len(rankings) == 1:
         ctx.notes.append("every re-retrieval failed: the retrieval is kept")
-        return
+        return True
 
     started = time.perf_counter()
     fused = reciprocal_rank_fusion(rankings, k=cfg.rrf_k, weights=weights, keep_scores=True)[:k]
@@ -361,12 +391,16 @@ def _expand(
     ctx.counts["fused"] = len(fused)
     state.chunks = fused
     state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
+    return True
 
 
 def _web(
     ctx: Context, query: str, retrieved: list[Chunk], first_eval: Evaluation, state: _State
 ) -> Generator[list[Request], list[Any], None]:
-    """IRRELEVANT (or still short after expansion): keyword rewrite, then the web."""
+    """IRRELEVANT (or still short after expansion): keyword rewrite, then the web.
+
+    When the web gives nothing, ``state.web_miss`` says why; the caller notes
+    what happens instead."""
     if state.strategy is Strategy.NONE:
         state.strategy = Strategy.WEB_SEARCH
     started = time.perf_counter()
@@ -375,20 +409,24 @@ def _web(
     )
     ctx.timed("rewrite", started)
     if not ctx.has_web:
-        ctx.notes.append("no web searcher configured: the original chunks are kept")
+        state.web_miss = "no web searcher configured"
         return
     state.retries += 1
     outcome = yield from _cached_web(ctx, state)
     if isinstance(outcome, BaseException):
         state.web_error = describe(outcome)
-        ctx.notes.append("the web search failed: the chunks before it are kept")
+        state.web_miss = "the web search failed"
         ctx.log("crag.web_search", ok=False, error=type(outcome).__name__)
         return
-    results = [chunk for chunk in outcome if isinstance(chunk, Chunk)]
+    results = [chunk for chunk in outcome if is_http_url(chunk.source)]
+    if len(results) < len(outcome):
+        dropped = len(outcome) - len(results)
+        ctx.counts["web_dropped"] = dropped
+        ctx.notes.append(f"dropped {dropped} web result(s) whose source is not an http(s) URL")
     ctx.counts["web_results"] = len(results)
     ctx.log("crag.web_search", ok=True, results=len(results))
     if not results:
-        ctx.notes.append("the web search found nothing: the chunks before it are kept")
+        state.web_miss = "the web search found nothing"
         return
     final = _dedupe(results)
     if ctx.config.keep_partial_on_web:
@@ -435,6 +473,14 @@ def _cached_web(ctx: Context, state: _State) -> Generator[list[Request], list[An
     return outcome
 
 
+def is_http_url(source: str | None) -> bool:
+    """Whether a web chunk's ``source`` is an absolute http(s) URL with a host."""
+    if not source:
+        return False
+    scheme, sep, rest = source.partition("://")
+    return bool(sep) and scheme.lower() in ("http", "https") and rest[:1] not in ("", "/")
+
+
 def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:
     seen: set[str] = set()
     out = []
@@ -443,6 +489,53 @@ def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:
             seen.add(chunk.id)
             out.append(chunk)
     return out
+
+
+def _chunk_list(value: Any) -> tuple[list[Chunk], str | None]:
+    """``value`` as a list of chunks, or what is wrong with it.
+
+    A list of chunks is returned as it is (a ``WebResults`` keeps its ``info``);
+    any other iterable is materialised once. Whatever iterating raises (a
+    generator's own failure) propagates.
+    """
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        return [], f"{type(value).__name__}, not an iterable of Chunk"
+    items = value if isinstance(value, list) else list(value)
+    for position, item in enumerate(items):
+        if not isinstance(item, Chunk):
+            return [], f"{type(item).__name__} at position {position}, not a Chunk"
+        try:
+            check_chunk(item)
+        except InvalidChunkError as exc:
+            return [], f"an invalid chunk at position {position}: {exc}"
+    return items, None
+
+
+def retrieved_chunks(value: Any, retriever: Any, method: str = "search") -> list[Chunk]:
+    """What ``retriever.<method>`` returned, checked: any iterable of :class:`Chunk`.
+
+    Raises:
+        RetrieverError: anything else (``None``, a number, a string, a mapping, an
+            element that is not a chunk), naming the retriever.
+    """
+    chunks, problem = _chunk_list(value)
+    if problem is not None:
+        name = type(retriever).__name__
+        raise RetrieverError(f"{name}.{method} returned {problem}", retriever=name)
+    return chunks
+
+
+def web_chunks(value: Any, searcher: Any, method: str = "search") -> list[Chunk]:
+    """What a web searcher returned, checked as :func:`retrieved_chunks` does.
+
+    Raises:
+        WebSearchResponseError: not an iterable of chunks (the router records it
+            as ``web_error``).
+    """
+    chunks, problem = _chunk_list(value)
+    if problem is not None:
+        raise WebSearchResponseError(f"{type(searcher).__name__}.{method} returned {problem}")
+    return chunks
 
 
 def retriever_error(error: BaseException, retriever: Any) -> RetrieverError:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .._checks import check_query
 from .._corpus import CorpusStats
-from .._evaluator.evaluator import check_query
 from .._text import Analyzer
 
 __all__ = ["FILLER_WORDS", "keyword_query"]

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._cache import MemoryCache
+from .._checks import check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._evaluator.evaluator import check_k, check_query
 from .._exceptions import (
     CacheError,
     InputError,
@@ -27,7 +28,17 @@ from .._exceptions import (
     WebSearchTimeout,
 )
 from .._logging import get_logger
-from .._protocols import StatsProvider
+from .._protocols import (
+    AsyncCache,
+    AsyncRetriever,
+    AsyncWebSearcher,
+    Cache,
+    EventLogger,
+    Retriever,
+    StatsProvider,
+    WebSearcher,
+)
+from .._types import Chunk
 from .flow import (
     CacheGet,
     CacheSet,
@@ -37,9 +48,15 @@ from .flow import (
     Search,
     WebCall,
     correct,
+    retrieved_chunks,
     retriever_error,
+    web_chunks,
 )
 from .result import CRAGResult, Strategy
+
+if TYPE_CHECKING:  # types only: the expansion package is imported when first used
+    from .._expansion.base import QueryExpander
+    from .._metrics import MetricsSink
 
 __all__ = ["CRAG"]
 
@@ -70,22 +87,25 @@ class CRAG:
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
 
+    Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
+    object with the right methods fits, nothing needs to inherit.
+
     Raises:
         InputError: a part without the methods it needs.
     """
 
     def __init__(
         self,
-        retriever: Any,
+        retriever: Retriever | AsyncRetriever,
         evaluator: Evaluator | EvaluatorConfig | str | None = None,
-        expander: Any = None,
-        web: Any = None,
-        cache: Any = None,
+        expander: QueryExpander | Literal[False] | None = None,
+        web: WebSearcher | AsyncWebSearcher | None = None,
+        cache: Cache | AsyncCache | Literal[False] | None = None,
         config: RouterConfig | Mapping[str, Any] | None = None,
         *,
-        lexical: Any = None,
-        metrics: Any = None,
-        logger: Any = None,
+        lexical: Retriever | AsyncRetriever | None = None,
+        metrics: MetricsSink | None = None,
+        logger: EventLogger | None = None,
     ) -> None:
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
@@ -98,12 +118,12 @@ class CRAG:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
             raise InputError("cache must have get/set or aget/aset (or be False for none)")
-        self.retriever = retriever
+        self.retriever: Retriever | AsyncRetriever = retriever
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        self._expander = expander
+        self._expander: QueryExpander | Literal[False] | None = expander
         self._expander_lock = threading.Lock()
-        self.web = web
-        self.cache = None if cache is False else cache
+        self.web: WebSearcher | AsyncWebSearcher | None = web
+        self.cache: Cache | AsyncCache | None = None if cache is False else cache
         if config is None:
             config = RouterConfig()
         elif isinstance(config, Mapping):
@@ -113,9 +133,9 @@ class CRAG:
                 f"config must be a RouterConfig or a dict, got {type(config).__name__}"
             )
         self.config = config
-        self.lexical = lexical
-        self.metrics = metrics
-        self._log = logger if logger is not None else get_logger()
+        self.lexical: Retriever | AsyncRetriever | None = lexical
+        self.metrics: MetricsSink | None = metrics
+        self._log: EventLogger = logger if logger is not None else get_logger()
         self._stats: CorpusStats | None = None
         self._stats_known = False
         self._stats_lock = threading.Lock()
@@ -127,7 +147,7 @@ class CRAG:
         )
 
     @property
-    def expander(self) -> Any:
+    def expander(self) -> QueryExpander | None:
         """The query expander (the default one is built on first use)."""
         if self._expander is None:
             with self._expander_lock:
@@ -144,7 +164,8 @@ class CRAG:
         if not self._stats_known:
             with self._stats_lock:
                 if not self._stats_known:
-                    for part in (self.retriever, self.lexical):
+                    parts: tuple[object, ...] = (self.retriever, self.lexical)
+                    for part in parts:  # object: a retriever may or may not know its stats
                         if isinstance(part, StatsProvider):
                             self._stats = part.corpus_stats()
                             if self._stats is not None:
@@ -152,7 +173,7 @@ class CRAG:
                     self._stats_known = True
         return self._stats
 
-    def _bound_log(self, query: str) -> Any:
+    def _bound_log(self, query: str) -> EventLogger:
         """The logger bound to a hash of the query (logs never hold the query text)."""
         query_id = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         return self._log.bind(query_id=query_id)
@@ -252,14 +273,14 @@ class CRAG:
                     f"{type(request.retriever).__name__} is async-only: use aretrieve()"
                 )
             try:
-                return search(request.query, request.k)
+                return retrieved_chunks(search(request.query, request.k), request.retriever)
             except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
                 return retriever_error(exc, request.retriever)
         web_search = getattr(self.web, "search", None)
         if web_search is None:
             return WebSearchError(f"{type(self.web).__name__} is async-only: use aretrieve()")
         try:
-            return web_search(request.query, request.max_results)
+            return web_chunks(web_search(request.query, request.max_results), self.web)
         except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
             return _web_error(exc)
 
@@ -303,16 +324,14 @@ class CRAG:
                 return _cache_error(exc, request)
         if isinstance(request, Search):
             try:
-                return await _async_or_thread(
-                    request.retriever, "asearch", "search", request.query, request.k
+                return await _chunks_async(
+                    request.retriever, retrieved_chunks, request.query, request.k
                 )
             except Exception as exc:  # noqa: BLE001
                 return retriever_error(exc, request.retriever)
         assert isinstance(request, WebCall)
         try:
-            call = _async_or_thread(
-                self.web, "asearch", "search", request.query, request.max_results
-            )
+            call = _chunks_async(self.web, web_chunks, request.query, request.max_results)
             timeout = self.config.web_timeout
             if timeout is None:
                 return await call
@@ -331,6 +350,23 @@ def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> 
     if native is not None:
         return native(*args)
     return asyncio.to_thread(getattr(part, sync_name), *args)
+
+
+async def _chunks_async(
+    part: Any, check: Callable[[Any, Any, str], list[Chunk]], *args: Any
+) -> list[Chunk]:
+    """``part.asearch(*args)`` (awaited, or an async iterator collected), else
+    ``part.search(*args)`` in a worker thread (a generator is materialised there,
+    off the event loop); the answer checked by ``check``."""
+    native = getattr(part, "asearch", None)
+    if native is None:
+        return await asyncio.to_thread(lambda: check(part.search(*args), part, "search"))
+    value = native(*args)
+    if hasattr(value, "__aiter__"):
+        value = [item async for item in value]
+    elif inspect.isawaitable(value):
+        value = await value
+    return check(value, part, "asearch")
 
 
 def _cache_error(error: Exception, request: CacheGet | CacheSet) -> CacheError:

@@ -3,6 +3,9 @@
 The classic three-state machine (Nygard, *Release It!*, 2007)::
 
     CLOSED --(failure_threshold consecutive failures within `window` s)--> OPEN
+              or, with `failure_rate` set (a sliding window, as resilience4j's):
+           --(at least failure_threshold failures in the last `window` s, and
+              failures / calls in that window >= failure_rate)--------------> OPEN
     OPEN   --(`cooldown` s later, the next call is let through as a trial)--> HALF_OPEN
     HALF_OPEN --(the trial succeeds)--> CLOSED
     HALF_OPEN --(the trial fails)-----> OPEN (a new cool-down)
@@ -19,6 +22,11 @@ under an older ticket, by a call that started before the state changed, is
 ignored: a slow call that started while CLOSED cannot close a circuit that
 opened in the meantime. :meth:`release` reports a call that neither
 succeeded nor failed (cancelled): it only frees the trial slot.
+
+The consecutive mode (the default) opens on a short streak, which many
+concurrent callers produce even when most calls succeed (one slow engine
+fails every call in flight at once); the rate mode opens only when the
+service fails a share of its calls, whatever the interleaving.
 
 Which errors count as failures is the caller's decision; the SearXNG client's
 choice is documented in :mod:`crag_heuristic._web.searxng`.
@@ -37,10 +45,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from .._exceptions import CircuitOpenError, ConfigError
 from .._logging import get_logger
+from .._protocols import EventLogger
 
 __all__ = ["CircuitBreaker", "CircuitState"]
 
@@ -65,9 +73,14 @@ class CircuitBreaker:
     """Opens after repeated failures, then lets one trial call through.
 
     Args:
-        failure_threshold: consecutive failures that open the circuit.
+        failure_threshold: consecutive failures that open the circuit (with
+            ``failure_rate``: the fewest failures in the window that may open it).
         window: the failures must fall within this many seconds; older ones
             are forgotten (a failure a day does not open the circuit).
+        failure_rate: ``None`` (default) for the consecutive mode; a share in
+            (0, 1] for the rate mode: the circuit opens when the failures among
+            the outcomes of the last ``window`` seconds reach this share (and
+            ``failure_threshold`` in number). A success does not reset them.
         cooldown: seconds the circuit stays open before a trial call.
         name: a label for errors and logs.
         clock: monotonic time in seconds (``time.monotonic``); inject a fake
@@ -87,24 +100,32 @@ class CircuitBreaker:
         failure_threshold: int = 5,
         window: float = 60.0,
         cooldown: float = 30.0,
+        failure_rate: float | None = None,
         name: str = "web_search",
         clock: Callable[[], float] = time.monotonic,
-        logger: Any = None,
+        logger: EventLogger | None = None,
     ) -> None:
         _check_positive("failure_threshold", failure_threshold, integer=True)
         _check_positive("window", window)
         _check_positive("cooldown", cooldown)
+        if failure_rate is not None:
+            _check_positive("failure_rate", failure_rate)
+            if failure_rate > 1:
+                raise ConfigError("failure_rate", failure_rate, "must be a share in (0, 1]")
+        self.failure_rate = None if failure_rate is None else float(failure_rate)
         self.failure_threshold = failure_threshold
         self.window = float(window)
         self.cooldown = float(cooldown)
         self.name = name
         self._clock = clock
-        self._log = logger if logger is not None else get_logger()
+        self._log: EventLogger = logger if logger is not None else get_logger()
         self._lock = threading.Lock()
         self._state = CircuitState.CLOSED
         self._epoch = 0
-        self._failures: deque[float] = deque()
+        self._failures: deque[float] = deque()  # failure times (both modes)
+        self._successes: deque[float] = deque()  # success times (rate mode only)
         self._opened_at = 0.0
+        self._opened_because = f"{failure_threshold} consecutive failures"
         self._trial_started: float | None = None
         self._changes: list[tuple[str, str]] = []
 
@@ -121,7 +142,8 @@ class CircuitBreaker:
 
     @property
     def failures(self) -> int:
-        """Consecutive failures counted towards opening (within the window)."""
+        """Failures counted towards opening (within the window): consecutive ones,
+        or in rate mode all of them."""
         with self._lock:
             self._forget_old(self._clock())
             return len(self._failures)
@@ -153,9 +175,15 @@ class CircuitBreaker:
         with self._changing():
             if ticket != self._epoch:
                 return
-            self._failures.clear()
             if self._state is CircuitState.HALF_OPEN:
+                self._clear()
                 self._move(CircuitState.CLOSED)
+            elif self.failure_rate is None:
+                self._failures.clear()
+            else:
+                now = self._clock()
+                self._successes.append(now)
+                self._forget_old(now)
 
     def record_failure(self, ticket: int) -> None:
         """Report that the call holding ``ticket`` failed."""
@@ -168,7 +196,7 @@ class CircuitBreaker:
                 return
             self._failures.append(now)
             self._forget_old(now)
-            if len(self._failures) >= self.failure_threshold:
+            if self._should_open():
                 self._open(now)
 
     def release(self, ticket: int) -> None:
@@ -180,7 +208,7 @@ class CircuitBreaker:
     def reset(self) -> None:
         """Close the circuit and forget every failure."""
         with self._changing():
-            self._failures.clear()
+            self._clear()
             if self._state is not CircuitState.CLOSED:
                 self._move(CircuitState.CLOSED)
 
@@ -204,13 +232,34 @@ class CircuitBreaker:
         return now - self._opened_at >= self.cooldown
 
     def _forget_old(self, now: float) -> None:
-        while self._failures and now - self._failures[0] > self.window:
-            self._failures.popleft()
+        for times in (self._failures, self._successes):
+            while times and now - times[0] > self.window:
+                times.popleft()
+
+    def _should_open(self) -> bool:
+        failures = len(self._failures)
+        if failures < self.failure_threshold:
+            return False
+        if self.failure_rate is None:
+            return True
+        return failures / (failures + len(self._successes)) >= self.failure_rate
+
+    def _clear(self) -> None:
+        self._failures.clear()
+        self._successes.clear()
 
     def _open(self, now: float) -> None:
         self._opened_at = now
-        self._failures.clear()
+        self._opened_because = self._reason()
+        self._clear()
         self._move(CircuitState.OPEN)
+
+    def _reason(self) -> str:
+        failures = len(self._failures)
+        if self.failure_rate is None:
+            return f"{failures} consecutive failures"
+        share = failures / (failures + len(self._successes))
+        return f"{failures} failures, {share:.0%} of the calls in the last {self.window:g} s"
 
     def _move(self, state: CircuitState) -> None:
         self._changes.append((self._state.value, state.value))
@@ -221,6 +270,6 @@ class CircuitBreaker:
     def _refusal(self, retry_after: float, why: str) -> CircuitOpenError:
         return CircuitOpenError(
             f"circuit {self.name!r} is {why}: calls suspended after "
-            f"{self.failure_threshold} consecutive failures; retry in {retry_after:.1f} s",
+            f"{self._opened_because}; retry in {retry_after:.1f} s",
             retry_after=retry_after,
         )

@@ -18,7 +18,10 @@ usable one into a :class:`~crag_heuristic.Chunk`:
   (1-based, among the returned chunks), ``title``, ``category``, ``query``.
 
 A result is skipped when it is not an object, has no absolute URL, or has no
-text left after cleaning; a later result whose normalised URL
+text left after cleaning; one whose URL is not ``http(s)`` (``file://``,
+``ftp://``, ``javascript:`` ...) is dropped and counted apart
+(:attr:`WebSearchInfo.non_http`): a web chunk's source is a page a reader can
+open; a later result whose normalised URL
 (:func:`~crag_heuristic._web.urls.normalize_url`) was already kept is dropped
 as a duplicate. No results and failing engines is an error
 (:class:`~crag_heuristic.WebSearchEnginesFailed`); some results and failing
@@ -55,6 +58,8 @@ class WebSearchInfo:
         returned: chunks returned (after skipping, dedupe and ``max_results``).
         duplicates: results dropped as another spelling of an earlier URL.
         skipped: results dropped as unusable (no URL, no text, not an object).
+        non_http: results dropped because their URL is not http(s) (``file://``,
+            ``ftp://``, ``javascript:`` ...).
         unresponsive_engines: ``(engine, message)`` for each engine that failed;
             non-empty with results means a partial answer.
         suggestions: query suggestions from the instance.
@@ -71,6 +76,7 @@ class WebSearchInfo:
     returned: int = 0
     duplicates: int = 0
     skipped: int = 0
+    non_http: int = 0
     unresponsive_engines: tuple[tuple[str, str], ...] = ()
     suggestions: tuple[str, ...] = ()
     corrections: tuple[str, ...] = ()
@@ -147,12 +153,18 @@ def _unresponsive(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _is_absolute(url: str) -> bool:
+def _url_kind(url: str) -> str:
+    """``"http"`` for an absolute http(s) URL with a host, ``"other"`` for any other
+    scheme (``file:``, ``ftp:``, ``javascript:`` ...), ``"bad"`` for no URL at all."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return False
-    return bool(parts.scheme and parts.netloc)
+        return "bad"
+    if not parts.scheme:
+        return "bad"
+    if parts.scheme.lower() in ("http", "https"):
+        return "http" if parts.netloc else "bad"
+    return "other"
 
 
 def _chunk(
@@ -226,15 +238,19 @@ def parse_answer(
         )
     chunks: list[Chunk] = []
     seen: set[str] = set()
-    duplicates = skipped = 0
+    duplicates = skipped = non_http = 0
     for item in results:
         if len(chunks) >= max_results:
             break
-        link = item.get("url") if isinstance(item, dict) else None
-        if not isinstance(link, str) or not _is_absolute(link.strip()):
-            skipped += 1
+        raw = item.get("url") if isinstance(item, dict) else None
+        link = raw.strip() if isinstance(raw, str) else ""
+        kind = _url_kind(link)
+        if kind != "http":
+            if kind == "other":
+                non_http += 1
+            else:
+                skipped += 1
             continue
-        link = link.strip()
         key = normalize_url(link)
         if key in seen:
             duplicates += 1
@@ -254,6 +270,7 @@ def parse_answer(
         returned=len(chunks),
         duplicates=duplicates,
         skipped=skipped,
+        non_http=non_http,
         unresponsive_engines=unresponsive,
         suggestions=_strings(payload.get("suggestions")),
         corrections=_strings(payload.get("corrections")),

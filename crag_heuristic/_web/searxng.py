@@ -52,7 +52,9 @@ Logs one structlog event ``crag.searxng`` per call, at INFO (``url``,
 ``status``, ``results``, ``retries``, ``duration_ms``, ``error``, ``circuit``,
 ``unresponsive``), and ``crag.searxng.retry`` per retry at DEBUG, through the
 stdlib logger ``"crag_heuristic"`` (silent unless the application enables it;
-see :mod:`crag_heuristic._logging`). The query text is never logged.
+see :mod:`crag_heuristic._logging`). The query text is never logged, and the
+address's credentials (``http://user:pass@host``) are masked in every event,
+error, result and repr (:attr:`SearxngClient.url`); the requests still send them.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ from .._exceptions import (
     WebSearchTimeout,
 )
 from .._logging import get_logger
+from .._protocols import EventLogger
+from .._redact import redact
 from .attempt import Step, from_exception, from_response
 from .circuit import CircuitBreaker
 from .config import SearxngConfig
@@ -154,7 +158,7 @@ class SearxngClient:
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
         async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        logger: Any = None,
+        logger: EventLogger | None = None,
     ) -> None:
         overrides = {
             "timeout": timeout,
@@ -173,7 +177,8 @@ class SearxngClient:
         if not isinstance(base, SearxngConfig):
             raise ConfigError("config", config, "must be a SearxngConfig")
         self.config = base.replace(**{k: v for k, v in overrides.items() if v is not None})
-        self.url = _endpoint(base_url)
+        self._address = _endpoint(base_url)  # as given: the credentials are sent
+        self.url = redact(self._address)  # shown: in events, errors, results, repr
         self.breaker = breaker
         self._client = client
         self._owns_client = client is None
@@ -183,7 +188,7 @@ class SearxngClient:
         self._async_sleep = async_sleep
         self._headers = self.config.request_headers()
         self._lock = threading.Lock()
-        self._log = logger if logger is not None else get_logger()
+        self._log: EventLogger = logger if logger is not None else get_logger()
 
     def __repr__(self) -> str:
         return f"SearxngClient({self.url!r})"
@@ -289,7 +294,7 @@ class SearxngClient:
 
     def _request(self, query: str) -> dict[str, Any]:
         return {
-            "url": self.url,
+            "url": self._address,
             "params": self.config.request_params(query),
             "headers": self._headers,
             "timeout": self.config.timeout,
@@ -399,14 +404,15 @@ def _endpoint(base_url: Any) -> str:
     if not isinstance(base_url, str):
         raise ConfigError("base_url", base_url, "must be a string")
     url = base_url.strip().rstrip("/")
+    shown = redact(base_url)
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise ConfigError("base_url", base_url, f"is not a URL: {exc}") from None
+        raise ConfigError("base_url", shown, f"is not a URL: {redact(str(exc))}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError("base_url", base_url, "must be an http(s) URL with a host")
+        raise ConfigError("base_url", shown, "must be an http(s) URL with a host")
     if parts.query or parts.fragment:
-        raise ConfigError("base_url", base_url, "must not hold a query or fragment")
+        raise ConfigError("base_url", shown, "must not hold a query or fragment")
     return url if parts.path.endswith("/search") else url + "/search"
 
 

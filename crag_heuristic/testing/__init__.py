@@ -11,18 +11,20 @@
   :class:`TracedWebSearcher`: fault injection and per-query call tracing for
   load tests (``benchmarks/load_faults.py``).
 * :func:`capture_events`: the library's structured events as dicts.
+
+Their errors derive from :class:`HelperError` (a ``RuntimeError``), not from
+``CragError``: see :mod:`crag_heuristic.testing._errors`.
 """
 
-from .._exceptions import RedisServerError
-from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander, StaticExpansion
+from ._errors import HelperError, RedisServerError, SearxngStartError, SearxngUnavailable
+from ._fakes import ListRetriever, RecordingWebSearcher, StaticExpander
 from ._faulty_engine import FAULT_KINDS, FaultyEngine
 from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
 from ._logs import capture_events
 from ._redis import ENV_URL, RedisServer, find_redis_server
-from ._searxng import SearxngServer, SearxngStartError
+from ._searxng import SearxngServer
 from ._searxng_venv import (
     SEARXNG_PACKAGE,
-    SearxngUnavailable,
     ensure_searxng_venv,
     find_searxng_python,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "FaultyEngine",
     "FixtureEngine",
     "FixtureReply",
+    "HelperError",
     "ListRetriever",
     "RecordingWebSearcher",
     "RedisServer",
@@ -44,7 +47,6 @@ __all__ = [
     "SearxngStartError",
     "SearxngUnavailable",
     "StaticExpander",
-    "StaticExpansion",
     "TracedCache",
     "TracedCall",
     "TracedWebSearcher",

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from .._corpus import CorpusStats
+from .._expansion.base import Expansion
 from .._types import Chunk, ScoreKind
 
-__all__ = ["ListRetriever", "RecordingWebSearcher", "StaticExpander", "StaticExpansion"]
+__all__ = ["ListRetriever", "RecordingWebSearcher", "StaticExpander"]
 
 
 class ListRetriever:
@@ -41,15 +42,6 @@ class ListRetriever:
         return self.search(query, k)
 
 
-@dataclass(frozen=True)
-class StaticExpansion:
-    """The shape of an expansion the router reads: the queries to re-retrieve with."""
-
-    original: str
-    queries: tuple[str, ...]
-    method: str = "static"
-
-
 class StaticExpander:
     """An expander that answers every query with the same expanded queries."""
 
@@ -58,10 +50,14 @@ class StaticExpander:
         self.calls: list[str] = []
 
     def expand(
-        self, query: str, *, chunks: Sequence[Chunk] = (), corpus_stats: Any = None
-    ) -> StaticExpansion:
+        self,
+        query: str,
+        *,
+        chunks: Sequence[Chunk] = (),
+        corpus_stats: CorpusStats | None = None,
+    ) -> Expansion:
         self.calls.append(query)
-        return StaticExpansion(original=query, queries=self.queries)
+        return Expansion(original=query, queries=self.queries, method="static")
 
 
 @dataclass

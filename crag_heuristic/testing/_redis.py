@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import RedisServerError
+from ._errors import RedisServerError
 
 if TYPE_CHECKING:
     import redis

@@ -33,13 +33,11 @@ from typing import Any
 
 import yaml
 
+from ._errors import SearxngStartError
+
 __all__ = ["SearxngServer", "SearxngStartError"]
 
 _LOG_TAIL_CHARS = 3000
-
-
-class SearxngStartError(RuntimeError):
-    """The SearXNG server did not come up (a bug or a broken venv: tests fail on it)."""
 
 
 def _free_port() -> int:

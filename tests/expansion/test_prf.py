@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from crag_heuristic import Chunk, ConfigError, CorpusStats, ScoreKind
+from crag_heuristic import Chunk, ConfigError, ScoreKind
 from crag_heuristic._exceptions import DuplicateChunkError, InvalidQueryError
 from crag_heuristic._expansion import PRFExpander, QueryExpander
+from crag_heuristic.text import CorpusStats
 
 # Content terms (stop words gone, stems):
 #   A: solar panel convert sunlight solar   |A| = 5, cosine 0.8 -> P(A|Q) = 0.8

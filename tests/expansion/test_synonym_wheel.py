@@ -76,14 +76,14 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
     )
     script = textwrap.dedent(
         """
-        import crag_heuristic, sys
+        import crag_heuristic, crag_heuristic.sample, sys
         from importlib import resources
         from crag_heuristic._expansion import SynonymExpander, SynonymSet
         print(crag_heuristic.__file__)
         print(",".join(SynonymSet.bundled_names()))
         print(resources.files("crag_heuristic.synonyms").joinpath("english.txt").is_file())
         print(SynonymExpander(["biomedical"]).expand("heart attack").queries[1])
-        print(crag_heuristic.Evaluator().config.name, len(crag_heuristic.load_sample_corpus()))
+        print(crag_heuristic.Evaluator().config.name, len(crag_heuristic.sample.load_sample_corpus()))
         """
     )
     # the target directory comes first on sys.path, ahead of the editable install

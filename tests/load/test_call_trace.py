@@ -20,7 +20,7 @@ from crag_heuristic import (
     WebSearchTimeout,
 )
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher
-from crag_heuristic.testing._trace import CallTrace, TracedCache, TracedWebSearcher
+from crag_heuristic.testing._trace import CallTrace, TracedCache, TracedCall, TracedWebSearcher
 
 OFF_TOPIC = Chunk(
     id="doc-1",
@@ -42,7 +42,11 @@ class DownCache:
 
 
 def never_enough() -> Evaluator:
-    return Evaluator(EvaluatorConfig().replace(thresholds={"relevant": 1.0, "partial": 1.0}))
+    return Evaluator(
+        EvaluatorConfig.from_profile("synapse").replace(
+            thresholds={"relevant": 1.0, "partial": 1.0}
+        )
+    )
 
 
 def test_sync_calls_are_recorded_with_their_tag_and_values_pass_through() -> None:
@@ -89,13 +93,13 @@ async def test_tags_follow_each_query_into_its_tasks_and_threads() -> None:
     await asyncio.gather(*tasks)
     grouped = trace.by_tag()
     assert set(grouped) == {"q1", "q2", "q3"}
-    for tag, calls in grouped.items():
+    for group, calls in grouped.items():
         assert sorted((c.part, c.op) for c in calls) == [
             ("cache", "get"),
             ("cache", "set"),
             ("web", "search"),
         ]
-        assert {c.arg for c in calls} == {tag}
+        assert {c.arg for c in calls} == {group}
 
 
 async def test_a_cancelled_web_call_is_recorded_as_such() -> None:
@@ -201,3 +205,42 @@ def test_the_query_mix_is_seeded_and_mostly_for_the_web(load_faults: ModuleType)
     repeats = [q for q in queries if q.kind == "repeat"]
     assert repeats and all(q.text in generated for q in repeats)
     assert load_faults.make_queries(load_faults.LoadSettings(queries=1000, seed=1)) != queries
+
+
+def _web_call(text: str, error: str | None = None) -> TracedCall:
+    return TracedCall("q", "web", "search", text, 0.0, 1.0, error, None if error is None else "x")
+
+
+def test_web_accounting_separates_faults_refusals_and_other_failures(
+    load_faults_report: ModuleType,
+) -> None:
+    """Injected faults, circuit refusals and other failures, counted apart (by hand)."""
+    failed_texts = {"b": "http_500", "c": "garbage"}
+    calls = [
+        _web_call("a"),  # answered
+        _web_call(" b ", "WebSearchEnginesFailed"),  # met an injected fault
+        _web_call("c", "CircuitOpenError"),  # refused; the engine would have failed it
+        _web_call("d", "CircuitOpenError"),  # refused; the engine would have answered
+        _web_call("e", "WebSearchTimeout"),  # failed, nothing injected
+        TracedCall("q", "cache", "get", "k", 0.0, 1.0, "CacheError", "down"),  # not web
+    ]
+    served = {"ok": 2, "http_500": 1, "garbage": 0, "slow": 0}
+    accounting = load_faults_report.web_accounting(calls, failed_texts, served)
+    assert accounting == {
+        "calls": 5,
+        "answered": 1,
+        "injected_faults_served": {"http_500": 1, "garbage": 0, "slow": 0},
+        "calls_that_met_an_injected_fault": {"http_500": 1},
+        "circuit_refusals": 2,
+        "refusals_the_engine_would_have_failed": 1,
+        "refusals_the_engine_would_have_answered": 1,
+        "other_failures": {"WebSearchTimeout": 1},
+    }
+    classify = load_faults_report.classify_web_call
+    assert [classify(c, failed_texts) for c in calls[:5]] == [
+        "answered",
+        "injected: engine http_500",
+        "circuit refusal",
+        "circuit refusal",
+        "not injected: WebSearchTimeout",
+    ]

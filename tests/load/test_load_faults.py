@@ -40,6 +40,18 @@ def test_every_failure_is_flagged_under_load(
     assert sum(injected.values()) > 0, web
     assert web["flagged"] >= sum(injected.values())
     assert sum(n for kind, n in web["engine_served"].items() if kind != "ok") > 0
+    # each web call is counted once: answered, injected fault, circuit refusal or other
+    met = sum(web["calls_that_met_an_injected_fault"].values())
+    other = sum(web["other_failures"].values())
+    assert web["answered"] + met + web["circuit_refusals"] + other == web["calls"]
+    assert (
+        web["refusals_the_engine_would_have_failed"]
+        + web["refusals_the_engine_would_have_answered"]
+        == (web["circuit_refusals"])
+    )
+    assert sum(web["flagged_by_cause"].values()) == web["flagged"]
+    assert web["flagged_by_cause"].get("injected fault", 0) == met
+    assert report["settings"]["breaker"].startswith("failure rate")
     assert cache["flagged"] > 0 and cache["queries_with_failure"] == cache["flagged"]
     assert set(cache["flagged_by_kind"]) <= {"connection", "down", "timeout"}
     redis = report["redis"]

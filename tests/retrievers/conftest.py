@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -10,11 +12,12 @@ import pytest
 def unit_vectors() -> np.ndarray:
     rng = np.random.default_rng(7)
     x = rng.normal(size=(40, 16)).astype("float32")
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+    unit: np.ndarray = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return unit
 
 
 @pytest.fixture
-def docs() -> list[dict]:
+def docs() -> list[dict[str, Any]]:
     return [
         {
             "id": f"d{i}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import pytest
 
@@ -77,7 +78,8 @@ def test_corpus_stats_match_the_evaluator_analyzer() -> None:
 def test_chunks_and_strings_and_lookup() -> None:
     retriever = BM25Retriever([Chunk(id="x", text="kiwi fruit", source="f.md"), "banana bread"])
     assert retriever.search("kiwi", 1)[0].source == "f.md"
-    assert retriever.get("1").text == "banana bread" and retriever.get("nope") is None
+    banana = retriever.get("1")
+    assert banana is not None and banana.text == "banana bread" and retriever.get("nope") is None
     assert len(retriever) == 2
 
 
@@ -96,6 +98,6 @@ def test_plus_variant_and_async() -> None:
         (CORPUS, {"b": 2.0}, "0 <= b <= 1"),
     ],
 )
-def test_bad_arguments(documents: object, kwargs: dict, message: str) -> None:
+def test_bad_arguments(documents: object, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=message):
         BM25Retriever(documents, **kwargs)  # type: ignore[arg-type]

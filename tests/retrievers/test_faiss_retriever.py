@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import faiss
 import numpy as np
@@ -20,13 +21,17 @@ from crag_heuristic import (
 from crag_heuristic._retrievers import FaissRetriever, FaissScores, detect_unit_vectors
 
 
-def make(index: faiss.Index, vectors: np.ndarray, docs: list, **kwargs: object) -> FaissRetriever:
+def make(
+    index: faiss.Index, vectors: np.ndarray, docs: list[dict[str, Any]], **kwargs: Any
+) -> FaissRetriever:
     index.add(vectors)
     queries = {"q": vectors[3] * 0.9 + vectors[5] * 0.1}
     return FaissRetriever(index, docs, lambda q: queries.get(q, vectors[0]), **kwargs)
 
 
-def test_inner_product_of_unit_vectors_is_cosine(unit_vectors: np.ndarray, docs: list) -> None:
+def test_inner_product_of_unit_vectors_is_cosine(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
     assert retriever.normalized is True and retriever.score_kind is ScoreKind.COSINE
     chunks = retriever.search("q", 5)
@@ -39,7 +44,7 @@ def test_inner_product_of_unit_vectors_is_cosine(unit_vectors: np.ndarray, docs:
 
 
 def test_squared_l2_of_unit_vectors_converts_to_the_same_cosines(
-    unit_vectors: np.ndarray, docs: list
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:
     ip = make(faiss.IndexFlatIP(16), unit_vectors, docs).search("q", 8)
     l2_retriever = make(faiss.IndexFlatL2(16), unit_vectors, docs)
@@ -50,14 +55,14 @@ def test_squared_l2_of_unit_vectors_converts_to_the_same_cosines(
     assert [c.score for c in l2] == pytest.approx([c.score for c in ip], abs=1e-5)
     # FAISS gave SQUARED distances: d = 2 - 2 cos
     for chunk in l2:
-        assert chunk.metadata["raw_score"] == pytest.approx(2 - 2 * chunk.score, abs=1e-5)
+        assert chunk.metadata["raw_score"] == pytest.approx(2 - 2 * (chunk.score or 0.0), abs=1e-5)
     # and the evaluator sees identical similarities whichever index it was
     a = Evaluator().evaluate("document topic", ip)
     b = Evaluator().evaluate("document topic", l2)
     assert a.score == pytest.approx(b.score, abs=1e-6)
 
 
-def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list) -> None:
+def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list[dict[str, Any]]) -> None:
     rng = np.random.default_rng(1)
     x = (rng.normal(size=(40, 16)) * 3).astype("float32")
     retriever = make(faiss.IndexFlatL2(16), x, docs)
@@ -69,7 +74,9 @@ def test_l2_of_unnormalised_vectors_is_a_euclidean_distance(docs: list) -> None:
     assert chunk.score == pytest.approx(float(np.linalg.norm(x[best] - query)), rel=1e-4)
 
 
-def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(docs: list) -> None:
+def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(
+    docs: list[dict[str, Any]],
+) -> None:
     x = (np.random.default_rng(2).normal(size=(40, 16)) * 3).astype("float32")
     retriever = make(faiss.IndexFlatIP(16), x, docs)
     assert retriever.score_kind is ScoreKind.INNER_PRODUCT
@@ -80,7 +87,9 @@ def test_inner_product_of_unnormalised_vectors_is_not_called_cosine(docs: list) 
     )
 
 
-def test_declared_normalisation_wins_over_detection(unit_vectors: np.ndarray, docs: list) -> None:
+def test_declared_normalisation_wins_over_detection(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs, normalized=False)
     assert retriever.score_kind is ScoreKind.INNER_PRODUCT
 
@@ -103,7 +112,7 @@ def test_detection_by_index_type(unit_vectors: np.ndarray) -> None:
 
 
 def test_ivf_returns_fewer_than_k_without_minus_one_ids(
-    unit_vectors: np.ndarray, docs: list
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:
     ivf = faiss.IndexIVFFlat(faiss.IndexFlatL2(16), 16, 8, faiss.METRIC_INNER_PRODUCT)
     ivf.train(np.tile(unit_vectors, (8, 1)))
@@ -117,7 +126,7 @@ def test_ivf_returns_fewer_than_k_without_minus_one_ids(
     assert all(c.metadata["faiss_id"] >= 0 for c in chunks)
 
 
-def test_hnsw_index(unit_vectors: np.ndarray, docs: list) -> None:
+def test_hnsw_index(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     hnsw = faiss.IndexHNSWFlat(16, 8, faiss.METRIC_INNER_PRODUCT)
     retriever = make(hnsw, unit_vectors, docs)
     assert retriever.score_kind is ScoreKind.COSINE
@@ -155,17 +164,17 @@ def test_docstore_entry_kinds(unit_vectors: np.ndarray) -> None:
     assert by_id["chunk-2"].parent_id == "p" and by_id["chunk-2"].score_kind is ScoreKind.COSINE
 
 
-def test_search_params_exclude_ids(unit_vectors: np.ndarray, docs: list) -> None:
+def test_search_params_exclude_ids(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
     top = retriever.search("q", 1)[0]
     selector = faiss.IDSelectorNot(
         faiss.IDSelectorBatch(np.array([top.metadata["faiss_id"]], dtype="int64"))
     )
-    others = retriever.search("q", 5, search_params=faiss.SearchParameters(sel=selector))
+    others = retriever.search("q", 5, search_params=faiss.SearchParameters(sel=selector))  # type: ignore[call-arg]
     assert top.id not in [c.id for c in others] and len(others) == 5
 
 
-def test_errors_are_typed(unit_vectors: np.ndarray, docs: list) -> None:
+def test_errors_are_typed(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     index = faiss.IndexFlatIP(16)
     index.add(unit_vectors)
     with pytest.raises(RetrieverError, match="8 dimensions"):
@@ -188,16 +197,18 @@ def test_errors_are_typed(unit_vectors: np.ndarray, docs: list) -> None:
         retriever.search("  ", 3)
 
 
-def test_empty_index_returns_nothing(docs: list) -> None:
+def test_empty_index_returns_nothing(docs: list[dict[str, Any]]) -> None:
     assert FaissRetriever(faiss.IndexFlatIP(16), docs, lambda q: np.ones(16)).search("q", 3) == []
 
 
-def test_async_search_equals_sync(unit_vectors: np.ndarray, docs: list) -> None:
+def test_async_search_equals_sync(unit_vectors: np.ndarray, docs: list[dict[str, Any]]) -> None:
     retriever = make(faiss.IndexFlatL2(16), unit_vectors, docs)
     assert asyncio.run(retriever.asearch("q", 5)) == retriever.search("q", 5)
 
 
-def test_corpus_stats_come_from_the_docstore(unit_vectors: np.ndarray, docs: list) -> None:
+def test_corpus_stats_come_from_the_docstore(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     stats = make(faiss.IndexFlatIP(16), unit_vectors, docs).corpus_stats()
     assert stats is not None and stats.n_docs == 40
     # "topic 1" is in docs 1, 5, ..., 37 (doc 1 among them); "4" only as a doc number
@@ -215,7 +226,7 @@ def test_parents(unit_vectors: np.ndarray) -> None:
     [parent] = retriever.get_parents(chunks)
     assert parent.id == "P" and parent.text == "the whole parent text"
     assert sorted(parent.metadata["children"]) == ["c0", "c1"]
-    assert parent.score == max(c.score for c in chunks if c.parent_id == "P")
+    assert parent.score == max(c.score or 0.0 for c in chunks if c.parent_id == "P")
 
 
 def test_score_converter_formulas() -> None:
@@ -234,11 +245,14 @@ def test_score_converter_formulas() -> None:
 # -- search parameters of IVF and HNSW indexes -------------------------------------------------
 
 
+FAISS: Any = faiss  # its stubs lack SearchParametersHNSW and SearchParametersIVF's keywords
+
+
 def _clustered(n: int = 2000, d: int = 16) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(11)
     x = rng.normal(size=(n, d)).astype("float32")
     faiss.normalize_L2(x)
-    queries = x[:20] + 0.05 * rng.normal(size=(20, d)).astype("float32")
+    queries = (x[:20] + 0.05 * rng.normal(size=(20, d))).astype("float32")
     faiss.normalize_L2(queries)
     return x, queries
 
@@ -247,7 +261,7 @@ def _recall(retriever: FaissRetriever, exact: FaissRetriever, n: int, **kwargs: 
     found = 0
     for i in range(n):
         truth = {c.id for c in exact.search(str(i), 10)}
-        found += len(truth & {c.id for c in retriever.search(str(i), 10, **kwargs)})  # type: ignore[arg-type]
+        found += len(truth & {c.id for c in retriever.search(str(i), 10, **kwargs)})
     return found / (10 * n)
 
 
@@ -256,7 +270,8 @@ def test_ivf_nprobe_and_hnsw_ef_search_reach_faiss() -> None:
     docs = [f"doc {i}" for i in range(len(x))]
 
     def embed(q: str) -> np.ndarray:
-        return queries[int(q)]
+        vector: np.ndarray = queries[int(q)]
+        return vector
 
     flat = faiss.IndexFlatIP(16)
     flat.add(x)
@@ -266,7 +281,7 @@ def test_ivf_nprobe_and_hnsw_ef_search_reach_faiss() -> None:
     ivf.add(x)
     low = FaissRetriever(ivf, docs, embed, normalized=True)  # FAISS's default nprobe = 1
     high = FaissRetriever(
-        ivf, docs, embed, normalized=True, search_params=faiss.SearchParametersIVF(nprobe=64)
+        ivf, docs, embed, normalized=True, search_params=FAISS.SearchParametersIVF(nprobe=64)
     )
     assert _recall(high, exact, 20) == 1.0  # every list visited: exact
     assert _recall(low, exact, 20) < 0.9
@@ -274,8 +289,8 @@ def test_ivf_nprobe_and_hnsw_ef_search_reach_faiss() -> None:
     hnsw = faiss.IndexHNSWFlat(16, 4, faiss.METRIC_INNER_PRODUCT)
     hnsw.add(x)
     graph = FaissRetriever(hnsw, docs, embed)
-    wide = faiss.SearchParametersHNSW(efSearch=256)
-    narrow = faiss.SearchParametersHNSW(efSearch=1)
+    wide = FAISS.SearchParametersHNSW(efSearch=256)
+    narrow = FAISS.SearchParametersHNSW(efSearch=1)
     assert _recall(graph, exact, 20, search_params=wide) > _recall(
         graph, exact, 20, search_params=narrow
     )
@@ -285,18 +300,20 @@ def test_ivf_nprobe_and_hnsw_ef_search_reach_faiss() -> None:
     assert FaissRetriever(idmap, docs, embed, search_params=wide).search("0", 3)
 
 
-def test_search_params_of_the_wrong_kind_are_refused(unit_vectors: np.ndarray, docs: list) -> None:
+def test_search_params_of_the_wrong_kind_are_refused(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     hnsw = faiss.IndexHNSWFlat(16, 8, faiss.METRIC_INNER_PRODUCT)
     hnsw.add(unit_vectors)
     # FAISS itself would ignore an IVF nprobe on HNSW (or flat) without a word
     with pytest.raises(InputError, match="SearchParametersIVF only applies to IndexIVF"):
-        FaissRetriever(hnsw, docs, np.ones, search_params=faiss.SearchParametersIVF(nprobe=8))
+        FaissRetriever(hnsw, docs, np.ones, search_params=FAISS.SearchParametersIVF(nprobe=8))
     retriever = FaissRetriever(hnsw, docs, lambda q: unit_vectors[0])
     with pytest.raises(InputError, match="SearchParametersIVF"):
-        retriever.search("q", 3, search_params=faiss.SearchParametersIVF(nprobe=8))
+        retriever.search("q", 3, search_params=FAISS.SearchParametersIVF(nprobe=8))
     flat = faiss.IndexFlatIP(16)
     with pytest.raises(InputError, match="SearchParametersHNSW only applies"):
-        FaissRetriever(flat, docs, np.ones, search_params=faiss.SearchParametersHNSW(efSearch=8))
+        FaissRetriever(flat, docs, np.ones, search_params=FAISS.SearchParametersHNSW(efSearch=8))
     with pytest.raises(InputError, match=r"faiss\.SearchParameters"):
         FaissRetriever(flat, docs, np.ones, search_params={"nprobe": 8})
 
@@ -305,7 +322,7 @@ def test_search_params_of_the_wrong_kind_are_refused(unit_vectors: np.ndarray, d
 
 
 def test_statistics_are_built_at_construction_and_logged(
-    unit_vectors: np.ndarray, docs: list
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:
     from crag_heuristic.testing import capture_events
 
@@ -321,13 +338,12 @@ def test_statistics_are_built_at_construction_and_logged(
 
 
 def test_statistics_loaded_from_a_file(
-    tmp_path: object, unit_vectors: np.ndarray, docs: list
+    tmp_path: object, unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:
     from pathlib import Path
 
-    from crag_heuristic import Analyzer, CorpusStats
-    from crag_heuristic._exceptions import CorpusStatsFileError
     from crag_heuristic.testing import capture_events
+    from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
 
     path = Path(str(tmp_path)) / "stats.npz"
     built = CorpusStats.build([d["text"] for d in docs])
@@ -352,7 +368,9 @@ def test_statistics_loaded_from_a_file(
     assert off.corpus_stats() is None
 
 
-def test_warm_up_search_at_construction(unit_vectors: np.ndarray, docs: list) -> None:
+def test_warm_up_search_at_construction(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
     class Counting:  # a real flat index that counts searches (and can fail them)
         def __init__(self, fail: bool = False) -> None:
             self.inner = faiss.IndexFlatIP(16)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from typing import Any
 
 import numpy as np
 import pytest
 
-from crag_heuristic import InputError, RetrieverError, ScoreKind
+from crag_heuristic import Chunk, InputError, RetrieverError, ScoreKind
 from crag_heuristic._retrievers import LangChainFaissRetriever
 
 lc_faiss = pytest.importorskip(
@@ -25,7 +26,7 @@ TEXTS = [
 ]
 
 
-class HashEmbeddings(embeddings_mod.Embeddings):
+class HashEmbeddings(embeddings_mod.Embeddings):  # type: ignore[misc,name-defined]
     """Deterministic 32-d bag-of-words embeddings (a real Embeddings subclass)."""
 
     scale = 3.0  # not unit length unless LangChain normalises
@@ -44,7 +45,12 @@ class HashEmbeddings(embeddings_mod.Embeddings):
         return self._vector(text)
 
 
-def store(**kwargs: object) -> object:
+def score(chunk: Chunk) -> float:
+    assert chunk.score is not None
+    return chunk.score
+
+
+def store(**kwargs: Any) -> Any:
     metadatas = [{"source": f"doc{i}.md"} for i in range(len(TEXTS))]
     return lc_faiss.FAISS.from_texts(TEXTS, HashEmbeddings(), metadatas=metadatas, **kwargs)
 
@@ -59,12 +65,15 @@ def test_normalised_euclidean_store_gives_cosines_langchain_gets_wrong() -> None
     raw = [d for _, d in vs.similarity_search_with_score(query, k=4)]
     # FAISS's squared L2 of unit vectors: cos = 1 - d/2 ...
     assert [c.score for c in chunks] == pytest.approx([1 - d / 2 for d in raw], abs=1e-6)
-    assert all(-1.0 <= c.score <= 1.0 for c in chunks)
+    assert all(-1.0 <= score(c) <= 1.0 for c in chunks)
     # ... where LangChain's own relevance function (1 - d/sqrt(2)) goes below 0 and even -1
-    langchain_scores = [s for _, s in vs.similarity_search_with_relevance_scores("espresso", k=4)]
+    # (LangChain itself warns that its scores fall outside [0, 1])
+    with pytest.warns(UserWarning, match="Relevance scores must be between 0 and 1"):
+        pairs = vs.similarity_search_with_relevance_scores("espresso", k=4)
+    langchain_scores = [s for _, s in pairs]
     assert min(langchain_scores) < -0.3
     ours = retriever.search("espresso", 4)
-    assert min(c.score for c in ours) >= -1.0
+    assert min(score(c) for c in ours) >= -1.0
 
 
 def test_unnormalised_euclidean_store_is_a_distance() -> None:
@@ -74,11 +83,14 @@ def test_unnormalised_euclidean_store_is_a_distance() -> None:
 
 
 def test_inner_product_store_declared_unit_vectors() -> None:
-    vs = store(distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT, normalize_L2=True)
+    # LangChain warns that normalising "is not applicable" to inner product, and then
+    # normalises the vectors all the same: an inner-product index of unit vectors
+    with pytest.warns(UserWarning, match="Normalizing L2 is not applicable"):
+        vs = store(distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT, normalize_L2=True)
     retriever = LangChainFaissRetriever(vs)
     assert retriever.scores.kind is ScoreKind.COSINE
     top = retriever.search("roman roads stone", 1)[0]
-    assert top.source == "doc1.md" and 0 < top.score <= 1.0 + 1e-6
+    assert top.source == "doc1.md" and 0 < score(top) <= 1.0 + 1e-6
 
 
 def test_ids_metadata_async_and_corpus_stats() -> None:

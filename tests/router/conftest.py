@@ -11,7 +11,8 @@ from crag_heuristic._sample import load_sample_corpus, sample_retriever
 
 @pytest.fixture(scope="session")
 def retriever() -> FaissRetriever:
-    return sample_retriever()
+    sample: FaissRetriever = sample_retriever()
+    return sample
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +23,9 @@ def bm25() -> BM25Retriever:
 def forced(relevant: float, partial: float) -> Evaluator:
     """An evaluator whose bands force one verdict (scores are in (0, 1))."""
     return Evaluator(
-        EvaluatorConfig().replace(thresholds={"relevant": relevant, "partial": partial})
+        EvaluatorConfig.from_profile("synapse").replace(
+            thresholds={"relevant": relevant, "partial": partial}
+        )
     )
 
 

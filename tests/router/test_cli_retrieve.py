@@ -7,10 +7,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import faiss
 
-from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVICE, main
 from crag_heuristic._sample import load_sample_corpus
 
 
@@ -136,8 +137,43 @@ def test_retrieve_with_a_real_redis_and_an_unreachable_searxng() -> None:
             "--searxng",
             "http://127.0.0.1:9",
         ]
-        first = json.loads(run(argv)[1])
+        code, out = run(argv)
+        first = json.loads(out)
         second = json.loads(run(argv)[1])
+    # a service failed (the web): exit 3, and the degraded result is still printed
+    assert code == EXIT_SERVICE
     assert first["verdict"] in {"partial", "irrelevant"}
     assert first["web_error"] is not None and first["web_error"].startswith("WebSearch")
     assert first["cache_hit"] is False and second["cache_hit"] is True
+
+
+def test_exit_codes_follow_the_documented_contract(capsys: Any) -> None:
+    """0: everything asked for worked; 3: a service failed (here the web search: the
+    result is printed all the same, with web_error); the help says so."""
+    query = ["retrieve", "-q", "Which chess openings are best for beginners?"]
+    code, out = run([*query, "--searxng", "http://127.0.0.1:9"])
+    assert code == EXIT_SERVICE
+    assert json.loads(out)["web_error"].startswith("WebSearchConnectionError")
+    assert "the web search failed" in capsys.readouterr().err
+    code, out = run([*query, "--pretty"])  # no web asked for: nothing failed
+    assert code == EXIT_OK and "no web searcher configured" in out
+    help_text = subprocess.run(
+        [sys.executable, "-m", "crag_heuristic", "retrieve", "--help"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "3 a service failed" in help_text and "web_error" in help_text
+
+
+def test_verbose_and_debug_are_accepted_after_the_sub_command() -> None:
+    from crag_heuristic._cli import build_parser
+
+    parser = build_parser()
+    for argv in (
+        ["-v", "--debug", "retrieve", "-q", "x"],
+        ["retrieve", "-q", "x", "-v", "--debug"],
+    ):
+        args = parser.parse_args(argv)
+        assert args.verbose is True and args.debug is True
+    args = parser.parse_args(["retrieve", "-q", "x"])
+    assert args.verbose is False and args.debug is False
+    assert parser.parse_args(["--verbose", "evaluate", "-q", "x", "-c", "f"]).verbose is True

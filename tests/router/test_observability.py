@@ -37,11 +37,11 @@ def test_events_are_silent_by_default_and_structured_when_enabled(
         "crag.route",
         "crag.result",
     ]
-    result = caplog.records[-1]
+    result: Any = caplog.records[-1]  # a LogRecord with the event's fields as attributes
     assert result.verdict == "irrelevant" and result.strategy == "web_search"
     assert result.web_error == "WebSearchTimeout: slow"
     assert len(result.query_id) == 12  # a hash, never the query text itself
-    web = caplog.records[2]
+    web: Any = caplog.records[2]
     assert web.ok is False and web.error == "WebSearchTimeout"
 
 
@@ -61,7 +61,8 @@ def test_prometheus_metrics(retriever: Any, always_irrelevant: Evaluator) -> Non
         crag.retrieve(QUERY, 3)
 
     def value(name: str, **labels: str) -> float | None:
-        return registry.get_sample_value(name, labels)
+        sample: float | None = registry.get_sample_value(name, labels)
+        return sample
 
     assert value("crag_decisions_total", verdict="irrelevant") == 3
     assert value("crag_corrections_total", strategy="web_search") == 3

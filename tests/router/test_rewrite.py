@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from crag_heuristic import CorpusStats, InvalidQueryError
+from crag_heuristic import InvalidQueryError
 from crag_heuristic._router.rewrite import keyword_query
+from crag_heuristic.text import CorpusStats
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from crag_heuristic import (
+    Chunk,
     Evaluator,
     EvaluatorConfig,
     InputError,
@@ -31,7 +32,7 @@ WEB = [
 def stable(result: Any) -> dict[str, Any]:
     """A result's dict without the timings and cache flags (the parts that may differ:
     the second run reads what the first cached)."""
-    data = result.to_dict()
+    data: dict[str, Any] = result.to_dict()
     for key in ("timings_ms", "cache_hit", "web_cache_hit"):
         data.pop(key)
     return data
@@ -57,7 +58,7 @@ def test_fast_path_returns_the_retrieval(retriever: Any, always_relevant: Evalua
 
 
 def test_fast_path_can_drop_chunks_graded_irrelevant(retriever: Any) -> None:
-    config = EvaluatorConfig().replace(
+    config = EvaluatorConfig.from_profile("synapse").replace(
         thresholds={"relevant": 0.0, "partial": 0.0},
         chunk_thresholds={"relevant": 0.9, "partial": 0.62},
     )
@@ -109,7 +110,7 @@ def test_partial_with_a_lexical_retriever(
 def test_the_default_expander_is_built_on_first_use(
     retriever: Any, always_partial: Evaluator
 ) -> None:
-    from crag_heuristic import SynonymExpander
+    from crag_heuristic.expansion import SynonymExpander
 
     crag = CRAG(retriever, always_partial)
     assert crag._expander is None  # nothing loaded at construction
@@ -142,7 +143,7 @@ def test_irrelevant_goes_to_the_web_with_a_keyword_query(
 
 
 def test_web_results_keep_the_original_chunks_graded_partial(retriever: Any) -> None:
-    config = EvaluatorConfig().replace(
+    config = EvaluatorConfig.from_profile("synapse").replace(
         thresholds={"relevant": 1.0, "partial": 1.0},
         chunk_thresholds={"relevant": 1.0, "partial": 0.5},
     )
@@ -209,7 +210,7 @@ def test_without_web_results_the_router_expands_instead(
         keep_scores=True,
     )[:5]
     assert [c.id for c in result.chunks] == [c.id for c in expected]
-    assert "no web results: trying query expansion instead" in result.notes
+    assert "the web search failed: trying query expansion instead" in result.notes
     off = CRAG(retriever, always_irrelevant, lexical=bm25, config={"expand_without_web": False})
     assert off.retrieve(QUERY, 5).chunks == tuple(retriever.search(QUERY, 5))
 
@@ -235,7 +236,10 @@ def test_combined_expansion_then_web(retriever: Any, always_partial: Evaluator) 
 
 
 def test_max_retries_bounds_the_corrections(retriever: Any, always_partial: Evaluator) -> None:
-    common = {"expander": StaticExpander(["waggle dance"]), "web": RecordingWebSearcher(WEB)}
+    common: dict[str, Any] = {
+        "expander": StaticExpander(["waggle dance"]),
+        "web": RecordingWebSearcher(WEB),
+    }
     one = CRAG(
         retriever, always_partial, config={"web_on_partial": True, "max_retries": 1}, **common
     )
@@ -257,7 +261,7 @@ def test_refinement_of_the_final_chunks(retriever: Any, always_relevant: Evaluat
 
 def test_first_retrieval_failure_raises(always_relevant: Evaluator) -> None:
     class Broken:
-        def search(self, query: str, k: int) -> list:
+        def search(self, query: str, k: int) -> list[Chunk]:
             raise OSError("index file gone")
 
     with pytest.raises(RetrieverError, match="index file gone"):
@@ -270,7 +274,7 @@ def test_a_failed_re_retrieval_is_a_note(retriever: Any, always_partial: Evaluat
     chunks = retriever.search(QUERY, 5)
 
     class FailsOnExpansions(ListRetriever):
-        def search(self, query: str, k: int) -> list:
+        def search(self, query: str, k: int) -> list[Chunk]:
             if query != QUERY:
                 raise ConnectionError("replica down")
             return super().search(query, k)
@@ -282,8 +286,9 @@ def test_a_failed_re_retrieval_is_a_note(retriever: Any, always_partial: Evaluat
 
 def test_async_only_parts(always_irrelevant: Evaluator, retriever: Any) -> None:
     class AsyncOnly:
-        async def asearch(self, query: str, k: int) -> list:
-            return retriever.search(query, k)
+        async def asearch(self, query: str, k: int) -> list[Chunk]:
+            chunks: list[Chunk] = retriever.search(query, k)
+            return chunks
 
     crag = CRAG(AsyncOnly(), always_irrelevant)
     assert len(asyncio.run(crag.aretrieve(QUERY, 3)).chunks) == 3
@@ -296,7 +301,7 @@ def test_expansions_run_concurrently_in_async(retriever: Any, always_partial: Ev
     state = {"now": 0, "peak": 0}
 
     class Slow(ListRetriever):
-        async def asearch(self, query: str, k: int) -> list:
+        async def asearch(self, query: str, k: int) -> list[Chunk]:
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
             await asyncio.sleep(0.05)
@@ -326,11 +331,11 @@ def test_bad_arguments(retriever: Any) -> None:
     with pytest.raises(InputError):
         CRAG(retriever).retrieve(QUERY, k=0)
     with pytest.raises(InputError):
-        CRAG(object())
+        CRAG(object())  # type: ignore[arg-type]
     with pytest.raises(InputError):
-        CRAG(retriever, expander=object())
+        CRAG(retriever, expander=object())  # type: ignore[arg-type]
     with pytest.raises(InputError):
-        CRAG(retriever, web=object())
+        CRAG(retriever, web=object())  # type: ignore[arg-type]
     with pytest.raises(InputError):
         CRAG(retriever, config="fast")  # type: ignore[arg-type]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from crag_heuristic import CRAG, BM25Retriever, Verdict, load_sample_corpus, load_sample_queries
+from crag_heuristic import CRAG, BM25Retriever, Verdict
+from crag_heuristic.sample import load_sample_corpus, load_sample_queries
 
 
 def test_default_gate_separates_answered_from_unanswered(retriever: Any) -> None:

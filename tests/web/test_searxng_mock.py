@@ -353,6 +353,34 @@ def test_unusable_results_are_skipped(mode: str) -> None:
     assert chunks.info.skipped == 5
 
 
+def test_only_http_and_https_results_become_chunks(mode: str) -> None:
+    """A result whose URL is file://, ftp://, javascript: ... is dropped and counted:
+    a web chunk's source is a page a reader can open."""
+    h = harness(
+        mode,
+        answer(
+            [
+                result("file:///etc/passwd"),
+                result("ftp://files.example.org/a.txt"),
+                result("javascript:alert(1)"),
+                result("data:text/html,<b>x</b>"),
+                result("HTTPS://Upper.example.org/page"),
+                result("http://plain.example.org/"),
+                {"url": "/relative", "title": "relative"},
+            ]
+        ),
+    )
+    chunks = h.search(max_results=10)
+    assert isinstance(chunks, WebResults)
+    assert [c.source for c in chunks] == [
+        "HTTPS://Upper.example.org/page",
+        "http://plain.example.org/",
+    ]
+    assert chunks.info.non_http == 4
+    assert chunks.info.skipped == 1
+    assert chunks.info.to_dict()["non_http"] == 4
+
+
 def test_max_results(mode: str) -> None:
     h = harness(mode, answer([result(f"https://a.org/{i}") for i in range(10)]))
     chunks = h.search(max_results=3)
@@ -748,7 +776,7 @@ def test_one_event_per_call_with_its_fields(mode: str, caplog: pytest.LogCapture
         "closed",
     )
     assert event.duration_ms >= 0
-    retries = [r for r in caplog.records if r.getMessage() == "crag.searxng.retry"]
+    retries: list[Any] = [r for r in caplog.records if r.getMessage() == "crag.searxng.retry"]
     assert [(r.levelno, r.status, r.retry) for r in retries] == [(logging.DEBUG, 429, 1)]
     assert all("solar power" not in str(r.__dict__) for r in caplog.records)  # no query text
 
@@ -772,7 +800,8 @@ def test_circuit_changes_are_logged(mode: str, caplog: pytest.LogCaptureFixture)
             h.search()
         with pytest.raises(CircuitOpenError):
             h.search()
-    (change,) = [r for r in caplog.records if r.getMessage() == "crag.circuit"]
+    changes: list[Any] = [r for r in caplog.records if r.getMessage() == "crag.circuit"]
+    (change,) = changes
     assert (change.circuit, change.previous, change.state) == ("searxng", "closed", "open")
     refused = web_events(caplog)[-1]
     assert (refused.error, refused.circuit) == ("CircuitOpenError", "open")

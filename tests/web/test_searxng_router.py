@@ -34,7 +34,9 @@ BEES = [
 @pytest.fixture
 def crag(searxng: object, client: SearxngClient) -> CRAG:
     never_enough = Evaluator(
-        EvaluatorConfig().replace(thresholds={"relevant": 1.0, "partial": 1.0})
+        EvaluatorConfig.from_profile("synapse").replace(
+            thresholds={"relevant": 1.0, "partial": 1.0}
+        )
     )
     return CRAG(ListRetriever([OFF_TOPIC]), never_enough, web=client)
 

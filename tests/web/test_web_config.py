@@ -29,7 +29,7 @@ def test_frozen_and_keyword_only() -> None:
     with pytest.raises(AttributeError):
         config.timeout = 3.0  # type: ignore[misc]
     with pytest.raises(TypeError):
-        SearxngConfig(3.0)  # type: ignore[misc]
+        SearxngConfig(3.0)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

@@ -38,8 +38,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .._config import CoherenceConfig, LengthConfig
+if TYPE_CHECKING:  # only the types: the configuration imports this module
+    from ._config import CoherenceConfig, LengthConfig
 
 __all__ = [
     "CoherenceParts",

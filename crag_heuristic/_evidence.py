@@ -1,0 +1,477 @@
+"""The evidence a gate reads, every feature defined once.
+
+A feature is one decorated function: its name, its level (``"chunk"``: one
+value per chunk; ``"set"``: one value for the retrieved list), the named
+signal it refines (which the reasoning reports it under) and how it is
+computed from :class:`Inputs`, the per-evaluation bundle of what the
+evaluator already has (the analysed chunks, the query's terms and their
+weights, the retriever's similarities, the corpus statistics, the
+configuration). The evaluator computes every registered feature; a fitted
+gate (:class:`~crag_heuristic.config.ModelConfig`) may name any of them;
+configuration validation, the reasoning by signal, calibration and the
+benchmarks all read :data:`CHUNK` and :data:`SET`. Adding evidence is adding one function
+here.
+
+Per chunk ``i`` (``Q`` the query's distinct terms, ``w(t)`` their weights:
+IDF with corpus statistics, 1 without; ``s_i`` the similarity in [0, 1]):
+
+``keyword_overlap``   ``sum(w(t) for t in Q if t in chunk) / sum(w(t) for t in Q)``
+``bm25``              BM25 normalised by its maximum for this query (Robertson and
+                      Zaragoza 2009)::
+
+                          sum_t w(t) * tf*(k1+1) / (tf + k1*(1 - b + b*dl/avgdl))
+                          -------------------------------------------------------
+                                        sum_t w(t) * (k1+1)
+
+                      ``avgdl`` the corpus mean (the list mean without statistics)
+``lexical_contrast``  ``bm25_i - mean_j bm25_j``
+``similarity``        ``s_i`` (``None`` when the score has no absolute meaning)
+``similarity_z``      ``(s_i - mean_j s_j) / std_j s_j`` (0 when the std is 0)
+``similarity_drop``   ``s_i - max_j s_j``: how far below the list's best
+``rank``              ``ln(1 + i)``, the position in the list (0 for the first)
+``length_adequacy``, ``source_diversity``: the signals of the same name
+
+Per set (the list as a whole):
+
+``best_chunk`` / ``top_chunk`` / ``mean_chunk``  the highest, the first and the mean
+                      chunk probability (the gate's first stage)
+``chunk_margin``      the highest chunk probability minus the second
+``keyword_overlap``   the named signal (the best chunk's, or the pooled coverage)
+``keyword_coverage``  the share of the query's weight found in any chunk
+``bm25_max`` / ``bm25_margin``  the best chunk's ``bm25``; it minus the second best
+``agreement``         1 when the lexically best chunk is the retriever's best, else 0
+``lexical_coherence`` how much the chunks' term sets ``A_i`` overlap, a pooled Jaccard
+                      ``sum_{i<j} |A_i & A_j| / sum_{i<j} |A_i | A_j|``: lists that hold
+                      an answer tend to agree with themselves (the list coherence of
+                      He, Larson and de Rijke 2008)
+``top_lexical_coherence``  the same between the first chunk and each other one
+``similarity_top`` / ``similarity_mean`` / ``similarity_std`` / ``similarity_gap``
+                      the best, mean, spread (the numerator of Shtok et al.'s NQC)
+                      and best-minus-last of the similarities
+``coherence``, ``length_adequacy``, ``source_diversity``: the named signals
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from . import _signals as sig
+from ._text import QueryTerms, TextStats
+
+if TYPE_CHECKING:
+    from ._config import EvaluatorConfig
+    from ._corpus import CorpusStats
+
+__all__ = [
+    "CHUNK",
+    "CHUNK_FEATURES",
+    "SET",
+    "SET_FEATURES",
+    "Feature",
+    "Inputs",
+    "Level",
+    "bm25_norm",
+    "chunk_rows",
+    "set_row",
+    "signal_of",
+]
+
+Level = Literal["chunk", "set"]
+Value = float | None
+Row = dict[str, Value]
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    """One piece of evidence.
+
+    Attributes:
+        name: the name a model term uses.
+        level: ``"chunk"`` (a value per chunk) or ``"set"`` (one per list).
+        signal: the named signal it refines (``keyword_overlap``,
+            ``semantic_coherence``, ``length_adequacy``, ``source_diversity``)
+            or ``"chunk_model"`` for the first stage's outputs.
+        compute: chunk level: ``Inputs -> list of values``; set level:
+            ``Inputs -> value``. ``None`` means unavailable for this input.
+        doc: one line on what it measures.
+    """
+
+    name: str
+    level: Level
+    signal: str
+    compute: Callable[[Inputs], object]
+    doc: str
+
+
+CHUNK: dict[str, Feature] = {}
+"""The chunk-level features by name, in the order rows list them."""
+SET: dict[str, Feature] = {}
+"""The set-level features by name (a name may exist at both levels, e.g. the named signals)."""
+
+
+def _register(name: str, level: Level, signal: str) -> Callable[[_F], _F]:
+    registry = CHUNK if level == "chunk" else SET
+
+    def decorate(function: _F) -> _F:
+        if name in registry:  # pragma: no cover - a programming error caught at import
+            raise ValueError(f"{level} feature {name!r} is defined twice")
+        doc = (function.__doc__ or "").strip().splitlines()
+        registry[name] = Feature(name, level, signal, function, doc[0] if doc else "")
+        return function
+
+    return decorate
+
+
+class Inputs:
+    """What the features of one evaluation read, computed once.
+
+    The evaluator builds it; chunk features read each other through
+    :meth:`chunk`, set features through :meth:`value`. ``chunk_probs`` is
+    filled in between the two stages (the chunk stage's probabilities, or the
+    linear chunk scores without a model).
+    """
+
+    __slots__ = (
+        "_chunk",
+        "_set",
+        "_term_counts",
+        "analysed",
+        "avgdl",
+        "chunk_probs",
+        "coherence",
+        "config",
+        "corpus_stats",
+        "diversity",
+        "sims",
+        "sources",
+        "terms",
+        "weights",
+    )
+
+    def __init__(
+        self,
+        *,
+        terms: QueryTerms,
+        weights: Sequence[float],
+        analysed: Sequence[TextStats],
+        sims: Sequence[float | None],
+        sources: Sequence[str],
+        config: EvaluatorConfig,
+        corpus_stats: CorpusStats | None,
+        coherence: float | None,
+        diversity: tuple[float, list[float]],
+    ) -> None:
+        self.terms = terms
+        self.weights = weights
+        self.analysed = analysed
+        self.sims = sims
+        self.sources = sources
+        self.config = config
+        self.corpus_stats = corpus_stats
+        self.coherence = coherence
+        self.diversity = diversity
+        stats_avgdl = corpus_stats.avg_doc_len if corpus_stats is not None else None
+        self.avgdl = stats_avgdl or sum(a.n_terms for a in analysed) / len(analysed)
+        self.chunk_probs: Sequence[float] = ()
+        self._chunk: dict[str, list[Value]] = {}
+        self._set: dict[str, Value] = {}
+        self._term_counts: Counter[str] | None = None
+
+    def chunk(self, name: str) -> list[Value]:
+        """The values of chunk feature ``name`` (computed on first use)."""
+        values = self._chunk.get(name)
+        if values is None:
+            values = CHUNK[name].compute(self)  # type: ignore[assignment]
+            self._chunk[name] = values  # type: ignore[assignment]
+        return values  # type: ignore[return-value]
+
+    def value(self, name: str) -> Value:
+        """The value of set feature ``name`` (computed on first use)."""
+        if name not in self._set:
+            self._set[name] = SET[name].compute(self)  # type: ignore[assignment]
+        return self._set[name]
+
+    def present_sims(self) -> list[float]:
+        return [s for s in self.sims if s is not None]
+
+
+def _floats(values: list[Value]) -> list[float]:
+    return [v or 0.0 for v in values]
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+
+
+def bm25_norm(
+    terms: QueryTerms,
+    weights: Sequence[float],
+    stats: TextStats,
+    avgdl: float,
+    k1: float,
+    b: float,
+) -> float:
+    """The normalised BM25 of one analysed text (see the module doc)."""
+    total = 0.0
+    top = 0.0
+    length = 1.0 - b + b * (stats.n_terms / avgdl if avgdl > 0 else 1.0)
+    for term, weight in zip(terms.terms, weights, strict=True):
+        top += weight * (k1 + 1.0)
+        tf = stats.count(term, terms)
+        if tf:
+            total += weight * tf * (k1 + 1.0) / (tf + k1 * length)
+    return total / top if top > 0 else 0.0
+
+
+# -- chunk level ------------------------------------------------------------------------------
+
+
+@_register("keyword_overlap", "chunk", "keyword_overlap")
+def _keyword_overlap(x: Inputs) -> list[Value]:
+    """The weighted share of the query's terms the chunk contains."""
+    return [sig.keyword_overlap(x.terms.terms, x.weights, a.match_set(x.terms)) for a in x.analysed]
+
+
+@_register("bm25", "chunk", "keyword_overlap")
+def _bm25(x: Inputs) -> list[Value]:
+    """BM25 of the chunk normalised by its maximum for the query."""
+    kw = x.config.keyword
+    return [bm25_norm(x.terms, x.weights, a, x.avgdl, kw.bm25_k1, kw.bm25_b) for a in x.analysed]
+
+
+@_register("lexical_contrast", "chunk", "keyword_overlap")
+def _lexical_contrast(x: Inputs) -> list[Value]:
+    """The chunk's bm25 minus the list's mean bm25."""
+    bm25 = _floats(x.chunk("bm25"))
+    mean = sum(bm25) / len(bm25)
+    return [v - mean for v in bm25]
+
+
+@_register("similarity", "chunk", "semantic_coherence")
+def _similarity(x: Inputs) -> list[Value]:
+    """The retriever's score mapped to [0, 1]."""
+    return list(x.sims)
+
+
+@_register("similarity_z", "chunk", "semantic_coherence")
+def _similarity_z(x: Inputs) -> list[Value]:
+    """The similarity's z-score within the list."""
+    present = x.present_sims()
+    mean, std = _mean_std(present) if present else (0.0, 0.0)
+    return [None if s is None else ((s - mean) / std if std > 0 else 0.0) for s in x.sims]
+
+
+@_register("similarity_drop", "chunk", "semantic_coherence")
+def _similarity_drop(x: Inputs) -> list[Value]:
+    """The similarity minus the list's best similarity."""
+    present = x.present_sims()
+    best = max(present) if present else 0.0
+    return [None if s is None else s - best for s in x.sims]
+
+
+@_register("rank", "chunk", "semantic_coherence")
+def _rank(x: Inputs) -> list[Value]:
+    """ln(1 + position in the list)."""
+    return [math.log1p(i) for i in range(len(x.analysed))]
+
+
+@_register("length_adequacy", "chunk", "length_adequacy")
+def _length_adequacy(x: Inputs) -> list[Value]:
+    """Enough text for an answer: min(1, words * tokens_per_word / min_tokens)."""
+    return [sig.length_adequacy(a.n_tokens, x.config.length) for a in x.analysed]
+
+
+@_register("source_diversity", "chunk", "source_diversity")
+def _source_diversity(x: Inputs) -> list[Value]:
+    """1 / the number of chunks sharing this chunk's source."""
+    return list(x.diversity[1])
+
+
+# -- set level --------------------------------------------------------------------------------
+
+
+def _probs(x: Inputs) -> Sequence[float]:
+    if not x.chunk_probs:  # pragma: no cover - the evaluator always fills them first
+        raise RuntimeError("set features that read the chunk stage need Inputs.chunk_probs")
+    return x.chunk_probs
+
+
+@_register("best_chunk", "set", "chunk_model")
+def _best_chunk(x: Inputs) -> Value:
+    """The highest chunk probability."""
+    return max(_probs(x))
+
+
+@_register("top_chunk", "set", "chunk_model")
+def _top_chunk(x: Inputs) -> Value:
+    """The first chunk's probability."""
+    return _probs(x)[0]
+
+
+@_register("mean_chunk", "set", "chunk_model")
+def _mean_chunk(x: Inputs) -> Value:
+    """The mean chunk probability."""
+    probs = _probs(x)
+    return sum(probs) / len(probs)
+
+
+@_register("chunk_margin", "set", "chunk_model")
+def _chunk_margin(x: Inputs) -> Value:
+    """The highest chunk probability minus the second."""
+    top_two = sorted(_probs(x), reverse=True)[:2]
+    return top_two[0] - (top_two[1] if len(top_two) > 1 else 0.0)
+
+
+@_register("bm25_margin", "set", "keyword_overlap")
+def _bm25_margin(x: Inputs) -> Value:
+    """The best chunk's bm25 minus the second best."""
+    top_two = sorted(_floats(x.chunk("bm25")), reverse=True)[:2]
+    return top_two[0] - (top_two[1] if len(top_two) > 1 else 0.0)
+
+
+@_register("agreement", "set", "keyword_overlap")
+def _agreement(x: Inputs) -> Value:
+    """1 when the lexically best chunk is also the retriever's best, else 0."""
+    present = [i for i, s in enumerate(x.sims) if s is not None]
+    if not present:
+        return None
+    bm25 = _floats(x.chunk("bm25"))
+    lexical_best = max(range(len(bm25)), key=bm25.__getitem__)
+    dense_best = max(present, key=lambda i: x.sims[i] or 0.0)
+    return 1.0 if dense_best == lexical_best else 0.0
+
+
+@_register("keyword_overlap", "set", "keyword_overlap")
+def _set_keyword_overlap(x: Inputs) -> Value:
+    """The named signal: the best chunk's overlap, or the pooled one."""
+    if x.config.keyword.aggregate == "best":
+        return max(_floats(x.chunk("keyword_overlap")))
+    return x.value("keyword_coverage")
+
+
+@_register("keyword_coverage", "set", "keyword_overlap")
+def _keyword_coverage(x: Inputs) -> Value:
+    """The weighted share of the query's terms found in any chunk."""
+    pooled = frozenset().union(*(a.match_set(x.terms) for a in x.analysed))
+    return sig.keyword_overlap(x.terms.terms, x.weights, pooled)
+
+
+@_register("bm25_max", "set", "keyword_overlap")
+def _bm25_max(x: Inputs) -> Value:
+    """The best chunk's bm25."""
+    return max(_floats(x.chunk("bm25")))
+
+
+def _term_chunk_counts(x: Inputs) -> Counter[str]:
+    """term -> the number of chunks whose term set holds it (computed once)."""
+    counts = x._term_counts
+    if counts is None:
+        counts = Counter()
+        for a in x.analysed:
+            counts.update(a.term_set)
+        x._term_counts = counts
+    return counts
+
+
+@_register("lexical_coherence", "set", "keyword_overlap")
+def _lexical_coherence(x: Inputs) -> Value:
+    """How much the chunks' term sets overlap: a pooled Jaccard over all pairs."""
+    n = len(x.analysed)
+    if n < 2:
+        return None
+    # sum over pairs of |A & B| = sum over terms of C(chunks holding it, 2);
+    # sum over pairs of |A | B| = (n - 1) * sum of |A| - sum over pairs of |A & B|
+    shared = sum(c * (c - 1) // 2 for c in _term_chunk_counts(x).values() if c > 1)
+    union = (n - 1) * sum(len(a.term_set) for a in x.analysed) - shared
+    return shared / union if union else 0.0
+
+
+@_register("top_lexical_coherence", "set", "keyword_overlap")
+def _top_lexical_coherence(x: Inputs) -> Value:
+    """How much the first chunk's term set overlaps the others': a pooled Jaccard."""
+    n = len(x.analysed)
+    if n < 2:
+        return None
+    counts = _term_chunk_counts(x)
+    first = x.analysed[0].term_set
+    shared = sum(counts[t] - 1 for t in first)
+    union = (n - 1) * len(first) + sum(len(a.term_set) for a in x.analysed[1:]) - shared
+    return shared / union if union else 0.0
+
+
+@_register("similarity_top", "set", "semantic_coherence")
+def _similarity_top(x: Inputs) -> Value:
+    """The best similarity."""
+    present = x.present_sims()
+    return max(present) if present else None
+
+
+@_register("similarity_mean", "set", "semantic_coherence")
+def _similarity_mean(x: Inputs) -> Value:
+    """The mean similarity."""
+    present = x.present_sims()
+    return sum(present) / len(present) if present else None
+
+
+@_register("similarity_std", "set", "semantic_coherence")
+def _similarity_std(x: Inputs) -> Value:
+    """The standard deviation of the similarities (NQC without its normaliser)."""
+    present = x.present_sims()
+    return _mean_std(present)[1] if present else None
+
+
+@_register("similarity_gap", "set", "semantic_coherence")
+def _similarity_gap(x: Inputs) -> Value:
+    """The best similarity minus the lowest."""
+    present = x.present_sims()
+    return max(present) - min(present) if present else None
+
+
+@_register("coherence", "set", "semantic_coherence")
+def _coherence(x: Inputs) -> Value:
+    """The named signal semantic coherence."""
+    return x.coherence
+
+
+@_register("length_adequacy", "set", "length_adequacy")
+def _set_length_adequacy(x: Inputs) -> Value:
+    """The mean length adequacy of the chunks."""
+    values = _floats(x.chunk("length_adequacy"))
+    return sum(values) / len(values)
+
+
+@_register("source_diversity", "set", "source_diversity")
+def _set_source_diversity(x: Inputs) -> Value:
+    """Distinct sources over chunks."""
+    return x.diversity[0]
+
+
+CHUNK_FEATURES: tuple[str, ...] = tuple(CHUNK)
+"""The names a model's chunk stage may use."""
+SET_FEATURES: tuple[str, ...] = tuple(SET)
+"""The names a model's set stage may use."""
+
+
+def chunk_rows(x: Inputs, names: Iterable[str] = CHUNK_FEATURES) -> list[Row]:
+    """One row per chunk holding the chunk features ``names`` (all by default)."""
+    columns = [(name, x.chunk(name)) for name in names]
+    return [{name: values[i] for name, values in columns} for i in range(len(x.analysed))]
+
+
+def set_row(x: Inputs, names: Iterable[str] = SET_FEATURES) -> Row:
+    """The set's row holding the set features ``names`` (all by default);
+    ``x.chunk_probs`` must be filled in."""
+    return {name: x.value(name) for name in names}
+
+
+def signal_of(feature: str, level: Level = "chunk") -> str:
+    """The named signal a feature refines (``"chunk_model"`` when unknown)."""
+    found = (CHUNK if level == "chunk" else SET).get(feature)
+    return found.signal if found is not None else "chunk_model"

@@ -1,0 +1,39 @@
+"""Every seam of the pipeline, as :class:`typing.Protocol`\\ s.
+
+Any object with the right methods fits; nothing needs to inherit from these.
+:class:`~crag_heuristic.CRAG` is typed with them: a retriever is a
+:class:`Retriever` and/or an :class:`AsyncRetriever` (optionally a
+:class:`StatsProvider` and a :class:`ParentFetcher`), a web searcher a
+:class:`WebSearcher` and/or an :class:`AsyncWebSearcher`, a cache a
+:class:`Cache` and/or an :class:`AsyncCache`; the expander is a
+:class:`QueryExpander`, the metrics a :class:`MetricsSink` and the logger an
+:class:`EventLogger` (a structlog bound logger is one).
+"""
+
+from ._expansion import QueryExpander
+from ._metrics import MetricsSink
+from ._protocols import (
+    AsyncCache,
+    AsyncRetriever,
+    AsyncWebSearcher,
+    Cache,
+    EventLogger,
+    ParentFetcher,
+    Retriever,
+    StatsProvider,
+    WebSearcher,
+)
+
+__all__ = [
+    "AsyncCache",
+    "AsyncRetriever",
+    "AsyncWebSearcher",
+    "Cache",
+    "EventLogger",
+    "MetricsSink",
+    "ParentFetcher",
+    "QueryExpander",
+    "Retriever",
+    "StatsProvider",
+    "WebSearcher",
+]

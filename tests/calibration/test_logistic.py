@@ -1,0 +1,62 @@
+"""The penalised logistic regression behind calibration, against scikit-learn and by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from crag_heuristic._logistic import fit_logistic, weighted_standardizer
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(300, 3))
+    y = (x @ np.array([1.5, -1.0, 0.0]) + rng.normal(size=300) > 0).astype(float)
+    return x, y
+
+
+def test_without_prior_it_is_scikit_learns_objective(data: tuple[np.ndarray, np.ndarray]) -> None:
+    x, y = data
+    for c in (0.01, 1.0, 100.0):
+        ours = fit_logistic(x, y, c=c)
+        theirs = LogisticRegression(C=c, max_iter=10_000, tol=1e-10).fit(x, y)
+        assert ours.coef == pytest.approx(theirs.coef_[0], abs=1e-4)
+        assert ours.intercept == pytest.approx(theirs.intercept_[0], abs=1e-4)
+
+
+def test_a_weight_of_two_is_the_sample_twice(data: tuple[np.ndarray, np.ndarray]) -> None:
+    x, y = data
+    weights = np.where(np.arange(len(y)) < 50, 2.0, 1.0)
+    doubled = fit_logistic(np.vstack([x, x[:50]]), np.concatenate([y, y[:50]]), c=1.0)
+    weighted = fit_logistic(x, y, c=1.0, weights=weights)
+    assert weighted.coef == pytest.approx(doubled.coef, abs=1e-5)
+
+
+def test_the_prior_pulls_the_coefficients(data: tuple[np.ndarray, np.ndarray]) -> None:
+    x, y = data
+    prior = np.array([0.0, 0.0, 3.0])  # far from the truth on every coefficient
+    free = fit_logistic(x, y, c=1000.0)
+    held = fit_logistic(x, y, c=1e-6, prior=prior)
+    loose = fit_logistic(x, y, c=1000.0, prior=prior)
+    assert held.coef == pytest.approx(prior, abs=1e-3)  # no data weight: the prior
+    assert loose.coef == pytest.approx(free.coef, abs=0.05)  # much data weight: the data
+    assert 0 < fit_logistic(x, y, c=0.01, prior=prior).coef[2] < 3.0
+
+
+def test_predict_is_the_sigmoid_of_the_logit() -> None:
+    x = np.array([[0.0], [1.0], [-1.0], [0.0], [2.0], [-2.0]])
+    y = np.array([0, 1, 0, 1, 1, 0])
+    fit = fit_logistic(x, y, c=1.0)
+    assert fit.predict(x) == pytest.approx(
+        1 / (1 + np.exp(-(fit.intercept + x[:, 0] * fit.coef[0])))
+    )
+
+
+def test_weighted_standardizer_by_hand() -> None:
+    x = np.array([[1.0, 5.0], [3.0, 5.0]])
+    mean, scale = weighted_standardizer(x, np.array([1.0, 3.0]))
+    # weighted mean of (1, 3) with weights (1, 3) = 2.5; variance = (1*2.25 + 3*0.25)/4 = 0.75
+    assert mean == pytest.approx([2.5, 5.0])
+    assert scale == pytest.approx([np.sqrt(0.75), 1.0])  # a constant column keeps scale 1

@@ -1,0 +1,61 @@
+"""The frameworks stay out of the core: not imported by ``import crag_heuristic``,
+not required by the core install, all in the ``test`` extra (CI installs only that)."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAMEWORKS = ("langchain_core", "langchain_community", "langgraph", "llama_index", "qdrant_client")
+
+
+def _loaded_after(statement: str) -> list[str]:
+    code = (
+        f"import json, sys; {statement}; "
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    return sorted(loaded & set(FRAMEWORKS))
+
+
+@pytest.mark.parametrize(
+    "statement", ["import crag_heuristic", "import crag_heuristic.integrations"]
+)
+def test_importing_the_library_imports_no_framework(statement: str) -> None:
+    assert _loaded_after(statement) == []
+
+
+def test_each_integration_imports_only_its_framework() -> None:
+    assert _loaded_after("import crag_heuristic.integrations.qdrant") == ["qdrant_client"]
+    assert _loaded_after("import crag_heuristic.integrations.langchain") == ["langchain_core"]
+    assert "qdrant_client" not in _loaded_after("import crag_heuristic.integrations.llamaindex")
+
+
+def _requirements(text: str) -> dict[str, str]:
+    names = {}
+    for line in text.strip().splitlines():
+        line = line.split(";")[0].strip()
+        if line and not line.startswith("#"):
+            name = line.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip()
+            names[name.lower()] = line
+    return names
+
+
+def test_extras_are_bounded_and_in_the_test_extra() -> None:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    extras = parser["options.extras_require"]
+    core = _requirements(parser["options"]["install_requires"])
+    test = _requirements(extras["test"])
+    for extra in ("langchain", "llamaindex", "qdrant"):
+        for name, requirement in _requirements(extras[extra]).items():
+            assert "<" in requirement, f"{requirement}: give the major version an upper bound"
+            assert name not in core, f"{name} must stay out of the core install"
+            assert test.get(name) == requirement, f"the test extra must hold {requirement}"

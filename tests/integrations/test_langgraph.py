@@ -1,0 +1,201 @@
+"""The LangGraph grading node, alone and inside a real StateGraph; the example graph."""
+
+from __future__ import annotations
+
+import importlib.util
+import operator
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from frameworks_support import ANSWERED, UNANSWERED, lc_documents
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.graph import END, START, StateGraph
+
+from crag_heuristic import Chunk, Evaluator, InputError, ScoreKind, Verdict
+from crag_heuristic.integrations.langchain import CRAGGradeNode, CRAGRetriever
+from crag_heuristic.testing import RecordingWebSearcher
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_crag.py"
+
+
+def scored(store: InMemoryVectorStore, query: str, k: int = 4) -> list[Document]:
+    return [
+        Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": s})
+        for d, s in store.similarity_search_with_score(query, k=k)
+    ]
+
+
+def test_node_grades_like_the_evaluator(memory_store: InMemoryVectorStore) -> None:
+    documents = scored(memory_store, ANSWERED)
+    update = CRAGGradeNode(score_kind="cosine")({"question": ANSWERED, "documents": documents})
+    chunks = [
+        Chunk(
+            id=str(d.id),
+            text=d.page_content,
+            score=d.metadata["score"],
+            score_kind=ScoreKind.COSINE,
+            source=d.metadata["source"],
+            metadata=d.metadata,
+        )
+        for d in documents
+    ]
+    expected = Evaluator().evaluate(ANSWERED, chunks)
+    assert update["crag"]["evaluation"] == expected.to_dict()
+    assert update["crag"]["verdict"] == expected.verdict.value == "relevant"
+    assert update["web_search"] == "No" and update["crag"]["needs_correction"] is False
+    kept_ids = expected.kept_ids(Verdict.PARTIAL)
+    assert [d.id for d in update["documents"]] == kept_ids
+    assert update["crag"]["kept"] == len(kept_ids)
+    assert update["crag"]["dropped"] == len(documents) - len(kept_ids)
+    for doc in update["documents"]:
+        grade = expected.chunk(str(doc.id))
+        assert doc.metadata["crag"]["grade"] == {
+            "score": grade.score,
+            "verdict": grade.verdict.value,
+            "similarity": grade.similarity,
+        }
+        assert doc.metadata["score"] == next(
+            d.metadata["score"] for d in documents if d.id == doc.id
+        )
+
+
+def test_node_flags_a_retrieval_that_needs_correcting(memory_store: InMemoryVectorStore) -> None:
+    documents = scored(memory_store, UNANSWERED)
+    update = CRAGGradeNode(score_kind="cosine")({"question": UNANSWERED, "documents": documents})
+    assert update["crag"]["verdict"] == "irrelevant"
+    assert update["web_search"] == "Yes" and update["crag"]["needs_correction"] is True
+    strict = CRAGGradeNode(score_kind="cosine", min_chunk_verdict="relevant")
+    assert strict({"question": UNANSWERED, "documents": documents})["documents"] == []
+    keep_all = CRAGGradeNode(
+        score_kind="cosine", min_chunk_verdict="relevant", keep_all_if_none=True
+    )
+    assert len(keep_all({"question": UNANSWERED, "documents": documents})["documents"]) == 4
+
+
+def test_node_reads_scores_from_crag_retriever_documents(
+    memory_store: InMemoryVectorStore,
+) -> None:
+    documents = CRAGRetriever(base=memory_store, k=4, config={"max_retries": 0}).invoke(ANSWERED)
+    update = CRAGGradeNode()({"question": ANSWERED, "documents": documents})
+    details = update["crag"]["evaluation"]["details"]
+    assert details["score_kinds"] == ["cosine"]  # not UNKNOWN: read from metadata["crag"]
+    assert update["crag"]["verdict"] == "relevant"
+
+
+def test_node_without_declared_scores_says_the_gate_had_no_similarity(
+    memory_store: InMemoryVectorStore,
+) -> None:
+    documents = scored(memory_store, ANSWERED)
+    update = CRAGGradeNode()({"question": ANSWERED, "documents": documents})
+    assert update["crag"]["evaluation"]["details"]["score_kinds"] == ["unknown"]
+    assert "scores of kind unknown carry no absolute similarity" in update["crag"]["reasoning"]
+
+
+def test_node_state_errors_and_documents_without_ids(corpus: list[Chunk]) -> None:
+    node = CRAGGradeNode()
+    with pytest.raises(InputError, match="has no 'question'"):
+        node({"documents": []})
+    with pytest.raises(InputError, match="not a Document or a string"):
+        node({"question": ANSWERED, "documents": [42]})
+    with pytest.raises(InputError, match="must be a list of documents"):
+        node({"question": ANSWERED, "documents": "text"})
+    with pytest.raises(InputError, match="is not a number"):
+        node(
+            {
+                "question": ANSWERED,
+                "documents": [Document(page_content="x", metadata={"score": "0.9"})],
+            }
+        )
+    negative = Document(page_content="x", metadata={"score": -1.0})
+    with pytest.raises(InputError, match="a l2 score cannot be negative"):
+        CRAGGradeNode(score_kind="l2")({"question": ANSWERED, "documents": [negative]})
+    foreign = Document(page_content="x", metadata={"crag": {"score": 1.0, "score_kind": "sim"}})
+    with pytest.raises(InputError, match="unknown metadata\\['crag'\\]\\['score_kind'\\]"):
+        node({"question": ANSWERED, "documents": [foreign]})
+    no_ids = [*lc_documents(corpus[:3], ids=False), "a plain string document about roads"]
+    update = node({"question": ANSWERED, "documents": no_ids + no_ids[:1]})  # a repeat
+    ids = [d.metadata["crag"]["chunk_id"] for d in update["documents"]]
+    assert all(i.startswith("lc:") for i in ids)
+    assert update["crag"]["kept"] + update["crag"]["dropped"] == 4  # the repeat counted once
+    assert node({"question": ANSWERED})["crag"]["verdict"] == "irrelevant"  # no documents
+
+
+class State(TypedDict, total=False):
+    question: str
+    documents: list[Document]
+    web_search: str
+    crag: dict[str, Any]
+    steps: Annotated[list[str], operator.add]
+
+
+def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> None:
+    grader = CRAGGradeNode(score_kind="cosine")
+    graph = StateGraph(State)
+    graph.add_node(
+        "retrieve",
+        lambda s: {"documents": scored(memory_store, s["question"]), "steps": ["retrieve"]},
+    )
+    graph.add_node("grade_documents", lambda s: {**grader(s), "steps": ["grade"]})
+    graph.add_node("generate", lambda s: {"steps": ["generate"]})
+    graph.add_node("web_search", lambda s: {"steps": ["web"]})
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "grade_documents")
+    graph.add_conditional_edges(
+        "grade_documents",
+        lambda s: "web_search" if s["web_search"] == "Yes" else "generate",
+        ["web_search", "generate"],
+    )
+    graph.add_edge("web_search", "generate")
+    graph.add_edge("generate", END)
+    app = graph.compile()
+    answered = app.invoke({"question": ANSWERED})
+    assert answered["steps"] == ["retrieve", "grade", "generate"]
+    assert answered["documents"][0].id == "rome-4"
+    unanswered = app.invoke({"question": UNANSWERED})
+    assert unanswered["steps"] == ["retrieve", "grade", "web", "generate"]
+    assert unanswered["crag"]["verdict"] == "irrelevant"
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("langgraph_crag_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # LangGraph resolves the state's type hints through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    example = load_example()
+    assert example.main([]) == 0
+    out = capsys.readouterr().out
+    answered, unanswered = out.split("== ")[1:]
+    assert answered.startswith(ANSWERED)
+    assert "path: retrieve -> grade_documents -> generate\n" in answered
+    assert "verdict: relevant" in answered and "web_search=No" in answered
+    assert "Context [rome-4]: How Roman roads were built" in answered
+    assert unanswered.startswith(UNANSWERED)
+    path = "path: retrieve -> grade_documents -> transform_query -> web_search -> generate\n"
+    assert path in unanswered
+    assert "verdict: irrelevant" in unanswered and "web_search=Yes" in unanswered
+    assert "web: web search is off (no --searxng URL)" in unanswered
+
+
+def test_example_graph_with_a_web_searcher() -> None:
+    example = load_example()
+    web = RecordingWebSearcher(
+        results=[("Openings", "https://chess.example.org/o", "The Italian Game suits beginners.")]
+    )
+    app = example.build_graph(example.sample_store(), web=web, k=4)
+    state = app.invoke({"question": UNANSWERED})
+    assert web.calls == [("chess openings best beginners", 3)]  # the keyword rewrite
+    assert state["web_query"] == "chess openings best beginners"
+    assert state["documents"][-1].metadata == {
+        "source": "https://chess.example.org/o",
+        "origin": "web",
+    }
+    assert "Context [https://chess.example.org/o]: Openings" in state["generation"]

@@ -1,0 +1,71 @@
+"""Dependencies point down: the parts below the router never import the evaluator.
+
+Retrievers, expansion, web, cache and fusion know only the data model, the
+input checks, the configuration and the text analyzer (README, Architecture).
+Read from the source with ``ast``, so a lazy import inside a function counts.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "crag_heuristic"
+
+BELOW_THE_EVALUATOR = [
+    "_checks.py",
+    "_types.py",
+    "_config.py",
+    "_evidence.py",
+    "_signals.py",
+    "_text.py",
+    "_corpus.py",
+    "_scores.py",
+    "_fusion.py",
+    "_retrievers",
+    "_expansion",
+    "_web",
+    "_cache",
+]
+
+
+def _modules(entry: str) -> list[Path]:
+    path = PACKAGE / entry
+    return sorted(path.glob("*.py")) if path.is_dir() else [path]
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, resolved to a dotted name inside the package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("entry", BELOW_THE_EVALUATOR)
+def test_lower_layers_do_not_import_the_evaluator(entry: str) -> None:
+    for path in _modules(entry):
+        bad = sorted(n for n in _imported(path) if n.startswith("crag_heuristic._evaluator"))
+        assert bad == [], f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+def test_refinement_does_not_import_the_evaluator_module() -> None:
+    imported = _imported(PACKAGE / "_evaluator" / "refine.py")
+    assert not any(n.startswith("crag_heuristic._evaluator.evaluator") for n in imported)
+
+
+def test_input_checks_live_beside_the_types() -> None:
+    from crag_heuristic import _checks
+
+    assert _checks.check_query("q") == "q"
+    assert _checks.check_k(3) == 3
