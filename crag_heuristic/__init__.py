@@ -23,7 +23,7 @@ module                         what
                                ``keyword_query``
 ``crag_heuristic.expansion``   the query expanders, synonym sets, ``reciprocal_rank_fusion``
 ``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
-``crag_heuristic.text``        ``Analyzer``, ``CorpusStats``
+``crag_heuristic.text``        ``Analyzer``, ``CorpusStats``, ``CorpusStatsFileError``
 ``crag_heuristic.metrics``     ``MetricsSink``, ``PrometheusMetrics``
 ``crag_heuristic.protocols``   every seam (retriever, web, cache, expander, metrics, logger)
 ``crag_heuristic.sample``      the bundled sample corpus and its retriever

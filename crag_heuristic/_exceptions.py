@@ -9,7 +9,8 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── InvalidQueryError        empty, whitespace-only or non-string query
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
     │   │   └── DuplicateChunkError  two chunks share an id
-    │   └── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
+    │   ├── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
+    │   └── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
     ├── WebSearchError               the web fallback failed (the router records it, never hides it)
     │   ├── WebSearchTimeout         the search engine did not answer in time
@@ -31,12 +32,13 @@ Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "CacheError",
     "CircuitOpenError",
     "ConfigError",
+    "CorpusStatsFileError",
     "CragError",
     "DuplicateChunkError",
     "InputError",
@@ -161,6 +163,40 @@ class SynonymFormatError(InputError):
         self.line = line
         self.reason = reason
         super().__init__(f"{path}:{line_number}: {reason}: {_short(line)}")
+
+
+class CorpusStatsFileError(InputError):
+    """A corpus statistics file that cannot be used: refused, never half-read.
+
+    Attributes:
+        path: the file.
+        field: what does not fit: ``"file"`` (missing), ``"kind"`` (not a
+            statistics file, or unreadable), ``"format_version"`` (written by
+            another version of the format), ``"analyzer"`` (built with another
+            analyzer), ``"content"`` or ``"fingerprint"`` (damaged).
+        found: what the file has.
+        expected: what this library and analyzer need.
+    """
+
+    _ADVICE: ClassVar[dict[str, str]] = {
+        "file": "build the statistics and save them there",
+        "kind": "it is not a file written by CorpusStats.save",
+        "format_version": "rebuild the statistics with this version of crag-heuristic",
+        "analyzer": "rebuild the statistics with the evaluator's analyzer, or pass that analyzer",
+        "content": "the file is damaged: rebuild it",
+        "fingerprint": "the file is damaged: rebuild it",
+    }
+
+    def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:
+        self.path = path
+        self.field = field
+        self.found = found
+        self.expected = expected
+        advice = note or self._ADVICE.get(field, "")
+        super().__init__(
+            f"corpus statistics file {path!r}: {field} is {_short(found)}, "
+            f"expected {_short(expected)}" + (f" ({advice})" if advice else "")
+        )
 
 
 class RetrieverError(CragError):

@@ -6,16 +6,24 @@ run end to end with no model, no data download and no network.
 
 Its dense retriever embeds texts with latent semantic analysis (Deerwester
 et al., 1990): TF-IDF over the analyzer's stemmed terms, reduced by a
-truncated SVD to ``n_components`` dimensions and scaled to unit length
-(scikit-learn does the work). The vectors go into a ``faiss.IndexFlatIP``, so
-scores are cosines. It is a stand-in for a real embedding model, good enough
-to show every route of the router on the sample; point the router at your
-own FAISS index for real work.
+truncated SVD to ``n_components`` dimensions and scaled to unit length. The
+vectors go into a ``faiss.IndexFlatIP``, so scores are cosines. It is a
+stand-in for a real embedding model, good enough to show every route of the
+router on the sample; point the router at your own FAISS index for real work.
+
+:class:`LsaEmbedder` fits the projection with scikit-learn. For the bundled
+sample it is fitted once, by ``tools/build_sample_vectors.py``, and shipped
+as ``data/sample_lsa.npz`` (vocabulary, IDF, SVD components and the 64
+documents' vectors); :class:`LsaProjection` applies it with numpy alone, so
+:func:`sample_retriever` (and the command line) neither imports scikit-learn
+nor refits the SVD on every call. A test refits and compares.
 """
 
 from __future__ import annotations
 
+import io
 import json
+from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -26,7 +34,16 @@ import numpy.typing as npt
 from ._text import Analyzer
 from ._types import Chunk
 
-__all__ = ["LsaEmbedder", "load_sample_corpus", "load_sample_queries", "sample_retriever"]
+__all__ = [
+    "LsaEmbedder",
+    "LsaProjection",
+    "load_sample_corpus",
+    "load_sample_queries",
+    "sample_retriever",
+]
+
+SAMPLE_LSA = "sample_lsa.npz"
+_LSA_FORMAT = 1
 
 
 def _read_jsonl(name: str) -> list[dict[str, Any]]:
@@ -96,17 +113,129 @@ class LsaEmbedder:
         return vector
 
 
+class LsaProjection:
+    """A fitted TF-IDF + SVD projection applied with numpy alone (no scikit-learn).
+
+    The arithmetic of scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``
+    followed by ``TruncatedSVD.transform``: term counts of the vocabulary's
+    terms ``tf``, weights ``(1 + ln tf) * idf``, the row scaled to unit
+    length, projected on the components (``x @ components.T``), and the
+    result scaled to unit length (zero rows stay zero).
+
+    Args:
+        vocabulary: the terms, in column order.
+        idf: one IDF per term.
+        components: the SVD components, ``(dimension, len(vocabulary))``.
+        analyzer: the term analyzer the projection was fitted with.
+    """
+
+    def __init__(
+        self,
+        vocabulary: Sequence[str],
+        idf: npt.NDArray[np.float64],
+        components: npt.NDArray[np.float64],
+        *,
+        analyzer: Analyzer | None = None,
+    ) -> None:
+        self.analyzer = analyzer or Analyzer()
+        self.columns = {term: i for i, term in enumerate(vocabulary)}
+        self.idf = np.asarray(idf, dtype=np.float64)
+        self.components = np.asarray(components, dtype=np.float64)
+        self.dimension = int(self.components.shape[0])
+
+    @classmethod
+    def from_embedder(cls, embedder: LsaEmbedder) -> LsaProjection:
+        """The projection an :class:`LsaEmbedder` fitted."""
+        vocabulary = embedder._tfidf.get_feature_names_out().tolist()
+        return cls(
+            vocabulary,
+            embedder._tfidf.idf_,
+            embedder._svd.components_,
+            analyzer=embedder.analyzer,
+        )
+
+    def embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-length vectors, one row per text (zero rows stay zero)."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float64)
+        for row, text in enumerate(texts):
+            counts = Counter(
+                self.columns[t] for t in self.analyzer.terms(text) if t in self.columns
+            )
+            if not counts:
+                continue
+            columns = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+            tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+            weights = (1.0 + np.log(tf)) * self.idf[columns]
+            weights /= np.linalg.norm(weights)
+            out[row] = self.components[:, columns] @ weights
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        unit: npt.NDArray[np.float32] = np.ascontiguousarray(out / norms, dtype=np.float32)
+        return unit
+
+    def __call__(self, text: str) -> npt.NDArray[np.float32]:
+        """One unit-length vector."""
+        vector: npt.NDArray[np.float32] = self.embed_many([text])[0]
+        return vector
+
+
+def save_sample_lsa(
+    projection: LsaProjection, vectors: npt.NDArray[np.float32], ids: Sequence[str]
+) -> bytes:
+    """The ``sample_lsa.npz`` bytes (see ``tools/build_sample_vectors.py``)."""
+    vocabulary = sorted(projection.columns, key=projection.columns.__getitem__)
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        format=np.asarray(_LSA_FORMAT),
+        analyzer=np.asarray(projection.analyzer.fingerprint),
+        vocabulary=np.asarray(vocabulary),
+        idf=projection.idf,
+        components=projection.components.astype(np.float32),  # half the bytes; ~1e-7 apart
+        vectors=np.asarray(vectors, dtype=np.float32),
+        ids=np.asarray(list(ids)),
+    )
+    return buffer.getvalue()
+
+
+def load_sample_lsa(
+    analyzer: Analyzer | None = None,
+) -> tuple[LsaProjection, npt.NDArray[np.float32], list[str]]:
+    """The shipped projection, the sample documents' vectors and their ids."""
+    analyzer = analyzer or Analyzer()
+    raw = (resources.files("crag_heuristic") / "data" / SAMPLE_LSA).read_bytes()
+    with np.load(io.BytesIO(raw), allow_pickle=False) as data:
+        if int(data["format"]) != _LSA_FORMAT or str(data["analyzer"]) != analyzer.fingerprint:
+            raise ValueError("stale data/sample_lsa.npz: run tools/build_sample_vectors.py")
+        projection = LsaProjection(
+            data["vocabulary"].tolist(), data["idf"], data["components"], analyzer=analyzer
+        )
+        return projection, np.asarray(data["vectors"], np.float32), data["ids"].tolist()
+
+
 def sample_retriever(*, analyzer: Analyzer | None = None, n_components: int = 64) -> Any:
     """A :class:`FaissRetriever` over the sample corpus with LSA embeddings.
 
-    Scores are cosines (``IndexFlatIP`` over unit vectors).
+    Scores are cosines (``IndexFlatIP`` over unit vectors). With the default
+    analyzer and ``n_components``, the projection and the documents' vectors
+    are the shipped ones (no scikit-learn, no fitting); otherwise they are
+    fitted now with :class:`LsaEmbedder`.
     """
     import faiss
 
     from ._retrievers import FaissRetriever
 
     corpus = load_sample_corpus()
-    embedder = LsaEmbedder([c.text for c in corpus], n_components=n_components, analyzer=analyzer)
+    embedder: LsaProjection | LsaEmbedder
+    if n_components == 64 and (analyzer is None or analyzer == Analyzer()):
+        embedder, vectors, ids = load_sample_lsa(analyzer)
+        if ids != [c.id for c in corpus]:
+            raise ValueError("stale data/sample_lsa.npz: run tools/build_sample_vectors.py")
+    else:
+        embedder = LsaEmbedder(
+            [c.text for c in corpus], n_components=n_components, analyzer=analyzer
+        )
+        vectors = embedder.embed_many([c.text for c in corpus])
     index = faiss.IndexFlatIP(embedder.dimension)
-    index.add(embedder.embed_many([c.text for c in corpus]))
+    index.add(vectors)
     return FaissRetriever(index, corpus, embedder, normalized=True, analyzer=analyzer)

@@ -2,10 +2,13 @@
 
 :class:`Analyzer` turns text into terms (tokens, stop words, Snowball stems,
 sentences); :class:`CorpusStats` holds document frequencies for IDF weights
-(a retriever may hand them to the router through ``corpus_stats()``).
+(a retriever may hand them to the router through ``corpus_stats()``);
+:class:`CorpusStatsFileError` (an ``InputError``) refuses a statistics file
+built with another analyzer, written in another format version, or damaged.
 """
 
 from ._corpus import CorpusStats
+from ._exceptions import CorpusStatsFileError
 from ._text import Analyzer
 
-__all__ = ["Analyzer", "CorpusStats"]
+__all__ = ["Analyzer", "CorpusStats", "CorpusStatsFileError"]

@@ -130,7 +130,7 @@ SUBMODULES = {
         "load_sample_queries",
         "sample_retriever",
     ],
-    "crag_heuristic.text": ["Analyzer", "CorpusStats"],
+    "crag_heuristic.text": ["Analyzer", "CorpusStats", "CorpusStatsFileError"],
     "crag_heuristic.web": [
         "CircuitBreaker",
         "CircuitState",

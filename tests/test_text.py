@@ -3,8 +3,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from crag_heuristic._text import split_sentences
+from crag_heuristic._text import TextStats, split_sentences
 from crag_heuristic.text import Analyzer
 
 
@@ -113,3 +115,132 @@ def test_ascii_fast_path_matches_the_unicode_tokeniser() -> None:
     text = string.printable * 3 + " snake_case x-ray C3PO tab\there \x00\x07\x7f end"
     assert Analyzer.tokens(text) == pattern.findall(text.casefold())
     assert Analyzer.tokens(text + "é") == pattern.findall((text + "é").casefold())
+
+
+# -- the fast tokeniser and term cache against the plain definition --------------------------
+
+
+def _reference_tokens(text: str) -> list[str]:
+    import re
+    import unicodedata
+
+    return re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _reference_terms(text: str, stop_words: frozenset[str]) -> list[str]:
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    return [stemmer.stemWord(t) for t in _reference_tokens(text) if t not in stop_words]
+
+
+def _reference_stats(text: str, stop_words: frozenset[str]) -> TextStats:
+    from collections import Counter
+
+    tokens = _reference_tokens(text)
+    terms = _reference_terms(text, stop_words)
+    counts = Counter(terms)
+    return TextStats(
+        term_set=frozenset(counts),
+        stop_set=frozenset(t for t in tokens if t in stop_words),
+        n_tokens=len(tokens),
+        term_counts=dict(counts),
+        n_terms=len(terms),
+    )
+
+
+TRICKY_TEXTS = [
+    "",
+    "   \t\n ",
+    "ﬁnance ﬂow Ⅻ ① x² H₂O ½ ｆｕｌｌｗｉｄｔｈ",  # NFKC compatibility forms
+    "İstanbul ΣΊΣΥΦΟΣ ὈΔΥΣΣΕΎΣ Straße ǅemal ﬀ",  # case folding beyond lower()
+    "e\u0301te\u0301 cafe\u0301 A\u030a",  # combining marks (NFKC composes them)
+    "10–20 ± 3.5 µm ≥ 5 % — “quoted” ‘single’ «guillemets» …",  # non-ASCII punctuation
+    "東京都 の 人口 はいくら ですか 한국어 العربية ١٢٣ हिन्दी ๑๒๓",  # scripts and digits
+    "abc\x00def\x01ghi\x1b[0mjkl\x7fmno\x85pqr\u2028stu\u200bvwx\ufeffyz",  # controls, format
+    "lone \ud800 high \udfff low a\udcffb surrogates \ud83d\ude00",
+    "snake_case x-ray C3PO e-mail U.S.A. 3.14159 #hashtag @user",
+    "emoji 😀🚀 flags 🇫🇷 ZWJ 👩‍💻 keycap 1️⃣",
+    "\u1680ogham\u3000ideographic\u00a0nbsp\u2003em\u180emongolian",
+    "The the THE tHe and AND running runs ran cells cell",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_TEXTS)
+def test_fast_tokens_equal_the_reference(text: str) -> None:
+    assert Analyzer.tokens(text) == _reference_tokens(text)
+
+
+@pytest.mark.parametrize("text", TRICKY_TEXTS)
+def test_fast_analysis_equals_the_reference(text: str) -> None:
+    for analyzer in (Analyzer(), Analyzer()):  # a fresh cache, then a warm one
+        analyzer.analyze(text)
+        assert analyzer.analyze(text) == _reference_stats(text, analyzer.stop_words)
+        assert analyzer.terms(text) == _reference_terms(text, analyzer.stop_words)
+
+
+def test_every_code_point_tokenises_as_the_reference() -> None:
+    every = "".join(map(chr, range(0x110000)))  # surrogates, controls, unassigned: all of it
+    assert Analyzer.tokens(every) == _reference_tokens(every)
+    spaced = " ".join(every[i : i + 3] for i in range(0, len(every), 3))
+    assert Analyzer.tokens(spaced) == _reference_tokens(spaced)
+
+
+def test_one_megabyte_text_analyses_as_the_reference() -> None:
+    import random
+
+    rng = random.Random(3)
+    pieces = [*TRICKY_TEXTS, "Cells divide; running water.", "word"] * 5
+    words = []
+    size = 0
+    while size < 1_000_000:
+        piece = rng.choice(pieces) + rng.choice([" ", "\n", "-", "\u2013", ""])
+        words.append(piece)
+        size += len(piece)
+    text = "".join(words)
+    analyzer = Analyzer()
+    assert analyzer.analyze(text) == _reference_stats(text, analyzer.stop_words)
+    assert analyzer.terms(text) == _reference_terms(text, analyzer.stop_words)
+
+
+def test_term_cache_overflow_keeps_results_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    import crag_heuristic._text as text_module
+
+    monkeypatch.setattr(text_module, "_STEM_CACHE_LIMIT", 3)
+    analyzer = Analyzer()
+    texts = ["running cells of the category", "cats and dogs ran", *TRICKY_TEXTS]
+    for text in texts:
+        assert analyzer.analyze(text) == _reference_stats(text, analyzer.stop_words)
+        assert analyzer.terms(text) == _reference_terms(text, analyzer.stop_words)
+    # the cache is emptied when a text would push it past the limit
+    assert len(analyzer._terms) <= max(len(set(_reference_tokens(t))) for t in texts)
+
+
+def test_stem_of_a_stop_word_is_its_snowball_stem(analyzer: Analyzer) -> None:
+    import Stemmer
+
+    analyzer.analyze("was being")  # cached as stop words
+    assert analyzer.stem("being") == Stemmer.Stemmer("english").stemWord("being")
+    assert analyzer.stem("cells") == "cell"
+
+
+_ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=200)
+_WORDY_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(["The", "cells", "cell", "running", "ran", "and", "ﬁnance", "Straße"]),
+        st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=4),
+    ),
+    max_size=40,
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(_ANY_TEXT, _WORDY_TEXT))
+def test_fast_path_equals_the_reference_on_any_text(text: str) -> None:
+    analyzer = _PROPERTY_ANALYZER  # shared: its cache warms up across examples
+    assert Analyzer.tokens(text) == _reference_tokens(text)
+    assert analyzer.analyze(text) == _reference_stats(text, analyzer.stop_words)
+    assert analyzer.terms(text) == _reference_terms(text, analyzer.stop_words)
+
+
+_PROPERTY_ANALYZER = Analyzer()

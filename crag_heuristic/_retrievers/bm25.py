@@ -1,4 +1,4 @@
-"""A lexical retriever: Okapi BM25 over a whole corpus, with rank-bm25.
+"""A lexical retriever: Okapi BM25 over a whole corpus.
 
 BM25 (Robertson and Zaragoza, 2009, "The Probabilistic Relevance Framework:
 BM25 and Beyond") scores a document ``D`` for query terms ``q_i``::
@@ -9,12 +9,30 @@ The IDF comes from the WHOLE corpus, never from a top-k list. By default it
 is Lucene's ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, positive for
 every term and the same formula the evaluator's :class:`CorpusStats` uses.
 (rank-bm25's ``BM25Okapi`` uses ``ln((N - df + 0.5) / (df + 0.5))`` with a
-floor: a term in half of a small corpus then weighs nothing; it remains
-available as ``variant="okapi"``.) The corpus is
-tokenised with the evaluator's :class:`~crag_heuristic._text.Analyzer`
-(Snowball stems, stop words out), so the document frequencies this retriever
-exposes through :meth:`BM25Retriever.corpus_stats` are exactly those the
-evaluator's IDF weighting expects.
+floor of ``0.25 x`` the mean IDF for negative values: a term in half of a
+small corpus then weighs little; it remains available as ``variant="okapi"``;
+``variant="plus"`` is BM25+ with ``delta = 1`` and ``idf = ln((N + 1) / df)``.)
+The corpus is tokenised with the evaluator's
+:class:`~crag_heuristic._text.Analyzer` (Snowball stems, stop words out), so
+the document frequencies this retriever exposes through
+:meth:`BM25Retriever.corpus_stats` are exactly those the evaluator's IDF
+weighting expects. ``|D|`` counts content terms; an empty document counts as
+length 1 (as rank-bm25 sees it, with one placeholder token).
+
+Two backends compute the same scores:
+
+* ``"sparse"`` (the default): every ``(term, document)`` weight
+  ``idf * f * (k1 + 1) / (f + k1 * (...))`` is computed once at construction
+  (vectorised numpy) and kept in a term-major compressed sparse row matrix
+  (``indptr``, ``indices`` int32, ``data`` float32, the layout of
+  ``scipy.sparse.csr_matrix`` and of the ``bm25s`` package); a query adds up
+  the rows of its terms, so it touches only the postings of its terms.
+  Memory is about 8 bytes per distinct (term, document) pair. Scores equal
+  rank-bm25's to float32 precision (about 1e-7 relative).
+* ``"rank-bm25"``: the ``rank-bm25`` package, which scores every document
+  for every query term in a Python loop over the corpus: fine for thousands
+  of documents, about a second per query at a million (see
+  ``benchmarks/results/scale.md``).
 
 Documents with a score of 0 (no query term at all) are not returned.
 """
@@ -23,15 +41,17 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from rank_bm25 import BM25Okapi, BM25Plus
+import numpy.typing as npt
 
 from .._checks import check_k, check_query
-from .._corpus import CorpusStats
+from .._corpus import CorpusStats, TermTable, _log_event
 from .._exceptions import InputError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
@@ -39,17 +59,132 @@ from .documents import to_chunk
 
 __all__ = ["BM25Retriever"]
 
-
-class _LuceneBM25(BM25Okapi):  # type: ignore[misc]
-    """rank-bm25's Okapi scoring with Lucene's non-negative IDF."""
-
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        n = self.corpus_size
-        for word, freq in nd.items():
-            self.idf[word] = math.log(1.0 + (n - freq + 0.5) / (freq + 0.5))
+_VARIANTS = ("lucene", "okapi", "plus")
+_BACKENDS = ("sparse", "rank-bm25")
+_PLACEHOLDER = "\x00"  # the one token of an empty document (never a term: not alphanumeric)
+_OKAPI_EPSILON = 0.25  # rank-bm25's BM25Okapi floor: epsilon x mean idf
+_PLUS_DELTA = 1.0  # rank-bm25's BM25Plus delta
+_BLOCK = 1 << 22  # postings per block of the vectorised weight computation
 
 
-_MODELS: dict[str, type] = {"lucene": _LuceneBM25, "okapi": BM25Okapi, "plus": BM25Plus}
+def _rank_bm25_model(variant: str) -> type:
+    from rank_bm25 import BM25Okapi, BM25Plus
+
+    if variant == "okapi":
+        return BM25Okapi  # type: ignore[no-any-return]
+    if variant == "plus":
+        return BM25Plus  # type: ignore[no-any-return]
+
+    class LuceneBM25(BM25Okapi):  # type: ignore[misc]
+        """rank-bm25's Okapi scoring with Lucene's non-negative IDF."""
+
+        def _calc_idf(self, nd: dict[str, int]) -> None:
+            n = self.corpus_size
+            for word, freq in nd.items():
+                self.idf[word] = math.log(1.0 + (n - freq + 0.5) / (freq + 0.5))
+
+    return LuceneBM25
+
+
+class _SparseIndex:
+    """BM25 weights in a term-major CSR matrix (see the module doc)."""
+
+    def __init__(
+        self, term_counts: Iterable[dict[str, int]], *, variant: str, k1: float, b: float
+    ) -> None:
+        vocab: dict[str, int] = {}
+        term_ids = array("i")
+        tfs = array("i")
+        doc_lens = array("q")
+        n_unique = array("i")
+        row = vocab.__getitem__
+        for counts in term_counts:
+            if not counts:
+                counts = {_PLACEHOLDER: 1}
+            new = set(counts).difference(vocab)  # O(len(counts)), unlike keys() - keys()
+            if new:  # rows in order of first occurrence
+                for term in counts:
+                    if term in new:
+                        vocab[term] = len(vocab)
+            term_ids.extend(map(row, counts))
+            tfs.extend(counts.values())
+            doc_lens.append(sum(counts.values()))
+            n_unique.append(len(counts))
+        n_docs = len(doc_lens)
+        ids = np.frombuffer(term_ids, dtype=np.int32)
+        df = np.bincount(ids, minlength=len(vocab)).astype(np.int64)
+        dl = np.frombuffer(doc_lens, dtype=np.int64).astype(np.float64)
+        avgdl = float(dl.sum()) / n_docs
+        idf = _idf(df, n_docs, variant)
+        # term-major order; stable, so each term's postings stay in corpus order
+        order = np.argsort(ids, kind="stable")
+        docs = np.repeat(np.arange(n_docs, dtype=np.int32), np.frombuffer(n_unique, np.int32))
+        self.indices: npt.NDArray[np.int32] = docs[order]
+        del docs
+        tf_sorted = np.frombuffer(tfs, dtype=np.int32)[order]
+        del order
+        self.indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(df, out=self.indptr[1:])
+        term_of = np.repeat(np.arange(len(vocab), dtype=np.int32), df)
+        self.data: npt.NDArray[np.float32] = np.empty(len(self.indices), dtype=np.float32)
+        norm = k1 * (1.0 - b + b * dl / avgdl)  # per document
+        for start in range(0, len(self.data), _BLOCK):
+            end = start + _BLOCK
+            tf = tf_sorted[start:end].astype(np.float64)
+            weight = tf * (k1 + 1.0) / (tf + norm[self.indices[start:end]])
+            self.data[start:end] = idf[term_of[start:end]] * weight
+        self.n_docs = n_docs
+        self.variant = variant
+        # BM25+ adds idf * delta to every document for every known query term
+        self._constant = idf * _PLUS_DELTA if variant == "plus" else None
+        self.idf = idf
+        vocab.pop(_PLACEHOLDER, None)  # never a query term, not a corpus term
+        self.term_ids = TermTable.from_counts(vocab)  # term -> row, compact
+        del vocab
+        self.doc_freq = TermTable(
+            self.term_ids._keys,
+            self.term_ids._offsets,
+            self.term_ids._blob,
+            df[self.term_ids._counts],
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return int(
+            self.indices.nbytes
+            + self.data.nbytes
+            + self.indptr.nbytes
+            + self.idf.nbytes
+            + self.term_ids.nbytes
+            + self.doc_freq._counts.nbytes
+        )
+
+    def rows(self, terms: Sequence[str]) -> list[int]:
+        """Row numbers of the known terms, with multiplicity and in order."""
+        get = self.term_ids.get
+        return [row for row in map(get, terms) if row is not None]
+
+    def scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
+        scores = np.zeros(self.n_docs, dtype=np.float64)
+        indptr, indices, data = self.indptr, self.indices, self.data
+        for row in self.rows(terms):
+            start, end = int(indptr[row]), int(indptr[row + 1])
+            scores[indices[start:end]] += data[start:end]
+            if self._constant is not None:
+                scores += self._constant[row]
+        return scores
+
+
+def _idf(df: npt.NDArray[np.int64], n: int, variant: str) -> npt.NDArray[np.float64]:
+    freq = df.astype(np.float64)
+    if variant == "lucene":
+        return np.log(1.0 + (n - freq + 0.5) / (freq + 0.5))
+    if variant == "plus":
+        return np.log((n + 1.0) / freq)
+    idf = np.log(n - freq + 0.5) - np.log(freq + 0.5)  # okapi, floored as rank-bm25 does
+    if len(idf):
+        idf[idf < 0] = _OKAPI_EPSILON * float(idf.mean())
+    return idf
 
 
 class BM25Retriever:
@@ -62,6 +197,8 @@ class BM25Retriever:
         k1, b: the BM25 parameters (defaults 1.5 and 0.75, rank-bm25's).
         variant: ``"lucene"`` (Okapi scoring, Lucene IDF; the default),
             ``"okapi"`` (rank-bm25's ``BM25Okapi`` as is) or ``"plus"`` (``BM25Plus``).
+        backend: ``"sparse"`` (precomputed weights, numpy; the default) or
+            ``"rank-bm25"`` (see the module doc). Both give the same scores.
 
     Raises:
         InputError: an empty corpus, duplicate ids or bad parameters.
@@ -75,17 +212,25 @@ class BM25Retriever:
         k1: float = 1.5,
         b: float = 0.75,
         variant: str = "lucene",
+        backend: str = "sparse",
         name: str = "bm25",
     ) -> None:
         if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
             raise InputError("documents must be a sequence of chunks, mappings or strings")
         if not documents:
             raise InputError("BM25Retriever needs at least one document")
-        if variant not in _MODELS:
-            raise InputError(f"variant must be one of {sorted(_MODELS)}, got {variant!r}")
-        if not (k1 >= 0 and 0 <= b <= 1):
+        if variant not in _VARIANTS:
+            raise InputError(f"variant must be one of {sorted(_VARIANTS)}, got {variant!r}")
+        if backend not in _BACKENDS:
+            raise InputError(f"backend must be one of {list(_BACKENDS)}, got {backend!r}")
+        if not (
+            isinstance(k1, int | float) and isinstance(b, int | float) and k1 >= 0 and 0 <= b <= 1
+        ):
             raise InputError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1!r}, b={b!r}")
+        started = time.perf_counter()
         self.name = name
+        self.backend = backend
+        self.variant = variant
         self.analyzer = analyzer or Analyzer()
         self.documents = [
             to_chunk(d, default_id=str(i), score=None, score_kind=ScoreKind.BM25, retriever=name)
@@ -96,31 +241,65 @@ class BM25Retriever:
             dup = next(i for i, n in Counter(ids).items() if n > 1)
             raise InputError(f"duplicate document id {dup!r} in the BM25 corpus")
         self._index_of = {chunk_id: i for i, chunk_id in enumerate(ids)}
-        tokenised = [self.analyzer.terms(chunk.text) for chunk in self.documents]
-        # rank-bm25 divides by the corpus's total length: give empty texts one dummy token
-        safe = [tokens or ["\x00"] for tokens in tokenised]
-        self._bm25 = _MODELS[variant](safe, k1=k1, b=b)
-        doc_freq: Counter[str] = Counter()
-        for tokens in tokenised:
-            doc_freq.update(set(tokens))
+        self._sparse: _SparseIndex | None = None
+        self._bm25: Any = None
+        n_terms = 0
+        if backend == "sparse":
+            lengths: list[int] = []
+
+            def counts() -> Iterable[dict[str, int]]:
+                term_counts = self.analyzer.term_counts
+                for chunk in self.documents:
+                    counts = term_counts(chunk.text)
+                    lengths.append(sum(counts.values()))
+                    yield counts
+
+            self._sparse = _SparseIndex(counts(), variant=variant, k1=float(k1), b=float(b))
+            doc_freq: Any = self._sparse.doc_freq
+            n_terms = sum(lengths)
+        else:
+            tokenised = [self.analyzer.terms(chunk.text) for chunk in self.documents]
+            # rank-bm25 divides by the corpus's total length: give empty texts one placeholder
+            safe = [tokens or [_PLACEHOLDER] for tokens in tokenised]
+            self._bm25 = _rank_bm25_model(variant)(safe, k1=k1, b=b)
+            df: Counter[str] = Counter()
+            for tokens in tokenised:
+                df.update(set(tokens))
+            doc_freq = TermTable.from_counts(df)
+            n_terms = sum(map(len, tokenised))
         self._stats = CorpusStats(
-            n_docs=len(tokenised),
-            doc_freq=dict(doc_freq),
-            avg_doc_len=sum(map(len, tokenised)) / len(tokenised),
+            n_docs=len(self.documents),
+            doc_freq=doc_freq,
+            avg_doc_len=n_terms / len(self.documents),
             analyzer=self.analyzer.fingerprint,
         )
+        _log_event("built", self._stats, started, by=f"bm25:{backend}")
 
     def __repr__(self) -> str:
-        return f"BM25Retriever(documents={len(self.documents)})"
+        return f"BM25Retriever(documents={len(self.documents)}, backend={self.backend!r})"
 
     def __len__(self) -> int:
         return len(self.documents)
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes held by the sparse backend's arrays (``None`` for rank-bm25)."""
+        return None if self._sparse is None else self._sparse.nbytes
+
+    def idf(self, term: str) -> float:
+        """The IDF this retriever gives an analyzed term (0 for a term it never saw)."""
+        if self._sparse is not None:
+            row = self._sparse.term_ids.get(term)
+            return 0.0 if row is None else float(self._sparse.idf[row])
+        return float(self._bm25.idf.get(term) or 0.0)
 
     def scores(self, query: str) -> np.ndarray[Any, np.dtype[np.float64]]:
         """The BM25 score of every document for ``query`` (corpus order)."""
         terms = self.analyzer.terms(query)
         if not terms:
             return np.zeros(len(self.documents))
+        if self._sparse is not None:
+            return self._sparse.scores(terms)
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
 
     def search(self, query: str, k: int) -> list[Chunk]:
@@ -131,11 +310,7 @@ class BM25Retriever:
         check_query(query)
         check_k(k)
         scores = self.scores(query)
-        positive = np.flatnonzero(scores > 0)
-        if positive.size == 0:
-            return []
-        # stable sort on -score keeps corpus order among equal scores
-        order = positive[np.argsort(-scores[positive], kind="stable")][:k]
+        order = _top_k(scores, k)
         return [
             self.documents[i].replace(score=float(scores[i]), score_kind=ScoreKind.BM25)
             for i in order
@@ -153,3 +328,19 @@ class BM25Retriever:
         """The document with this id, unscored, or ``None``."""
         index = self._index_of.get(chunk_id)
         return None if index is None else self.documents[index]
+
+
+def _top_k(scores: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:
+    """Indices of the ``k`` highest positive scores, best first, ties in corpus order.
+
+    The same as a stable sort of all positive scores, without sorting them
+    all: a partition finds the k-th best score, and only the documents at or
+    above it are sorted.
+    """
+    positive = np.flatnonzero(scores > 0)
+    if positive.size > k:
+        values = scores[positive]
+        kth = np.partition(values, positive.size - k)[positive.size - k]
+        positive = positive[values >= kth]
+    # a stable sort on -score keeps corpus order among equal scores
+    return positive[np.argsort(-scores[positive], kind="stable")][:k]

@@ -44,7 +44,7 @@ def test_lucene_idf_equals_the_evaluators() -> None:
     retriever = BM25Retriever(CORPUS)
     stats = retriever.corpus_stats()
     for term in ("solar", "heat", "power"):
-        assert retriever._bm25.idf[term] == pytest.approx(stats.idf(term))
+        assert retriever.idf(term) == pytest.approx(stats.idf(term))
 
 
 def test_rank_bm25_floors_negative_idf_at_epsilon_times_mean() -> None:

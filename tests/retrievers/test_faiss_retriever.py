@@ -240,3 +240,155 @@ def test_score_converter_formulas() -> None:
     assert l1(2.5) == 2.5 and l1.kind is ScoreKind.DISTANCE
     with pytest.raises(ValueError):
         ip(math.inf)
+
+
+# -- search parameters of IVF and HNSW indexes -------------------------------------------------
+
+
+FAISS: Any = faiss  # its stubs lack SearchParametersHNSW and SearchParametersIVF's keywords
+
+
+def _clustered(n: int = 2000, d: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(n, d)).astype("float32")
+    faiss.normalize_L2(x)
+    queries = (x[:20] + 0.05 * rng.normal(size=(20, d))).astype("float32")
+    faiss.normalize_L2(queries)
+    return x, queries
+
+
+def _recall(retriever: FaissRetriever, exact: FaissRetriever, n: int, **kwargs: object) -> float:
+    found = 0
+    for i in range(n):
+        truth = {c.id for c in exact.search(str(i), 10)}
+        found += len(truth & {c.id for c in retriever.search(str(i), 10, **kwargs)})
+    return found / (10 * n)
+
+
+def test_ivf_nprobe_and_hnsw_ef_search_reach_faiss() -> None:
+    x, queries = _clustered()
+    docs = [f"doc {i}" for i in range(len(x))]
+
+    def embed(q: str) -> np.ndarray:
+        vector: np.ndarray = queries[int(q)]
+        return vector
+
+    flat = faiss.IndexFlatIP(16)
+    flat.add(x)
+    exact = FaissRetriever(flat, docs, embed)
+    ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(16), 16, 64, faiss.METRIC_INNER_PRODUCT)
+    ivf.train(x)
+    ivf.add(x)
+    low = FaissRetriever(ivf, docs, embed, normalized=True)  # FAISS's default nprobe = 1
+    high = FaissRetriever(
+        ivf, docs, embed, normalized=True, search_params=FAISS.SearchParametersIVF(nprobe=64)
+    )
+    assert _recall(high, exact, 20) == 1.0  # every list visited: exact
+    assert _recall(low, exact, 20) < 0.9
+    assert ivf.nprobe == 1  # per-search parameters leave the index as it was
+    hnsw = faiss.IndexHNSWFlat(16, 4, faiss.METRIC_INNER_PRODUCT)
+    hnsw.add(x)
+    graph = FaissRetriever(hnsw, docs, embed)
+    wide = FAISS.SearchParametersHNSW(efSearch=256)
+    narrow = FAISS.SearchParametersHNSW(efSearch=1)
+    assert _recall(graph, exact, 20, search_params=wide) > _recall(
+        graph, exact, 20, search_params=narrow
+    )
+    # the same through an ID map
+    idmap = faiss.IndexIDMap(faiss.IndexHNSWFlat(16, 4, faiss.METRIC_INNER_PRODUCT))
+    idmap.add_with_ids(x, np.arange(len(x), dtype="int64"))
+    assert FaissRetriever(idmap, docs, embed, search_params=wide).search("0", 3)
+
+
+def test_search_params_of_the_wrong_kind_are_refused(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
+    hnsw = faiss.IndexHNSWFlat(16, 8, faiss.METRIC_INNER_PRODUCT)
+    hnsw.add(unit_vectors)
+    # FAISS itself would ignore an IVF nprobe on HNSW (or flat) without a word
+    with pytest.raises(InputError, match="SearchParametersIVF only applies to IndexIVF"):
+        FaissRetriever(hnsw, docs, np.ones, search_params=FAISS.SearchParametersIVF(nprobe=8))
+    retriever = FaissRetriever(hnsw, docs, lambda q: unit_vectors[0])
+    with pytest.raises(InputError, match="SearchParametersIVF"):
+        retriever.search("q", 3, search_params=FAISS.SearchParametersIVF(nprobe=8))
+    flat = faiss.IndexFlatIP(16)
+    with pytest.raises(InputError, match="SearchParametersHNSW only applies"):
+        FaissRetriever(flat, docs, np.ones, search_params=FAISS.SearchParametersHNSW(efSearch=8))
+    with pytest.raises(InputError, match=r"faiss\.SearchParameters"):
+        FaissRetriever(flat, docs, np.ones, search_params={"nprobe": 8})
+
+
+# -- corpus statistics: built at construction or loaded, never on the first query ---------------
+
+
+def test_statistics_are_built_at_construction_and_logged(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
+    from crag_heuristic.testing import capture_events
+
+    with capture_events() as events:
+        retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs)
+    [event] = [e for e in events if e["event"] == "crag.corpus_stats"]
+    assert event["source"] == "built" and event["n_docs"] == 40 and event["seconds"] >= 0
+    with capture_events() as events:
+        retriever.search("q", 3)
+        stats = retriever.corpus_stats()
+    assert not [e for e in events if e["event"] == "crag.corpus_stats"]
+    assert stats is not None and stats.n_docs == 40
+
+
+def test_statistics_loaded_from_a_file(
+    tmp_path: object, unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
+    from pathlib import Path
+
+    from crag_heuristic.testing import capture_events
+    from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
+
+    path = Path(str(tmp_path)) / "stats.npz"
+    built = CorpusStats.build([d["text"] for d in docs])
+    built.save(path)
+    with capture_events() as events:
+        retriever = make(faiss.IndexFlatIP(16), unit_vectors, docs, corpus_stats=path)
+    assert [e["source"] for e in events if e["event"] == "crag.corpus_stats"] == ["loaded"]
+    loaded = retriever.corpus_stats()
+    assert loaded is not None and loaded.fingerprint() == built.fingerprint()
+    assert make(faiss.IndexFlatIP(16), unit_vectors, docs, corpus_stats=str(path)).corpus_stats()
+    with pytest.raises(CorpusStatsFileError, match="analyzer"):
+        make(
+            faiss.IndexFlatIP(16),
+            unit_vectors,
+            docs,
+            corpus_stats=path,
+            analyzer=Analyzer(stop_words=["document"]),
+        )
+    with pytest.raises(InputError, match="corpus_stats must be"):
+        make(faiss.IndexFlatIP(16), unit_vectors, docs, corpus_stats=42)
+    off = make(faiss.IndexFlatIP(16), unit_vectors, docs, stats_from_docstore=False)
+    assert off.corpus_stats() is None
+
+
+def test_warm_up_search_at_construction(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
+    class Counting:  # a real flat index that counts searches (and can fail them)
+        def __init__(self, fail: bool = False) -> None:
+            self.inner = faiss.IndexFlatIP(16)
+            self.inner.add(unit_vectors)
+            self.metric_type, self.ntotal, self.d = faiss.METRIC_INNER_PRODUCT, 40, 16
+            self.calls, self.fail = 0, fail
+
+        def search(self, x: np.ndarray, k: int, **kwargs: object) -> object:
+            self.calls += 1
+            if self.fail:
+                raise RuntimeError("index not ready")
+            return self.inner.search(x, k)
+
+    index = Counting()
+    FaissRetriever(index, docs, lambda q: unit_vectors[0], normalized=True)
+    assert index.calls == 1
+    cold = Counting()
+    FaissRetriever(cold, docs, lambda q: unit_vectors[0], normalized=True, warm_up=False)
+    assert cold.calls == 0
+    with pytest.raises(RetrieverError, match="at construction: index not ready"):
+        FaissRetriever(Counting(fail=True), docs, lambda q: unit_vectors[0], normalized=True)
