@@ -463,7 +463,8 @@ SET_FEATURES: tuple[str, ...] = tuple(SET)
 def chunk_rows(x: Inputs, names: Iterable[str] = CHUNK_FEATURES) -> list[Row]:
     """One row per chunk holding the chunk features ``names`` (all by default)."""
     keys = tuple(names)
-    return [dict(zip(keys, values, strict=True)) for values in zip(*(x.chunk(n) for n in keys))]
+    columns = zip(*(x.chunk(n) for n in keys), strict=True)
+    return [dict(zip(keys, values, strict=True)) for values in columns]
 
 
 def set_row(x: Inputs, names: Iterable[str] = SET_FEATURES) -> Row:

@@ -38,6 +38,7 @@ def test_no_scores_selects_the_gate_fitted_without_similarities() -> None:
     assert [g.score for g in ev.chunks] == pytest.approx([p_a, p_b])
     assert ev.score == pytest.approx(sigmoid(2.0 * p_a))
     assert ev.verdict is Verdict.RELEVANT  # 0.86 > the fallback's own band 0.8 (< the main 0.9)
+    assert ev.details["bands"] == {"relevant": 0.8, "partial": 0.7, "fallback_for": ["similarity"]}
     assert any("fitted without similarity" in note for note in ev.details["notes"])
     assert ev.details["model"]["missing"] == []
 

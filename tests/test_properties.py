@@ -50,12 +50,12 @@ def test_scores_and_signals_stay_in_bounds(query: str, chunks: list[Chunk]) -> N
     for grade in evaluation.chunks:
         assert 0.0 <= grade.score <= 1.0 and math.isfinite(grade.score)
         assert grade.similarity is None or 0.0 <= grade.similarity <= 1.0
-    thresholds = EVALUATOR.config.thresholds
+    bands = evaluation.details["bands"]  # the profile's, or its fallback gate's
     expected = (
         "relevant"
-        if evaluation.score > thresholds.relevant
+        if evaluation.score > bands["relevant"]
         else "partial"
-        if evaluation.score > thresholds.partial
+        if evaluation.score > bands["partial"]
         else "irrelevant"
     )
     assert evaluation.verdict.value == expected

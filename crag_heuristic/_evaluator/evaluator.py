@@ -207,6 +207,11 @@ class Evaluator:
         }
         score = gate.score_set(signals, set_features, best_parts, details)
         verdict = verdict_for(score, gate.thresholds)
+        details["bands"] = {
+            "relevant": gate.thresholds.relevant,
+            "partial": gate.thresholds.partial,
+            "fallback_for": list(gate.fallback_for),
+        }
         grades = tuple(
             ChunkEvaluation(
                 chunk_id=chunk.id,
@@ -313,7 +318,15 @@ class _Gate:
     """The stages that turn evidence into scores: a fitted model (or the fallback
     fitted without the evidence the input lacks), else the weighted signals."""
 
-    __slots__ = ("chunk", "chunk_thresholds", "config", "missing", "set", "thresholds")
+    __slots__ = (
+        "chunk",
+        "chunk_thresholds",
+        "config",
+        "fallback_for",
+        "missing",
+        "set",
+        "thresholds",
+    )
 
     def __init__(
         self,
@@ -329,6 +342,7 @@ class _Gate:
         self.thresholds = thresholds
         self.chunk_thresholds = chunk_thresholds
         self.missing: set[str] = set()
+        self.fallback_for: tuple[str, ...] = ()
 
     @classmethod
     def select(cls, cfg: EvaluatorConfig, x: evidence.Inputs, notes: list[str]) -> _Gate:
@@ -350,7 +364,9 @@ class _Gate:
         chunk_thresholds = (
             fallback.chunk_thresholds or fallback.thresholds or cfg.effective_chunk_thresholds
         )
-        return cls(cfg, fallback.chunk, fallback.set, thresholds, chunk_thresholds)
+        gate = cls(cfg, fallback.chunk, fallback.set, thresholds, chunk_thresholds)
+        gate.fallback_for = fallback.missing
+        return gate
 
     def grade_chunks(
         self, x: evidence.Inputs, rows: Sequence[evidence.Row]
@@ -431,7 +447,14 @@ def _empty_evaluation(config: EvaluatorConfig) -> Evaluation:
         chunks=(),
         reasoning="irrelevant (0.00): no chunks were retrieved",
         profile=config.name,
-        details={"notes": ["no chunks were retrieved"]},
+        details={
+            "notes": ["no chunks were retrieved"],
+            "bands": {
+                "relevant": config.thresholds.relevant,
+                "partial": config.thresholds.partial,
+                "fallback_for": [],
+            },
+        },
     )
 
 
