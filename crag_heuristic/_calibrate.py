@@ -14,8 +14,7 @@ regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
 2. **Set stage.** Every retrieval is labelled good (a relevant chunk in its
    top k) or failed. A second logistic regression on set evidence (by default
    :data:`DEFAULT_SET_FEATURES`: the top similarity, the best chunk
-   probability, the best chunk's keyword overlap and the list's lexical
-   coherence) estimates P(good), a calibrated probability on the fitting
+   probability and the best chunk's keyword overlap) estimates P(good), a calibrated probability on the fitting
    distribution (checked with a reliability diagram in the benchmark report).
 3. **Bands.** From out-of-fold predictions (grouped by query):
    ``relevant`` is the lowest band whose fast path has the target precision
@@ -79,7 +78,7 @@ DEFAULT_CHUNK_FEATURES = (
     "lexical_contrast",
     "rank",
 )
-DEFAULT_SET_FEATURES = ("similarity_top", "best_chunk", "keyword_overlap", "lexical_coherence")
+DEFAULT_SET_FEATURES = ("similarity_top", "best_chunk", "keyword_overlap")
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 
 

@@ -89,7 +89,6 @@ def test_the_default_profile_is_the_fitted_gate() -> None:
         "similarity_top",
         "best_chunk",
         "keyword_overlap",
-        "lexical_coherence",
     ]
     assert {f.missing for f in config.model.fallbacks} == {
         ("similarity",),
