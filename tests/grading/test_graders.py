@@ -10,12 +10,13 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from crag_heuristic import Chunk, ConfigError, GraderError
+from crag_heuristic import Chunk, ConfigError
 from crag_heuristic._grading import acall_grader, call_grader, checked_grades, grader_fingerprint
 from crag_heuristic.grading import (
     AsyncGrader,
     CallableGrader,
     Grader,
+    GraderError,
     GraderOutputError,
     GraderTimeout,
 )
