@@ -125,10 +125,12 @@ SUBMODULES = {
     "crag_heuristic.metrics": ["MetricsSink", "PrometheusMetrics"],
     "crag_heuristic.protocols": [
         "AsyncCache",
+        "AsyncGrader",
         "AsyncRetriever",
         "AsyncWebSearcher",
         "Cache",
         "EventLogger",
+        "Grader",
         "MetricsSink",
         "ParentFetcher",
         "QueryExpander",

@@ -27,6 +27,7 @@ from typing import Any
 
 from .._config import EvaluatorConfig, Thresholds, _check_number
 from .._corpus import CorpusStats
+from .._evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
 from .._types import Chunk, ChunkEvaluation, Evaluation, Verdict
 
@@ -249,7 +250,7 @@ class CascadeReport:
 
 
 def cascaded_evaluation(
-    evaluator: Any,
+    evaluator: Evaluator,
     query: str,
     chunks: Sequence[Chunk],
     corpus_stats: CorpusStats | None,
@@ -263,10 +264,7 @@ def cascaded_evaluation(
     if not grades:
         return gate
     if policy.recompute_set:
-        evaluation: Evaluation = evaluator.evaluate(
-            query, chunks, corpus_stats, chunk_grades=grades
-        )
-        return evaluation
+        return evaluator.evaluate(query, chunks, corpus_stats, chunk_grades=grades)
     bands = chunk_bands(gate, evaluator.config)
     updated = tuple(
         _regraded(grade, grades[grade.chunk_id], bands) if grade.chunk_id in grades else grade
@@ -277,6 +275,4 @@ def cascaded_evaluation(
 
 
 def _regraded(grade: ChunkEvaluation, score: float, bands: Thresholds) -> ChunkEvaluation:
-    from .._evaluator.evaluator import verdict_for
-
     return replace(grade, score=score, verdict=verdict_for(score, bands))

@@ -1,5 +1,6 @@
-"""Expensive graders for the cascade: the protocol, two adapters, and the check of
-what a grader answers.
+"""Expensive graders for the cascade: two adapters, the calls, and the check of
+what a grader answers (the protocols, :class:`Grader` and :class:`AsyncGrader`,
+are with the other seams in :mod:`crag_heuristic._protocols`).
 
 A grader turns ``(query, chunks)`` into one P(chunk relevant) in [0, 1] per
 chunk, in order. The cheap gate decides where it is sure; a cascade (see
@@ -20,9 +21,10 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from .._exceptions import ConfigError, GraderError, GraderOutputError, GraderTimeout
+from .._protocols import AsyncGrader, Grader
 from .._types import Chunk
 
 __all__ = [
@@ -38,33 +40,6 @@ __all__ = [
 ]
 
 _TOLERANCE = 1e-6
-
-
-@runtime_checkable
-class Grader(Protocol):
-    """Grades chunks against a query: one P(chunk relevant) in [0, 1] per chunk.
-
-    ``fingerprint`` names the grader and every setting that changes its
-    answers (model, prompt version ...); cached answers are keyed by it.
-    Failures may raise anything: the cascade records them as a
-    :class:`~crag_heuristic.GraderError` and keeps the gate's verdict.
-    """
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    def grade(self, query: str, chunks: Sequence[Chunk]) -> Sequence[float]: ...
-
-
-@runtime_checkable
-class AsyncGrader(Protocol):
-    """The async half of :class:`Grader` (used by ``aretrieve`` / ``aevaluate``;
-    without it the sync ``grade`` runs in a worker thread)."""
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    async def agrade(self, query: str, chunks: Sequence[Chunk]) -> Sequence[float]: ...
 
 
 def sigmoid(z: float) -> float:
