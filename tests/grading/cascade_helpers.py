@@ -7,6 +7,7 @@ from crag_heuristic import Chunk, EvaluatorConfig
 # P(chunk i relevant) = sigmoid(ln(1 + i)) = (1 + i) / (2 + i): 1/2, 2/3, 3/4
 # P(good set) = sigmoid(2 * (best_chunk - 0.5) / 0.25)
 MODEL = {
+    "fallbacks": [],  # none of the default profile's fallback gates
     "chunk": {"intercept": 0.0, "terms": [{"feature": "rank", "weight": 1.0}]},
     "set": {
         "intercept": 0.0,
