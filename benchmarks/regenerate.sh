@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 DATA=${1:-../shared/data}
 crag-heuristic bench --data-dir "$DATA/scifact" --out benchmarks/results/scifact
 crag-heuristic bench --data-dir "$DATA/llmjudge" --out benchmarks/results/llmjudge --agreement-splits 20
+crag-heuristic bench --data-dir "$DATA/llmjudge" --sections cascade --out benchmarks/results/llmjudge-cascade
 python benchmarks/evaluator_micro.py --out benchmarks/results/evaluator_micro.json \
     > benchmarks/results/evaluator_micro.md
 # about 15 minutes and 5 GB of memory: a million synthetic documents

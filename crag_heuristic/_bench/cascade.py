@@ -168,7 +168,11 @@ def cascade_section(
         for policy in CURVES:
             shares = [float(mask.mean()) for mask in masks[policy]]
             kappas = [kappa(human, np.where(mask, theirs, gate)) for mask in masks[policy]]
-            row["curves"][policy] = {"step": _STEPS.tolist(), "share": shares, "kappa": kappas}
+            row["curves"][policy] = {  # rounded: 33 label sets x 3 curves x 41 points
+                "step": [round(x, 6) for x in _STEPS.tolist()],
+                "share": [round(x, 6) for x in shares],
+                "kappa": [round(x, 6) for x in kappas],
+            }
             row["at"][policy] = {f"{at:.2f}": _read(shares, kappas, at) for at in READ_AT}
             row.setdefault("share_for_goal", {})[policy] = share_for(shares, kappas, GOAL_KAPPA)
         graders[path.stem] = row
