@@ -275,6 +275,8 @@ class CRAG:
             chunks=len(result.chunks),
             web_error=result.web_error,
             cache_error=result.cache_error,
+            # the type only: a grader's message may echo its prompt (the query text)
+            grader_error=None if result.grader_error is None else result.grader_error.split(":")[0],
             total_ms=round(result.timings_ms.get("total", 0.0), 3),
         )
         return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -334,3 +335,22 @@ def test_cascade_bad_arguments_and_empty_lists() -> None:
     assert empty.report.escalated == () and empty.verdict is Verdict.IRRELEVANT
     with pytest.raises(InputError):
         cascade.evaluate("  ", [])
+
+
+def test_grade_events_carry_no_query_text(retriever: Any, caplog: pytest.LogCaptureFixture) -> None:
+    def echo(texts: list[str]) -> list[float]:
+        raise RuntimeError(f"the model refused: {QUERY}")  # an error that echoes the prompt
+
+    crag = CRAG(
+        retriever, expander=False, cache=False, grader=Counting(echo), escalation=EVERYTHING
+    )
+    with caplog.at_level(logging.DEBUG, logger="crag_heuristic"):
+        result = crag.retrieve(QUERY, 5)
+    assert result.grader_error is not None and QUERY in result.grader_error  # on the result
+    records: dict[str, Any] = {r.getMessage(): r for r in caplog.records}
+    grade, final = records["crag.grade"], records["crag.result"]
+    assert (grade.escalated, grade.candidates, grade.cache_hits) == (5, 5, 0)
+    assert grade.error == "GraderError" and final.grader_error == "GraderError"
+    assert grade.gate_verdict == grade.verdict == result.verdict.value
+    for record in caplog.records:  # events: a hash of the query, never its text
+        assert QUERY not in str(record.__dict__)
