@@ -31,6 +31,7 @@ FILES = {
     "llmjudge": RESULTS / "llmjudge" / "results.json",
     "micro": RESULTS / "evaluator_micro.json",
     "load": RESULTS / "load_faults" / "load_faults.json",
+    "cascade": RESULTS / "llmjudge-cascade" / "results.json",
 }
 
 
@@ -78,6 +79,35 @@ def _micro(r: dict[str, Any], k: int, column: str) -> float:
 def _llm_share(r: dict[str, Any]) -> str:
     a = _s(r)["agreement"]
     return f(a["kappa_vs_human"]["fitted"]["random_splits_mean"])
+
+
+def _best_grader(r: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    graders: dict[str, Any] = _s(r)["cascade"]["graders"]
+    name = max(graders, key=lambda n: graders[n]["kappa_alone"])
+    return name, graders[name]
+
+
+def _pct(value: float | None) -> str:
+    return "never" if value is None else f"{round(100 * value)} %"
+
+
+def _cascade_curve(r: dict[str, Any]) -> str:
+    c = _s(r)["cascade"]
+    name, g = _best_grader(r)
+    strong = c["goal"]["graders_at_or_above_goal_alone"]
+    only = "the only label set" if strong == [name] else f"one of {len(strong)} label sets"
+    at = g["at"]["band"]
+    return (
+        f"with {name} (kappa {f(g['kappa_alone'])} alone, {only} at or above "
+        f"{c['goal']['kappa']:.2f}) the gate (kappa {f(c['gate_kappa'])} alone) reaches kappa "
+        + " / ".join(f(at[k]) for k in ("0.10", "0.20", "0.30", "0.50"))
+        + " with 10 / 20 / 30 / 50 % of the pairs escalated, and "
+        f"{c['goal']['kappa']:.2f} at {_pct(g['share_for_goal']['band'])} (band policy; "
+        f"{_pct(g['share_for_goal']['budget'])} with a per-list budget). **Goal (kappa >= "
+        f"{c['goal']['kappa']:.2f} with <= {round(100 * c['goal']['max_share'])} % escalated) "
+        f"{'met' if c['goal']['met'] else 'not met'}.** Escalating the gate's actual errors first "
+        f"would reach {c['goal']['kappa']:.2f} at {_pct(g['share_for_goal']['oracle'])}"
+    )
 
 
 QUOTES: list[Quote] = [
@@ -234,6 +264,8 @@ QUOTES: list[Quote] = [
             f"k = 10 and {f(_micro(r, 100, 'warm_us'), 1)} ms warm at k = 100"
         ),
     ),
+    # the cascade on llmjudge
+    Quote("cascade", _cascade_curve),
     # load with faults
     Quote(
         "load",

@@ -23,6 +23,8 @@ module                         what
                                ``keyword_query``
 ``crag_heuristic.expansion``   the query expanders, synonym sets, ``reciprocal_rank_fusion``
 ``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
+``crag_heuristic.grading``     the cascade: expensive graders (cross-encoder, any callable),
+                               the escalation policy, ``Cascade``, the grader errors
 ``crag_heuristic.text``        ``Analyzer``, ``CorpusStats``, ``CorpusStatsFileError``
 ``crag_heuristic.metrics``     ``MetricsSink``, ``PrometheusMetrics``
 ``crag_heuristic.protocols``   every seam (retriever, web, cache, expander, metrics, logger)

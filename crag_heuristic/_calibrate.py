@@ -14,8 +14,9 @@ regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
 2. **Set stage.** Every retrieval is labelled good (a relevant chunk in its
    top k) or failed. A second logistic regression on set evidence (by default
    :data:`DEFAULT_SET_FEATURES`: the top similarity, the best chunk
-   probability and the best chunk's keyword overlap) estimates P(good), a calibrated probability on the fitting
-   distribution (checked with a reliability diagram in the benchmark report).
+   probability and the best chunk's keyword overlap) estimates P(good), a
+   calibrated probability on the fitting distribution (checked with a
+   reliability diagram in the benchmark report).
 3. **Bands.** From out-of-fold predictions (grouped by query):
    ``relevant`` is the lowest band whose fast path has the target precision
    on natural retrievals while enough failed retrievals (probes included)

@@ -12,6 +12,9 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
     │   └── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
+    ├── GraderError                  a cascade's grader failed (the gate's verdict stands)
+    │   ├── GraderTimeout            no answer within the escalation's timeout
+    │   └── GraderOutputError        NaN, the wrong number of grades, a value outside [0, 1]
     ├── WebSearchError               the web fallback failed (the router records it, never hides it)
     │   ├── WebSearchTimeout         the search engine did not answer in time
     │   ├── WebSearchHTTPError       an HTTP status the client cannot use (status_code)
@@ -41,6 +44,9 @@ __all__ = [
     "CorpusStatsFileError",
     "CragError",
     "DuplicateChunkError",
+    "GraderError",
+    "GraderOutputError",
+    "GraderTimeout",
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
@@ -209,6 +215,31 @@ class RetrieverError(CragError):
     def __init__(self, message: str, *, retriever: str | None = None) -> None:
         self.retriever = retriever
         super().__init__(message)
+
+
+class GraderError(CragError):
+    """The expensive grader of a cascade failed (see ``crag_heuristic.grading``).
+
+    Neither :class:`~crag_heuristic.grading.Cascade` nor the router lets it
+    escape: the gate's own verdict stands and the error is recorded on the
+    result (``CRAGResult.grader_error``, ``CascadeReport.error``).
+
+    Attributes:
+        grader: the grader's fingerprint, when known.
+    """
+
+    def __init__(self, message: str, *, grader: str | None = None) -> None:
+        self.grader = grader
+        super().__init__(message)
+
+
+class GraderTimeout(GraderError):
+    """The grader did not answer within ``Escalation.timeout`` (async calls)."""
+
+
+class GraderOutputError(GraderError):
+    """The grader answered something unusable: not a sequence of numbers, NaN or
+    infinite values, values outside [0, 1], or not one grade per chunk."""
 
 
 class WebSearchError(CragError):

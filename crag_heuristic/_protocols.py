@@ -1,4 +1,5 @@
-"""The seams of the pipeline: what a retriever, a web searcher and a cache must do.
+"""The seams of the pipeline: what a retriever, a web searcher, a cache and a
+cascade's grader must do.
 
 Each is a :class:`typing.Protocol`, so any object with the right methods fits,
 without inheriting from anything here. Sync and async halves are separate
@@ -16,10 +17,12 @@ from ._types import Chunk
 
 __all__ = [
     "AsyncCache",
+    "AsyncGrader",
     "AsyncRetriever",
     "AsyncWebSearcher",
     "Cache",
     "EventLogger",
+    "Grader",
     "ParentFetcher",
     "Retriever",
     "StatsProvider",
@@ -118,3 +121,32 @@ class EventLogger(Protocol):
     def info(self, event: str, **fields: Any) -> Any: ...
 
     def warning(self, event: str, **fields: Any) -> Any: ...
+
+
+@runtime_checkable
+class Grader(Protocol):
+    """Grades chunks against a query: one P(chunk relevant) in [0, 1] per chunk.
+
+    ``fingerprint`` names the grader and every setting that changes its
+    answers (model, prompt version ...); cached answers are keyed by it.
+    Failures may raise anything: the cascade records them as a
+    :class:`~crag_heuristic.grading.GraderError` and keeps the gate's verdict.
+    Adapters: :class:`~crag_heuristic.grading.CallableGrader`,
+    :class:`~crag_heuristic.grading.CrossEncoderGrader`.
+    """
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def grade(self, query: str, chunks: Sequence[Chunk]) -> Sequence[float]: ...
+
+
+@runtime_checkable
+class AsyncGrader(Protocol):
+    """The async half of :class:`Grader` (used by ``aretrieve`` / ``aevaluate``;
+    without it the sync ``grade`` runs in a worker thread)."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    async def agrade(self, query: str, chunks: Sequence[Chunk]) -> Sequence[float]: ...

@@ -6,18 +6,21 @@ Any object with the right methods fits; nothing needs to inherit from these.
 :class:`StatsProvider` and a :class:`ParentFetcher`), a web searcher a
 :class:`WebSearcher` and/or an :class:`AsyncWebSearcher`, a cache a
 :class:`Cache` and/or an :class:`AsyncCache`; the expander is a
-:class:`QueryExpander`, the metrics a :class:`MetricsSink` and the logger an
-:class:`EventLogger` (a structlog bound logger is one).
+:class:`QueryExpander`, the metrics a :class:`MetricsSink`, the logger an
+:class:`EventLogger` (a structlog bound logger is one) and a cascade's grader a
+:class:`Grader` and/or an :class:`AsyncGrader`.
 """
 
 from ._expansion import QueryExpander
 from ._metrics import MetricsSink
 from ._protocols import (
     AsyncCache,
+    AsyncGrader,
     AsyncRetriever,
     AsyncWebSearcher,
     Cache,
     EventLogger,
+    Grader,
     ParentFetcher,
     Retriever,
     StatsProvider,
@@ -26,10 +29,12 @@ from ._protocols import (
 
 __all__ = [
     "AsyncCache",
+    "AsyncGrader",
     "AsyncRetriever",
     "AsyncWebSearcher",
     "Cache",
     "EventLogger",
+    "Grader",
     "MetricsSink",
     "ParentFetcher",
     "QueryExpander",

@@ -109,13 +109,28 @@ SUBMODULES = {
         "parse_synonyms",
         "reciprocal_rank_fusion",
     ],
+    "crag_heuristic.grading": [
+        "AsyncGrader",
+        "CallableGrader",
+        "Cascade",
+        "CascadeReport",
+        "CascadeResult",
+        "CrossEncoderGrader",
+        "Escalation",
+        "Grader",
+        "GraderError",
+        "GraderOutputError",
+        "GraderTimeout",
+    ],
     "crag_heuristic.metrics": ["MetricsSink", "PrometheusMetrics"],
     "crag_heuristic.protocols": [
         "AsyncCache",
+        "AsyncGrader",
         "AsyncRetriever",
         "AsyncWebSearcher",
         "Cache",
         "EventLogger",
+        "Grader",
         "MetricsSink",
         "ParentFetcher",
         "QueryExpander",
@@ -213,6 +228,14 @@ def test_import_leaves_out_the_benchmark_harness_and_scikit_learn() -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert not {m for m in imported if m.split(".")[0] == "sklearn"}
     assert not {m for m in imported if m.startswith("crag_heuristic._bench")}
+
+
+def test_the_grader_errors_are_crag_errors() -> None:
+    from crag_heuristic import grading
+
+    for name in ("GraderError", "GraderOutputError", "GraderTimeout"):
+        assert issubclass(getattr(grading, name), crag_heuristic.CragError), name
+    assert issubclass(grading.GraderTimeout, grading.GraderError)
 
 
 def test_the_testing_helpers_have_their_own_errors() -> None:

@@ -22,6 +22,7 @@ EXPECTED = {
     "lexical": "Retriever | AsyncRetriever | None",
     "metrics": "MetricsSink | None",
     "logger": "EventLogger | None",
+    "grader": "Grader | AsyncGrader | None",
 }
 
 

@@ -33,16 +33,17 @@ from .data import read_qrels
 from .pipeline import Prepared
 from .retrievals import chunks_of
 
-__all__ = ["agreement_section"]
+__all__ = ["agreement_section", "fitted_chunk_scores", "judged_pools", "kappa", "query_folds"]
 
 
-def _kappa(a: Any, b: Any) -> float:
+def kappa(a: Any, b: Any) -> float:
+    """Cohen's kappa of two binary labelings."""
     from sklearn.metrics import cohen_kappa_score
 
     return float(cohen_kappa_score(np.asarray(a, dtype=int), np.asarray(b, dtype=int)))
 
 
-def _pools(prepared: Prepared) -> tuple[list[GateExample], dict[tuple[str, str], int]]:
+def judged_pools(prepared: Prepared) -> tuple[list[GateExample], dict[tuple[str, str], int]]:
     """One example per judged query: its pool sorted by cosine; and the human grades."""
     collection = prepared.collection
     qrels = collection.qrels["test"]
@@ -64,9 +65,38 @@ def _pools(prepared: Prepared) -> tuple[list[GateExample], dict[tuple[str, str],
     return examples, grades
 
 
-def _folds(qids: list[str], rng: random.Random | None) -> list[set[str]]:
+def query_folds(qids: list[str], rng: random.Random | None) -> list[set[str]]:
+    """Two halves of the query ids: sorted and alternating (``rng``: shuffled first)."""
     ordered = sorted(qids) if rng is None else rng.sample(sorted(qids), len(qids))
     return [set(ordered[0::2]), set(ordered[1::2])]
+
+
+def fitted_chunk_scores(
+    prepared: Prepared,
+    profile: EvaluatorConfig,
+    examples: list[GateExample],
+    train_ids: set[str],
+) -> np.ndarray:
+    """P(chunk relevant) of every pair (in ``examples`` order) from the profile
+    with its chunk stage fitted on the human labels of the ``train_ids`` queries."""
+    stage = fit_chunk_stage(
+        [ex for ex in examples if ex.group in train_ids],
+        base=profile.replace(model=None),
+        corpus_stats=prepared.stats,
+    ).stage
+    fitted = Evaluator(
+        profile.replace(model=ModelConfig(chunk=stage, set=profile.model.set))
+        if profile.model
+        else profile.replace(model=ModelConfig(chunk=stage)),
+        analyzer=prepared.analyzer,
+    )
+    return np.array(
+        [
+            g.score
+            for ex in examples
+            for g in fitted.evaluate(ex.query, ex.chunks, prepared.stats).chunks
+        ]
+    )
 
 
 def agreement_section(
@@ -81,7 +111,7 @@ def agreement_section(
     folder = prepared.collection.path / "llm_judgments"
     if not folder.exists() or "test" not in prepared.collection.qrels:
         return None
-    examples, grades = _pools(prepared)
+    examples, grades = judged_pools(prepared)
     keys = [(ex.group, c.id) for ex in examples for c in ex.chunks]
     human = np.array([grades[key] >= prepared.collection.relevant_min for key in keys])
     cosine = np.array([c.score or 0.0 for ex in examples for c in ex.chunks])
@@ -100,27 +130,10 @@ def agreement_section(
     def two_fold(rng: random.Random | None) -> dict[str, np.ndarray]:
         out = {name: np.zeros(len(keys), dtype=bool) for name in ("fitted", "shipped", "cosine")}
         key_fold = np.array([k[0] for k in keys])
-        for train_ids, test_ids in (lambda f: [(f[0], f[1]), (f[1], f[0])])(_folds(qids, rng)):
+        for train_ids, test_ids in (lambda f: [(f[0], f[1]), (f[1], f[0])])(query_folds(qids, rng)):
             train = np.isin(key_fold, list(train_ids))
             test = np.isin(key_fold, list(test_ids))
-            stage = fit_chunk_stage(
-                [ex for ex in examples if ex.group in train_ids],
-                base=profile.replace(model=None),
-                corpus_stats=prepared.stats,
-            ).stage
-            fitted = Evaluator(
-                profile.replace(model=ModelConfig(chunk=stage, set=profile.model.set))
-                if profile.model
-                else profile.replace(model=ModelConfig(chunk=stage)),
-                analyzer=prepared.analyzer,
-            )
-            scores = np.array(
-                [
-                    g.score
-                    for ex in examples
-                    for g in fitted.evaluate(ex.query, ex.chunks, prepared.stats).chunks
-                ]
-            )
+            scores = fitted_chunk_scores(prepared, profile, examples, train_ids)
             for name, values in (
                 ("fitted", scores),
                 ("shipped", shipped_scores),
@@ -135,7 +148,7 @@ def agreement_section(
     spread = {name: [] for name in fixed}  # type: dict[str, list[float]]
     for _ in range(repeats):
         for name, verdicts in two_fold(rng).items():
-            spread[name].append(_kappa(human, verdicts))
+            spread[name].append(kappa(human, verdicts))
 
     llm: dict[str, dict[str, float]] = {}
     for path in sorted(folder.glob("*.tsv")):
@@ -144,9 +157,9 @@ def agreement_section(
             [labels.get(q, {}).get(d, 0) >= prepared.collection.relevant_min for q, d in keys]
         )
         llm[path.stem] = {
-            "kappa_vs_human": _kappa(human, theirs),
+            "kappa_vs_human": kappa(human, theirs),
             "accuracy_vs_human": float((human == theirs).mean()),
-            "kappa_ours_vs_it": _kappa(theirs, fixed["fitted"]),
+            "kappa_ours_vs_it": kappa(theirs, fixed["fitted"]),
         }
     llm_kappas = sorted(v["kappa_vs_human"] for v in llm.values())
     return {
@@ -156,7 +169,7 @@ def agreement_section(
         "relevant_share": float(human.mean()),
         "kappa_vs_human": {
             name: {
-                "fixed_split": _kappa(human, verdicts),
+                "fixed_split": kappa(human, verdicts),
                 "random_splits_mean": float(np.mean(spread[name])) if repeats else None,
                 "random_splits_sd": float(np.std(spread[name])) if repeats else None,
             }
@@ -165,6 +178,6 @@ def agreement_section(
         "llm_graders": llm,
         "llm_kappa_median": float(np.median(llm_kappas)) if llm_kappas else None,
         "llm_kappa_best": float(max(llm_kappas)) if llm_kappas else None,
-        "llm_beaten_by_ours": int(sum(k < _kappa(human, fixed["fitted"]) for k in llm_kappas)),
+        "llm_beaten_by_ours": int(sum(k < kappa(human, fixed["fitted"]) for k in llm_kappas)),
         "evaluator_ms_per_passage": per_passage_ms,
     }

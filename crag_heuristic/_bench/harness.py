@@ -4,8 +4,8 @@
 
 Writes ``results.json`` (every number), ``report.md`` (tables a person can
 read, with the command that made them) and PNG plots into ``--out``. Sections
-that need what a folder lacks are skipped with a reason: agreement needs
-``llm_judgments/``; everything needs corpus vectors (``corpus_minilm_l6_v2.npy``)
+that need what a folder lacks are skipped with a reason: agreement and
+cascade need ``llm_judgments/``; everything needs corpus vectors (``corpus_minilm_l6_v2.npy``)
 and encodes missing query vectors with the ``bench`` extra.
 """
 
@@ -28,6 +28,7 @@ from .._self_calibrate import DEFAULT_SELF_QUERIES, calibrate_self
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
+from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
 from .cost import cost_section
 from .failure import BASELINES, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
@@ -36,7 +37,7 @@ from .retrievals import chunks_of
 
 __all__ = ["SECTIONS", "run_bench"]
 
-SECTIONS = ("failure", "agreement", "quality", "cost")
+SECTIONS = ("failure", "agreement", "cascade", "quality", "cost")
 
 
 def _log(message: str) -> None:
@@ -138,6 +139,20 @@ def run_bench(
             results["skipped"]["agreement"] = "no llm_judgments/ folder with graded test qrels"
         else:
             results["sections"]["agreement"] = agreement
+    if "cascade" in sections:
+        progress("cascade: agreement with people against the share escalated to LLM graders")
+        cascade = cascade_section(prepared, config)
+        if cascade is None:
+            results["skipped"]["cascade"] = "no llm_judgments/ folder with graded test qrels"
+        else:
+            results["sections"]["cascade"] = cascade
+            plots.cascade_plot(
+                cascade,
+                out / "cascade.png",
+                f"cascade on {prepared.collection.name}: gate + LLM label set",
+                goal=(GOAL_KAPPA, GOAL_SHARE),
+            )
+            results["plots"].append("cascade.png")
     if "quality" in sections:
         progress("retrieval quality: bare dense vs the CRAG router")
         results["sections"]["quality"] = quality_section(prepared, config)
@@ -289,6 +304,20 @@ def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 f"MiniLM cosine {_f(a['kappa_vs_human']['cosine']['fixed_split'])}",
             )
         )
+    if "cascade" in s:
+        c = s["cascade"]
+        best = max(c["graders"].items(), key=lambda kv: kv[1]["kappa_alone"])
+        at = best[1]["at"]
+        rows.append(
+            (
+                f"cascade kappa at {GOAL_SHARE:.0%} escalated (best LLM label set)",
+                f"{_f(at['band'][f'{GOAL_SHARE:.2f}'])} band / "
+                f"{_f(at['budget'][f'{GOAL_SHARE:.2f}'])} budget",
+                f"{best[0]} alone {_f(best[1]['kappa_alone'])}, gate alone {_f(c['gate_kappa'])}; "
+                f"goal kappa >= {GOAL_KAPPA} at <= {GOAL_SHARE:.0%}: "
+                f"{'met' if c['goal']['met'] else 'not met'}",
+            )
+        )
     if "quality" in s:
         q = s["quality"]["overall"]
         rows.append(
@@ -409,6 +438,8 @@ def render_report(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | {_f(row['kappa_vs_human'])} | {_f(row['kappa_ours_vs_it'])} |"
             )
+    if "cascade" in s:
+        lines += _cascade_lines(s["cascade"])
     if "quality" in s:
         q = s["quality"]
         lines += [
@@ -465,3 +496,49 @@ def render_report(results: dict[str, Any]) -> str:
     for name, reason in results["skipped"].items():
         lines += ["", f"Section {name} skipped: {reason}."]
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def _cascade_lines(c: dict[str, Any]) -> list[str]:
+    """The cascade section of the report."""
+    goal = c["goal"]
+
+    def pct(value: float | None) -> str:
+        return "not reached" if value is None else f"{value:.0%}"
+
+    lines = [
+        "",
+        "## Cascade: the gate plus an LLM grader where it is unsure",
+        "",
+        f"{c['pairs']} judged pairs over {c['queries']} queries ({_f(c['relevant_share'])} "
+        "relevant), 2-fold by query. Each LLM label set plays the expensive grader; an "
+        "escalated pair takes its label, any other the gate's chunk verdict (chunk stage "
+        f"fitted on the other half, bands {', '.join(_f(b) for b in c['gate_band_per_half'])}). "
+        f"The gate alone: kappa {_f(c['gate_kappa'])} ({_f(c['gate_error_rate'])} of its "
+        "decisions wrong). Policies: `band` escalates every chunk within a log-odds distance "
+        "of the band, `budget` at most a share of each query's list, closest first; `oracle` "
+        "escalates the gate's wrong decisions first (a reference: a gate that knew where it "
+        "errs; not a policy).",
+        "",
+        f"Goal: kappa >= {goal['kappa']} with <= {goal['max_share']:.0%} escalated, with a label "
+        f"set whose own kappa >= {goal['kappa']} "
+        f"({', '.join(goal['graders_at_or_above_goal_alone']) or 'none'}): "
+        + (f"**met** by {', '.join(goal['met_by'])}." if goal["met"] else "**not met**."),
+        "",
+        "| LLM label set | alone | policy | "
+        + " | ".join(f"at {a:.0%}" for a in READ_AT)
+        + f" | share for {goal['kappa']} |",
+        "|---|---|---|" + "---|" * len(READ_AT) + "---|",
+    ]
+    ranked = sorted(c["graders"].items(), key=lambda kv: -kv[1]["kappa_alone"])
+    referenced = set(goal["graders_at_or_above_goal_alone"]) or {ranked[0][0]}
+    for name, g in ranked:
+        for policy in g["at"]:
+            if policy == "oracle" and name not in referenced:
+                continue
+            at = g["at"][policy]
+            lines.append(
+                f"| {name} | {_f(g['kappa_alone'])} | {policy} | "
+                + " | ".join(_f(at[f"{a:.2f}"]) for a in READ_AT)
+                + f" | {pct(g['share_for_goal'][policy])} |"
+            )
+    return lines

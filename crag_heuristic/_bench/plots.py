@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["latency_plot", "reliability_plot", "roc_plot", "verdict_plot"]
+__all__ = ["cascade_plot", "latency_plot", "reliability_plot", "roc_plot", "verdict_plot"]
 
 
 def _pyplot() -> Any:
@@ -101,6 +101,57 @@ def reliability_plot(prob_good: np.ndarray, good: np.ndarray, path: Path, title:
         ylim=(0, 1),
     )
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def cascade_plot(
+    section: dict[str, Any], path: Path, title: str, *, goal: tuple[float, float] = (0.40, 0.30)
+) -> Path:
+    """Kappa vs people against the share of pairs escalated: one panel per policy,
+    one curve per LLM label set (the ones at or above the goal alone in colour,
+    with their oracle reference dashed), the gate alone at 0 %."""
+    plt = _pyplot()
+    goal_kappa, goal_share = goal
+    policies = [
+        p for p in ("band", "budget") if any(p in g["curves"] for g in section["graders"].values())
+    ]
+    fig, axes = plt.subplots(1, len(policies), figsize=(6 * len(policies), 5), sharey=True)
+    axes = np.atleast_1d(axes)
+    ranked = sorted(section["graders"].items(), key=lambda kv: -kv[1]["kappa_alone"])
+    strong = [name for name, g in ranked if g["kappa_alone"] >= goal_kappa] or [ranked[0][0]]
+    for ax, policy in zip(axes, policies, strict=True):
+        for name, grader in ranked:
+            curve = grader["curves"][policy]
+            share = 100 * np.asarray(curve["share"])
+            if name in strong:
+                (line,) = ax.plot(
+                    share, curve["kappa"], lw=2, label=f"{name} (alone {grader['kappa_alone']:.3f})"
+                )
+                oracle = grader["curves"].get("oracle")
+                if oracle is not None:
+                    ax.plot(
+                        100 * np.asarray(oracle["share"]),
+                        oracle["kappa"],
+                        "--",
+                        color=line.get_color(),
+                        lw=1,
+                        label=f"{name}: escalating the gate's errors first (reference)",
+                    )
+            else:
+                ax.plot(share, curve["kappa"], color="grey", lw=0.6, alpha=0.5)
+        ax.axhline(goal_kappa, color="black", ls=":", lw=1)
+        ax.axvline(100 * goal_share, color="black", ls=":", lw=1)
+        ax.set(
+            xlabel="pairs escalated to the LLM grader (%)",
+            title=f"policy: {policy}",
+            xlim=(0, 100),
+        )
+    axes[0].set_ylabel("Cohen's kappa vs people")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(title + " (grey: the other label sets)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

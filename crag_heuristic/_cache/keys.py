@@ -7,6 +7,7 @@ never with Python's ``hash()``, which is salted per process. Layout::
 
     crag:v0.1.0:eval:3f1c...e9      an evaluation of (query, chunks, config)
     crag:v0.1.0:web:a07b...12       web results of (query, max_results, engine)
+    crag:v0.1.0:grade:5d2e...40     a cascade grader's answer for (grader, query, one chunk)
 
 ``namespace`` separates applications sharing one Redis (default ``"crag"``);
 ``version`` is the library version, so an upgrade that changes the evaluator
@@ -31,7 +32,11 @@ because they change the evaluation (semantic coherence and source
 diversity); ``metadata`` is not, since the evaluator never reads it. Chunk
 order is kept: it changes which chunk is ``top``. A web payload is
 ``{"max_results": n, "query": q, "schema": 1, "searcher": fingerprint,
-"type": "web"}``. ``schema`` changes whenever this layout does.
+"type": "web"}``. A grade payload is ``{"chunk": <id>, "grader": <grader fingerprint>,
+"query": q, "schema": 1, "text": <sha256 hex of the text>, "type": "grade"}``: one
+chunk per key, so a later query's list that shares chunks reuses their answers
+(the score, kind and source are not part of it: a grader reads only the query
+and the text). ``schema`` changes whenever this layout does.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ __all__ = [
     "cache_key",
     "canonical_json",
     "evaluation_key",
+    "grade_key",
     "text_digest",
     "web_key",
 ]
@@ -210,3 +216,35 @@ def web_key(
         ),
     }
     return cache_key("web", payload, namespace=namespace, version=version)
+
+
+def grade_key(
+    query: str,
+    chunk: Chunk,
+    *,
+    grader_fingerprint: str,
+    namespace: str = "crag",
+    version: str = __version__,
+) -> str:
+    """The cache key of a cascade grader's answer for one chunk: ``crag:v<version>:grade:<hex>``.
+
+    Args:
+        query: the query, exactly as graded.
+        chunk: the chunk (its id and the digest of its text enter the key).
+        grader_fingerprint: the grader's ``fingerprint``.
+        namespace: the first part of the key.
+        version: the library version part of the key.
+
+    Raises:
+        InvalidQueryError: ``query`` is not a string.
+        InvalidChunkError: ``chunk`` is not a :class:`Chunk`.
+        ConfigError: a bad fingerprint, ``namespace`` or ``version``.
+    """
+    [chunk] = check_chunks([chunk])
+    payload = {
+        "chunk": chunk.id,
+        "grader": _check_fingerprint("grader_fingerprint", grader_fingerprint, optional=False),
+        "query": _check_query(query),
+        "text": text_digest(chunk.text),
+    }
+    return cache_key("grade", payload, namespace=namespace, version=version)

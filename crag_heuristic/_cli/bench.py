@@ -26,7 +26,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     if len(args.data_dir) != 1:
         raise InputError("give one --data-dir (several only with --loco)")
     args.data_dir = args.data_dir[0]
-    from .._bench import run_bench
+    from .._bench import SECTIONS, run_bench
 
     sections = args.sections.split(",") if args.sections else None
     results = run_bench(
@@ -34,7 +34,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name,
         k=args.k,
         profile=args.profile,
-        sections=sections or ("failure", "agreement", "quality", "cost"),
+        sections=sections or SECTIONS,
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         command=_command_line(),
@@ -202,7 +202,9 @@ def register(commands: Any) -> None:
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")
     bench.add_argument("--profile", help="profile name or file (default: the library default)")
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")
-    bench.add_argument("--sections", help="comma list of failure,agreement,quality,cost")
+    bench.add_argument(
+        "--sections", help="comma list of failure,agreement,cascade,quality,cost (default: all)"
+    )
     bench.add_argument(
         "--agreement-splits",
         type=int,

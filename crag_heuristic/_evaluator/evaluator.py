@@ -148,6 +148,7 @@ class Evaluator:
         corpus_stats: CorpusStats | None = None,
         *,
         config: EvaluatorConfig | str | None = None,
+        chunk_grades: Mapping[str, float] | None = None,
     ) -> Evaluation:
         """Grade ``chunks`` (one retrieval result) against ``query``.
 
@@ -161,6 +162,11 @@ class Evaluator:
             chunks: the retrieved chunks, best first, with unique ids.
             corpus_stats: document frequencies for IDF weighting, if known.
             config: overrides this evaluator's configuration for this call.
+            chunk_grades: P(relevant) of some chunks, by id, from an outside
+                grader (a cascade's): they replace the chunk stage's
+                probabilities, so the chunks' grades and the set stage (e.g.
+                ``best_chunk``) read them. Recorded in
+                ``details["external_grades"]``.
 
         Returns:
             The set's verdict and score, each signal, per-chunk grades and a
@@ -173,6 +179,8 @@ class Evaluator:
         Raises:
             InvalidQueryError: blank or non-string query.
             InvalidChunkError: an element is not a Chunk, or ids repeat.
+            InputError: ``chunk_grades`` names an unknown chunk or holds a
+                value that is not a number in [0, 1].
         """
         check_query(query)
         check_chunks(chunks)
@@ -188,6 +196,10 @@ class Evaluator:
         gate = _Gate.select(cfg, x, notes)
         rows = evidence.chunk_rows(x, self._names(gate.chunk, _CHUNK_ALWAYS, "chunk"))
         chunk_scores, best_parts = gate.grade_chunks(x, rows)
+        fixed = None
+        if chunk_grades is not None:
+            fixed = _fixed_grades(chunks, chunk_grades, notes)
+            chunk_scores, best_parts = gate.with_fixed(rows, chunk_scores, best_parts, fixed)
         x.chunk_probs = chunk_scores
         set_features = evidence.set_row(x, self._names(gate.set, _SET_ALWAYS, "set"))
         signals = Signals(
@@ -204,7 +216,13 @@ class Evaluator:
             "score_kinds": sorted({chunk.score_kind.value for chunk in chunks}),
             "notes": notes,
             "features": set_features,
+            "chunk_bands": {
+                "partial": gate.chunk_thresholds.partial,
+                "relevant": gate.chunk_thresholds.relevant,
+            },
         }
+        if fixed:
+            details["external_grades"] = {chunks[i].id: p for i, p in fixed.items()}
         score = gate.score_set(signals, set_features, best_parts, details)
         verdict = verdict_for(score, gate.thresholds)
         details["bands"] = {
@@ -380,6 +398,24 @@ class _Gate:
         best = max(range(len(scores)), key=scores.__getitem__)  # the first on ties
         return scores, model.apply(self.chunk, rows[best])[1]
 
+    def with_fixed(
+        self,
+        rows: Sequence[evidence.Row],
+        scores: list[float],
+        best_parts: dict[str, float],
+        fixed: Mapping[int, float],
+    ) -> tuple[list[float], dict[str, float]]:
+        """``scores`` with the ``fixed`` ones (by position, from an outside grader) in
+        place, and the best chunk's contributions (none when the best is a fixed one)."""
+        if not fixed:
+            return scores, best_parts
+        before = max(range(len(scores)), key=scores.__getitem__)
+        scores = [fixed.get(i, score) for i, score in enumerate(scores)]
+        best = max(range(len(scores)), key=scores.__getitem__)  # the first on ties
+        if best in fixed or self.chunk is None:
+            return scores, {}
+        return scores, best_parts if best == before else model.apply(self.chunk, rows[best])[1]
+
     def score_set(
         self,
         signals: Signals,
@@ -403,6 +439,29 @@ class _Gate:
                 f"model features unavailable: {', '.join(sorted(self.missing))}"
             )
         return score
+
+
+def _fixed_grades(
+    chunks: Sequence[Chunk], grades: Mapping[str, float], notes: list[str]
+) -> dict[int, float]:
+    """``chunk_grades`` by position, checked; notes how many there are."""
+    if not isinstance(grades, Mapping):
+        raise InputError(f"chunk_grades must be a mapping id -> P(relevant), got {grades!r}")
+    position = {chunk.id: i for i, chunk in enumerate(chunks)}
+    fixed = {}
+    for chunk_id, value in grades.items():
+        if chunk_id not in position:
+            raise InputError(f"chunk_grades names {chunk_id!r}, which is not among the chunks")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0.0 <= value <= 1.0  # NaN fails this too
+        ):
+            raise InputError(f"chunk_grades[{chunk_id!r}] = {value!r}: must be a number in [0, 1]")
+        fixed[position[chunk_id]] = float(value)
+    if fixed:
+        notes.append(f"{len(fixed)} chunk grade(s) from an outside grader")
+    return fixed
 
 
 def _linear_chunk_score(config: EvaluatorConfig, row: evidence.Row) -> float:

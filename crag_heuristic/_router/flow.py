@@ -7,7 +7,8 @@ sync router runs the requests one after the other; the async router runs
 them concurrently (e.g. the re-retrievals of several expanded queries). The
 decisions, timings and notes are the same for both, by construction.
 
-    retrieve -> evaluate -> RELEVANT   -> keep (optionally drop IRRELEVANT chunks)
+    retrieve -> evaluate [-> escalate: a cascade's grader on the uncertain chunks]
+                         -> RELEVANT   -> keep (optionally drop IRRELEVANT chunks)
                          -> PARTIAL    -> expand -> re-retrieve -> RRF -> evaluate
                                           (-> web as well when still below the bar: combined)
                          -> IRRELEVANT -> keyword rewrite -> web search -> evaluate
@@ -23,7 +24,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._cache.keys import evaluation_key, web_key
+from .._cache.keys import evaluation_key, grade_key, web_key
 from .._config import RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
@@ -35,6 +36,7 @@ from .._exceptions import (
     WebSearchResponseError,
 )
 from .._fusion import reciprocal_rank_fusion
+from .._grading import CascadeReport, Escalation, cascaded_evaluation, checked_grades, select
 from .._protocols import AsyncRetriever, ParentFetcher, Retriever
 from .._redact import redact
 from .._types import Chunk, Evaluation, Verdict, check_chunk
@@ -90,7 +92,16 @@ class CacheSet:
     ttl: float
 
 
-Request = Search | WebCall | CacheGet | CacheSet
+@dataclass(frozen=True, slots=True)
+class GradeCall:
+    """Ask the cascade's grader for P(relevant) of each of ``chunks`` (the outcome:
+    what it answered, checked by the flow, or the exception it raised)."""
+
+    query: str
+    chunks: tuple[Chunk, ...]
+
+
+Request = Search | WebCall | CacheGet | CacheSet | GradeCall
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
 
@@ -114,6 +125,9 @@ class Context:
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     cache_error: str | None = None
+    escalation: Escalation | None = None  # a cascade: escalate uncertain chunks to the grader
+    grader_fingerprint: str = ""
+    grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
 
     def cache_failed(self, error: BaseException, what: str) -> None:
         """Record a cache failure: the query goes on without the cache."""
@@ -135,7 +149,15 @@ class Context:
         if self.config.gate_k:
             chunks = chunks[: self.config.gate_k]
         started = time.perf_counter()
-        evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats)
+        if self.grades:  # the cascade's answers hold for every list that has those chunks
+            known = {
+                c.id: self.grades[c.id, c.text] for c in chunks if (c.id, c.text) in self.grades
+            }
+            evaluation = self.evaluator.evaluate(
+                query, chunks, self.corpus_stats, chunk_grades=known or None
+            )
+        else:
+            evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats)
         self.timed(stage, started)
         self.log(
             "crag.evaluate",
@@ -187,6 +209,10 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
     ctx.log("crag.retrieve", chunks=len(retrieved), depth=depth)
 
     first_eval, cache_hit = yield from _first_evaluation(ctx, query, retrieved)
+    cascade = None
+    if ctx.escalation is not None:
+        gated = retrieved[: cfg.gate_k] if cfg.gate_k else retrieved
+        first_eval, cascade = yield from escalate(ctx, query, gated, first_eval)
     state = _State(chunks=retrieved, evaluation=first_eval)
     verdict = first_eval.verdict
 
@@ -259,6 +285,8 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         counts=dict(ctx.counts),
         notes=tuple(ctx.notes),
         refinement=refinement,
+        cascade=cascade,
+        grader_error=None if cascade is None else cascade.error,
     )
 
 
@@ -300,6 +328,99 @@ def _first_evaluation(
         if isinstance(stored, BaseException):
             ctx.cache_failed(stored, "evaluation write")
     return evaluation, False
+
+
+def escalate(
+    ctx: Context, query: str, chunks: Sequence[Chunk], gate: Evaluation
+) -> Generator[list[Request], list[Any], tuple[Evaluation, CascadeReport]]:
+    """The cascade step: the chunks ``ctx.escalation`` picks go to the grader
+    (their cached answers first); its answers replace the gate's probabilities
+    (see :mod:`crag_heuristic._grading.escalation`). Any failure of the grader
+    leaves ``gate`` as it is and is the report's ``error``."""
+    assert ctx.escalation is not None
+    policy = ctx.escalation
+    started = time.perf_counter()
+    choice = select(gate, policy, ctx.evaluator.config)
+    by_id = {chunk.id: chunk for chunk in chunks}
+    grades: dict[str, float] = {}
+    keys: dict[str, str] = {}
+    if choice.chosen and ctx.has_cache and policy.cache_grades:
+        fingerprint = ctx.grader_fingerprint
+        keys = {
+            i: grade_key(query, by_id[i], grader_fingerprint=fingerprint) for i in choice.chosen
+        }
+        read = time.perf_counter()
+        outcomes = yield [CacheGet(keys[i]) for i in choice.chosen]
+        ctx.timed("cache", read)
+        for chunk_id, outcome in zip(choice.chosen, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                ctx.cache_failed(outcome, "grade read")
+                keys = {}  # the cache is down: no writes either
+            elif outcome is not None:
+                try:
+                    [grades[chunk_id]] = checked_grades([json.loads(outcome)], 1)
+                except (ValueError, CragError) as exc:
+                    ctx.cache_failed(exc, "a corrupt cached grade")
+    hits = tuple(i for i in choice.chosen if i in grades)
+    missing = [i for i in choice.chosen if i not in grades]
+    error = None
+    if missing:
+        asked = time.perf_counter()
+        [outcome] = yield [GradeCall(query, tuple(by_id[i] for i in missing))]
+        ctx.timed("grade", asked)
+        try:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            fresh = dict(zip(missing, checked_grades(outcome, len(missing)), strict=True))
+        except CragError as exc:  # GraderError and its kinds, from the driver or the check
+            error = describe(exc)
+        else:
+            grades.update(fresh)
+            if keys:
+                write = time.perf_counter()
+                stored = yield [
+                    CacheSet(keys[i], json.dumps(p), policy.grade_ttl) for i, p in fresh.items()
+                ]
+                ctx.timed("cache", write)
+                failed = next((s for s in stored if isinstance(s, BaseException)), None)
+                if failed is not None:
+                    ctx.cache_failed(failed, "grade write")
+    evaluation = gate
+    if error is None and grades:
+        if policy.recompute_set:
+            ctx.grades.update({(i, by_id[i].text): p for i, p in grades.items()})
+        again = time.perf_counter()
+        evaluation = cascaded_evaluation(
+            ctx.evaluator, query, chunks, ctx.corpus_stats, gate, grades, policy
+        )
+        ctx.timed("evaluate", again)
+    elif error is not None:
+        ctx.notes.append("the grader failed: the gate's verdict stands")
+    report = CascadeReport(
+        grader=ctx.grader_fingerprint,
+        band=choice.band,
+        threshold=choice.threshold,
+        candidates=choice.candidates,
+        escalated=choice.chosen,
+        share=len(choice.chosen) / choice.total if choice.total else 0.0,
+        gate_scores=choice.gate_scores,
+        grades=grades,
+        cache_hits=hits,
+        error=error,
+        gate_verdict=gate.verdict,
+        verdict=evaluation.verdict,
+        ms=(time.perf_counter() - started) * 1000.0,
+    )
+    ctx.log(
+        "crag.grade",
+        escalated=len(choice.chosen),
+        candidates=choice.candidates,
+        cache_hits=len(hits),
+        error=None if error is None else error.split(":", 1)[0],
+        gate_verdict=gate.verdict.value,
+        verdict=evaluation.verdict.value,
+    )
+    return evaluation, report
 
 
 def _fast_path(ctx: Context, query: str, state: _State) -> None:

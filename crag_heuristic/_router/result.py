@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._evaluator.refine import Refinement
+from .._grading import CascadeReport
 from .._types import Chunk, Evaluation, Verdict
 
 __all__ = ["CRAGResult", "Strategy"]
@@ -33,7 +34,8 @@ class CRAGResult:
             original chunks, and ``notes`` says why.
         verdict: the final verdict (of ``evaluation``).
         evaluation: the evaluation of the final chunks (after correction).
-        initial_evaluation: the evaluation of the first retrieval.
+        initial_evaluation: the evaluation of the first retrieval (with a
+            cascade, after its grader's answers: the one the route follows).
         strategy: the correction applied.
         retrieved: the first retrieval, unchanged.
         expanded_queries: the queries the expansion re-retrieved with.
@@ -48,11 +50,16 @@ class CRAGResult:
         retries: correction rounds used.
         timings_ms: milliseconds per stage (``retrieve``, ``evaluate``,
             ``expand``, ``re_retrieve``, ``fuse``, ``re_evaluate``,
-            ``rewrite``, ``web_search``, ``cache``, ``refine``, ``total``).
+            ``rewrite``, ``web_search``, ``cache``, ``grade``, ``refine``,
+            ``total``).
         counts: sizes at each step (``retrieved``, ``expanded_rankings``,
             ``fused``, ``web_results``, ``dropped``, ``final``).
         notes: short human-readable remarks on what happened and why.
         refinement: the knowledge refinement, when it ran.
+        cascade: what the cascade did (escalated ids and share, the grader's
+            answers, cache hits, the gate's own verdict), when a grader is set.
+        grader_error: why the cascade's grader gave nothing usable
+            (``"GraderTimeout: ..."``), or ``None``. The gate's verdict stood.
     """
 
     query: str
@@ -74,6 +81,8 @@ class CRAGResult:
     counts: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     refinement: Refinement | None = None
+    cascade: CascadeReport | None = None
+    grader_error: str | None = None
 
     @property
     def corrected(self) -> bool:
@@ -103,4 +112,6 @@ class CRAGResult:
             "counts": dict(self.counts),
             "notes": list(self.notes),
             "refinement": None if self.refinement is None else self.refinement.to_dict(),
+            "cascade": None if self.cascade is None else self.cascade.to_dict(),
+            "grader_error": self.grader_error,
         }

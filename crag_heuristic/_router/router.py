@@ -27,6 +27,14 @@ from .._exceptions import (
     WebSearchError,
     WebSearchTimeout,
 )
+from .._grading import (
+    AsyncGrader,
+    Escalation,
+    Grader,
+    acall_grader,
+    call_grader,
+    grader_fingerprint,
+)
 from .._logging import get_logger
 from .._protocols import (
     AsyncCache,
@@ -44,6 +52,7 @@ from .flow import (
     CacheSet,
     Context,
     Flow,
+    GradeCall,
     Request,
     Search,
     WebCall,
@@ -86,12 +95,22 @@ class CRAG:
         metrics: a metrics sink (e.g. :class:`PrometheusMetrics`).
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
+        grader: an expensive grader for a cascade (a
+            :class:`~crag_heuristic.grading.Grader`: ``grade(query, chunks)``
+            and/or ``agrade``): after the first evaluation, the chunks the
+            gate is unsure of go to it and its answers replace the gate's
+            (answers cached in ``cache``). Its failures never fail a query:
+            they show as ``grader_error`` and the gate's verdict stands.
+        escalation: which chunks, how many, how long
+            (:class:`~crag_heuristic.grading.Escalation` or a dict of its
+            fields; default ``Escalation()``).
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
 
     Raises:
         InputError: a part without the methods it needs.
+        ConfigError: a bad escalation or grader fingerprint.
     """
 
     def __init__(
@@ -106,6 +125,8 @@ class CRAG:
         lexical: Retriever | AsyncRetriever | None = None,
         metrics: MetricsSink | None = None,
         logger: EventLogger | None = None,
+        grader: Grader | AsyncGrader | None = None,
+        escalation: Escalation | Mapping[str, Any] | None = None,
     ) -> None:
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
@@ -114,6 +135,10 @@ class CRAG:
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
         if web is not None and not (hasattr(web, "search") or hasattr(web, "asearch")):
             raise InputError("web must have search(query, max_results) or asearch(...)")
+        if grader is not None and not (hasattr(grader, "grade") or hasattr(grader, "agrade")):
+            raise InputError("grader must have grade(query, chunks) or agrade(query, chunks)")
+        if escalation is not None and grader is None:
+            raise InputError("escalation needs a grader")
         if cache is None:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
@@ -139,6 +164,18 @@ class CRAG:
         self._stats: CorpusStats | None = None
         self._stats_known = False
         self._stats_lock = threading.Lock()
+        self.grader = grader
+        self.escalation: Escalation | None = None
+        self._grader_fingerprint = ""
+        if grader is not None:
+            self.escalation = (
+                escalation
+                if isinstance(escalation, Escalation)
+                else Escalation()
+                if escalation is None
+                else Escalation.from_dict(escalation)
+            )
+            self._grader_fingerprint = grader_fingerprint(grader)
 
     def __repr__(self) -> str:
         return (
@@ -200,6 +237,8 @@ class CRAG:
             log=log.debug,
             on_stage=on_stage,
             on_cache_error=on_cache_error,
+            escalation=self.escalation,
+            grader_fingerprint=self._grader_fingerprint,
         )
 
     def _web_fingerprint(self) -> str:
@@ -236,6 +275,8 @@ class CRAG:
             chunks=len(result.chunks),
             web_error=result.web_error,
             cache_error=result.cache_error,
+            # the type only: a grader's message may echo its prompt (the query text)
+            grader_error=None if result.grader_error is None else result.grader_error.split(":")[0],
             total_ms=round(result.timings_ms.get("total", 0.0), 3),
         )
         return result
@@ -266,6 +307,15 @@ class CRAG:
         """Run one request; return its value or the exception it raised."""
         if isinstance(request, CacheGet | CacheSet):
             return self._cache_call(request)
+        if isinstance(request, GradeCall):
+            assert self.escalation is not None
+            return call_grader(
+                self.grader,
+                request.query,
+                request.chunks,
+                self._grader_fingerprint,
+                self.escalation.timeout,
+            )
         if isinstance(request, Search):
             search = getattr(request.retriever, "search", None)
             if search is None:
@@ -322,6 +372,15 @@ class CRAG:
                 )
             except Exception as exc:  # noqa: BLE001
                 return _cache_error(exc, request)
+        if isinstance(request, GradeCall):
+            assert self.escalation is not None
+            return await acall_grader(
+                self.grader,
+                request.query,
+                request.chunks,
+                self._grader_fingerprint,
+                self.escalation.timeout,
+            )
         if isinstance(request, Search):
             try:
                 return await _chunks_async(

@@ -80,7 +80,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         progress=lambda message: None,
     )
     sections = results["sections"]
-    assert set(sections) == {"failure", "agreement", "quality", "cost"}
+    assert set(sections) == {"failure", "agreement", "cascade", "quality", "cost"}
     failure = sections["failure"]
     assert failure["natural"] == failure["probes"] == 18
     assert {"seed design (as written)", "synapse", "NQC", "fitted"} <= set(failure["auc"])
@@ -94,7 +94,15 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     quality = sections["quality"]
     assert quality["fast_path"]["identical_to_bare"] == quality["fast_path"]["queries"]
     assert sections["cost"]["query_encoder"] == "none (FAISS only)"
-    for name in ("report.md", "results.json", "roc.png", "verdicts.png", "latency.png"):
+    assert "noisy-grader" in sections["cascade"]["graders"]
+    for name in (
+        "report.md",
+        "results.json",
+        "roc.png",
+        "verdicts.png",
+        "latency.png",
+        "cascade.png",
+    ):
         assert (tmp_path / "out" / name).stat().st_size > 0
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| failure ROC-AUC, natural + probes: `fitted` (shipped default) |" in report

@@ -1,0 +1,230 @@
+"""A cascade without the router: the gate grades a list, an expensive grader
+settles the chunks the gate is unsure of.
+
+:class:`Cascade` drives the router's own escalation step
+(:func:`crag_heuristic._router.flow.escalate`), so it chooses, caches and
+records exactly as ``CRAG(..., grader=...)`` does; ``evaluate`` runs its I/O
+one request after the other, ``aevaluate`` concurrently (the cache reads) and
+within the escalation's timeout (the grader).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._checks import check_query
+from .._config import EvaluatorConfig, RouterConfig
+from .._corpus import CorpusStats
+from .._evaluator import Evaluator
+from .._exceptions import CacheError, InputError
+from .._grading import (
+    AsyncGrader,
+    CascadeReport,
+    Escalation,
+    Grader,
+    acall_grader,
+    call_grader,
+    grader_fingerprint,
+)
+from .._logging import get_logger
+from .._protocols import AsyncCache, Cache, EventLogger
+from .._types import Chunk, Evaluation, Verdict, check_chunks
+from .flow import CacheGet, CacheSet, Context, GradeCall, Request, escalate
+from .router import _async_or_thread, _cache_error
+
+__all__ = ["Cascade", "CascadeResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeResult:
+    """One list graded by a cascade.
+
+    Attributes:
+        evaluation: the evaluation after the grader's answers (the gate's own
+            when nothing was escalated or the grader failed).
+        gate_evaluation: the gate's own evaluation.
+        report: what was escalated, the answers, cache hits, the error.
+        cache_error: the last cache failure (``"CacheError: ..."``), or ``None``.
+        notes: short remarks on what happened.
+    """
+
+    evaluation: Evaluation
+    gate_evaluation: Evaluation
+    report: CascadeReport
+    cache_error: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> Verdict:
+        """The set verdict after the cascade."""
+        return self.evaluation.verdict
+
+    @property
+    def grader_error(self) -> str | None:
+        """Why the grader gave nothing usable, or ``None`` (``report.error``)."""
+        return self.report.error
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "evaluation": self.evaluation.to_dict(),
+            "gate_evaluation": self.gate_evaluation.to_dict(),
+            "cascade": self.report.to_dict(),
+            "grader_error": self.grader_error,
+            "cache_error": self.cache_error,
+            "notes": list(self.notes),
+        }
+
+
+Step = Generator[list[Request], list[Any], CascadeResult]
+
+
+class _NoSearch:
+    """The retriever of a cascade's context: the escalation step never searches."""
+
+    def search(self, query: str, k: int) -> list[Chunk]:
+        return []
+
+
+class Cascade:
+    """The gate, and an expensive grader where the gate is unsure.
+
+    Args:
+        evaluator: the gate: an :class:`Evaluator`, or a config / profile name
+            for one (``None``: the default profile).
+        grader: a :class:`~crag_heuristic.grading.Grader` (``grade`` and/or
+            ``agrade``).
+        escalation: an :class:`~crag_heuristic.grading.Escalation` or a dict
+            of its fields (default ``Escalation()``).
+        cache: where the grader's answers are kept (anything with
+            ``get``/``set`` and/or ``aget``/``aset`` of JSON text, e.g. a
+            :class:`MemoryCache` or :class:`RedisCache`); ``None`` for none.
+        logger: a structlog logger for the ``crag.grade`` event.
+
+    Raises:
+        InputError: a grader or cache without the methods it needs.
+        ConfigError: a bad escalation or grader fingerprint.
+    """
+
+    def __init__(
+        self,
+        evaluator: Evaluator | EvaluatorConfig | str | None = None,
+        grader: Grader | AsyncGrader | None = None,
+        escalation: Escalation | Mapping[str, Any] | None = None,
+        *,
+        cache: Cache | AsyncCache | None = None,
+        logger: EventLogger | None = None,
+    ) -> None:
+        if grader is None or not (hasattr(grader, "grade") or hasattr(grader, "agrade")):
+            raise InputError("grader must have grade(query, chunks) or agrade(query, chunks)")
+        if cache is not None and not (hasattr(cache, "get") or hasattr(cache, "aget")):
+            raise InputError("cache must have get/set or aget/aset (or be None)")
+        self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+        self.grader = grader
+        if escalation is None:
+            escalation = Escalation()
+        elif not isinstance(escalation, Escalation):
+            escalation = Escalation.from_dict(escalation)
+        self.escalation = escalation
+        self.cache = cache
+        self.fingerprint = grader_fingerprint(grader)
+        self._log = logger if logger is not None else get_logger()
+        self._config = RouterConfig()
+
+    def __repr__(self) -> str:
+        return f"Cascade(evaluator={self.evaluator!r}, grader={self.fingerprint!r})"
+
+    def _step(self, query: str, chunks: Sequence[Chunk], stats: CorpusStats | None) -> Step:
+        check_query(query)
+        check_chunks(chunks)
+        ctx = Context(
+            retriever=_NoSearch(),
+            evaluator=self.evaluator,
+            config=self._config,
+            corpus_stats=stats,
+            has_cache=self.cache is not None,
+            escalation=self.escalation,
+            grader_fingerprint=self.fingerprint,
+            log=self._log.debug,
+        )
+        gate = self.evaluator.evaluate(query, chunks, stats)
+        evaluation, report = yield from escalate(ctx, query, chunks, gate)
+        return CascadeResult(evaluation, gate, report, ctx.cache_error, tuple(ctx.notes))
+
+    def evaluate(
+        self, query: str, chunks: Sequence[Chunk], corpus_stats: CorpusStats | None = None
+    ) -> CascadeResult:
+        """Grade ``chunks`` with the gate, then escalate (the grader within
+        ``escalation.timeout``, in a worker thread when there is one).
+
+        Raises:
+            InvalidQueryError, InvalidChunkError: bad input, as
+                :meth:`Evaluator.evaluate`. The grader's and the cache's
+                failures are flags on the result, never raised.
+        """
+        step = self._step(query, chunks, corpus_stats)
+        try:
+            requests = next(step)
+            while True:
+                requests = step.send([self._call(r) for r in requests])
+        except StopIteration as stop:
+            result: CascadeResult = stop.value
+            return result
+
+    async def aevaluate(
+        self, query: str, chunks: Sequence[Chunk], corpus_stats: CorpusStats | None = None
+    ) -> CascadeResult:
+        """The async :meth:`evaluate`: the grader within ``escalation.timeout``."""
+        step = self._step(query, chunks, corpus_stats)
+        try:
+            requests = next(step)
+            while True:
+                outcomes = await asyncio.gather(*(self._acall(r) for r in requests))
+                requests = step.send(list(outcomes))
+        except StopIteration as stop:
+            result: CascadeResult = stop.value
+            return result
+
+    def _call(self, request: Request) -> Any:
+        if isinstance(request, GradeCall):
+            return call_grader(
+                self.grader,
+                request.query,
+                request.chunks,
+                self.fingerprint,
+                self.escalation.timeout,
+            )
+        assert isinstance(request, CacheGet | CacheSet)
+        method = getattr(self.cache, "get" if isinstance(request, CacheGet) else "set", None)
+        if method is None:
+            return CacheError(
+                "this cache is async-only: use aevaluate()", backend="cache", operation="get"
+            )
+        try:
+            if isinstance(request, CacheGet):
+                return method(request.key)
+            return method(request.key, request.value, request.ttl)
+        except Exception as exc:  # noqa: BLE001 - a cache failure never fails a call
+            return _cache_error(exc, request)
+
+    async def _acall(self, request: Request) -> Any:
+        if isinstance(request, GradeCall):
+            return await acall_grader(
+                self.grader,
+                request.query,
+                request.chunks,
+                self.fingerprint,
+                self.escalation.timeout,
+            )
+        assert isinstance(request, CacheGet | CacheSet)
+        try:
+            if isinstance(request, CacheGet):
+                return await _async_or_thread(self.cache, "aget", "get", request.key)
+            return await _async_or_thread(
+                self.cache, "aset", "set", request.key, request.value, request.ttl
+            )
+        except Exception as exc:  # noqa: BLE001
+            return _cache_error(exc, request)

@@ -1,0 +1,46 @@
+"""The cascade: the cheap gate decides where it is sure, an expensive grader
+(a cross-encoder, an LLM prompt) settles the chunks it is unsure of.
+
+* :class:`Grader` / :class:`AsyncGrader`: ``grade(query, chunks)`` ->
+  P(relevant) per chunk in [0, 1], with a ``fingerprint`` for cache keys;
+* :class:`CallableGrader` (any ``(query, texts) -> scores`` callable, sync or
+  async) and :class:`CrossEncoderGrader` (a sentence-transformers
+  ``CrossEncoder``);
+* :class:`Escalation`: which chunks go to the grader (the uncertain band), how
+  many (the budget), how long (the timeout), whether the set verdict is
+  recomputed;
+* :class:`Cascade`: the gate plus a grader without the router
+  (``evaluate`` / ``aevaluate`` -> :class:`CascadeResult`); with the router,
+  ``CRAG(retriever, grader=..., escalation=...)`` and the result's
+  ``cascade`` (a :class:`CascadeReport`) and ``grader_error``.
+
+A grader that raises, times out, or answers NaN, the wrong number of grades
+or values outside [0, 1] never fails a call: the gate's verdict stands and
+the failure is a :class:`GraderError` (:class:`GraderTimeout`,
+:class:`GraderOutputError`) named on the result.
+"""
+
+from ._exceptions import GraderError, GraderOutputError, GraderTimeout
+from ._grading import (
+    AsyncGrader,
+    CallableGrader,
+    CascadeReport,
+    CrossEncoderGrader,
+    Escalation,
+    Grader,
+)
+from ._router.cascade import Cascade, CascadeResult
+
+__all__ = [
+    "AsyncGrader",
+    "CallableGrader",
+    "Cascade",
+    "CascadeReport",
+    "CascadeResult",
+    "CrossEncoderGrader",
+    "Escalation",
+    "Grader",
+    "GraderError",
+    "GraderOutputError",
+    "GraderTimeout",
+]
