@@ -33,7 +33,7 @@ from .._calibrate import DEFAULT_CHUNK_FEATURES, DEFAULT_SET_FEATURES, GateExamp
 from .._config import EvaluatorConfig
 from .._self_calibrate import DEFAULT_PRIOR_C, DEFAULT_SELF_QUERIES, calibrate_self
 from .._version import __version__
-from .failure import BASELINES, failure_section
+from .failure import BASELINES, FailureResult, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
 
 __all__ = ["collection_folders", "labelled_retrievals", "run_loco"]
@@ -133,6 +133,10 @@ def run_loco(
             ).config
         failure = failure_section(held_out, profiles, k)
         rows[name] = _row(failure.summary, list(profiles))
+        for gate in profiles:
+            rows[name]["gates"][gate]["over_best_baseline_95ci"] = paired_bootstrap(
+                failure, gate, rows[name]["best_baseline"]
+            )
     summary = _summary(rows)
     results = {
         "command": command,
@@ -151,6 +155,30 @@ def run_loco(
     (out / "loco.md").write_text(render(results), encoding="utf-8")
     log(f"wrote {out / 'loco.md'} in {results['seconds']:.0f} s")
     return results
+
+
+def paired_bootstrap(
+    failure: FailureResult, gate: str, baseline: str, *, rounds: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """A 95 % interval for (the gate's AUC - the baseline's AUC), resampling queries
+    (a query's natural retrieval and its probe together) with replacement."""
+    from sklearn.metrics import roc_auc_score
+
+    groups = np.array([r.group for r in failure.retrievals])
+    failed = np.array([r.failed for r in failure.retrievals])
+    ours, theirs = failure.scores[gate], failure.scores[baseline]
+    members = {g: np.flatnonzero(groups == g) for g in dict.fromkeys(groups.tolist())}
+    keys = list(members)
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(rounds):
+        rows = np.concatenate([members[keys[i]] for i in rng.integers(len(keys), size=len(keys))])
+        y = failed[rows]
+        if y.all() or not y.any():
+            continue
+        diffs.append(roc_auc_score(y, -ours[rows]) - roc_auc_score(y, -theirs[rows]))
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def _row(summary: dict[str, Any], gates: list[str]) -> dict[str, Any]:
@@ -216,20 +244,23 @@ def render(results: dict[str, Any]) -> str:
         f"{', '.join(results['set_features'])}) and by that gate self-calibrated on the "
         f"collection's own corpus ({results['self_calibration_queries']} simulated queries, "
         "no qrels). Failure ROC-AUC over natural retrievals + leave-relevant-out probes; "
-        "baselines from the same run.",
+        "baselines from the same run; the interval is a paired bootstrap over queries (1,000 "
+        "resamples) of the difference to the best baseline.",
         "",
         f"Command: `{results['command']}`" if results["command"] else "",
         "",
         "| collection | queries (failed) | best baseline | "
-        + " | ".join(f"{g}: AUC (vs best)" for g in gates)
+        + " | ".join(f"{g}: AUC (vs best; 95 % interval)" for g in gates)
         + " |",
         "|---|---|---|" + "---|" * len(gates),
     ]
     for name, row in rows.items():
-        cells = [
-            f"{_f(row['gates'][g]['auc_mix'])} ({row['gates'][g]['over_best_baseline']:+.3f})"
-            for g in gates
-        ]
+        cells = []
+        for g in gates:
+            gate = row["gates"][g]
+            low, high = gate.get("over_best_baseline_95ci", (float("nan"), float("nan")))
+            diff = gate["over_best_baseline"]
+            cells.append(f"{_f(gate['auc_mix'])} ({diff:+.3f}; {low:+.3f} to {high:+.3f})")
         lines.append(
             f"| {name} | {row['queries']} ({row['natural_failed']}) | "
             f"{row['best_baseline']} {_f(row['best_baseline_auc'])} | " + " | ".join(cells) + " |"
