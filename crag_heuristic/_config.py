@@ -548,8 +548,12 @@ class RouterConfig:
         lexical_weight: RRF weight of each lexical (BM25) ranking.
         drop_irrelevant: on the fast path, drop chunks whose own verdict is
             IRRELEVANT (never all of them).
-        expand_parents: on PARTIAL, add the parents of the chunks (when the
-            retriever can fetch them) to the fused ranking.
+        expand_parents: with a parents lookup (``CRAG(parents=...)``), re-grade
+            each final chunk graded PARTIAL as its parent and keep the parent
+            where it grades better (parent expansion); ``False`` turns it off.
+        parent_token_budget: the estimated tokens parents may add to the
+            final chunks in all (a parent's tokens minus its children's);
+            parents that grade better are taken best gain first while they fit.
         web_max_results: results asked from the web searcher.
         web_on_partial: also search the web when expansion leaves the set
             below RELEVANT (strategy ``combined``).
@@ -575,7 +579,8 @@ class RouterConfig:
     lexical_weight: float = 1.0
     expand_on: Literal["primary", "lexical", "both"] = "both"
     drop_irrelevant: bool = False
-    expand_parents: bool = False
+    expand_parents: bool = True
+    parent_token_budget: int = 512
     web_max_results: int = 5
     web_on_partial: bool = False
     expand_without_web: bool = True
@@ -598,6 +603,7 @@ class RouterConfig:
         _check_number("rrf_k", self.rrf_k, low=0, integer=True)
         _check_number("expansion_weight", self.expansion_weight, low=0.0)
         _check_number("lexical_weight", self.lexical_weight, low=0.0)
+        _check_number("parent_token_budget", self.parent_token_budget, low=0, integer=True)
         _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
         if self.web_timeout is not None:
             _check_number("web_timeout", self.web_timeout, low=0.0, low_open=True)

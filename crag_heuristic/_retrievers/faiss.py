@@ -166,7 +166,6 @@ class FaissRetriever:
         corpus_stats: document frequencies for the evaluator; by default they
             are computed once, lazily, from the docstore texts
             (``stats_from_docstore=False`` turns that off).
-        parents: parent id -> entry, for :meth:`get_parents`.
         search_params: a ``faiss.SearchParameters`` passed to every search
             (e.g. ``SearchParametersIVF(nprobe=...)`` or an ID selector).
         analyzer: the analyzer for corpus statistics (must match the evaluator's).
@@ -186,7 +185,6 @@ class FaissRetriever:
         normalize_query: bool | None = None,
         corpus_stats: CorpusStats | None = None,
         stats_from_docstore: bool = True,
-        parents: Mapping[str, Any] | None = None,
         search_params: Any = None,
         analyzer: Analyzer | None = None,
         name: str = "faiss",
@@ -214,7 +212,6 @@ class FaissRetriever:
         self.search_params = search_params
         self.name = name
         self._analyzer = analyzer
-        self._parents = parents
         self._stats = corpus_stats
         self._stats_from_docstore = stats_from_docstore and corpus_stats is None
         self._stats_lock = threading.Lock()
@@ -337,7 +334,7 @@ class FaissRetriever:
                 f"FAISS id {faiss_id} has no entry in the docstore", retriever=self.name
             ) from None
 
-    # -- corpus statistics and parents ----------------------------------------------------
+    # -- corpus statistics --------------------------------------------------------------
 
     def corpus_stats(self) -> CorpusStats | None:
         """Document frequencies of the docstore's texts (computed once, lazily)."""
@@ -362,42 +359,3 @@ class FaissRetriever:
                     if texts:
                         self._stats = CorpusStats.from_texts(texts, self._analyzer)
         return self._stats
-
-    def get_parents(self, chunks: Sequence[Chunk]) -> list[Chunk]:
-        """The parent chunks of ``chunks`` (those with a known ``parent_id``).
-
-        A parent takes the best score among its children and lists them in
-        ``metadata["children"]``; order follows the first child's position.
-        """
-        if not self._parents:
-            return []
-        best: dict[str, Chunk] = {}
-        children: dict[str, list[str]] = {}
-        for chunk in chunks:
-            pid = chunk.parent_id
-            if pid is None or pid not in self._parents:
-                continue
-            children.setdefault(pid, []).append(chunk.id)
-            current = best.get(pid)
-            if current is None or _better(chunk, current):
-                best[pid] = chunk
-        parents = []
-        for pid, child in best.items():
-            parent = to_chunk(
-                self._parents[pid],
-                default_id=pid,
-                score=child.score,
-                score_kind=child.score_kind,
-                extra_metadata={"children": children[pid]},
-                retriever=self.name,
-            )
-            parents.append(parent)
-        return parents
-
-
-def _better(a: Chunk, b: Chunk) -> bool:
-    if a.score is None:
-        return False
-    if b.score is None:
-        return True
-    return a.score < b.score if a.score_kind.is_distance else a.score > b.score

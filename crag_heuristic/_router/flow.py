@@ -12,6 +12,7 @@ decisions, timings and notes are the same for both, by construction.
                                           (-> web as well when still below the bar: combined)
                          -> IRRELEVANT -> keyword rewrite -> web search -> evaluate
                                           (no web, or it failed: expand as for PARTIAL)
+             -> parents (optional: chunks graded PARTIAL re-graded as their parents)
              -> refine (optional) -> CRAGResult
 """
 
@@ -35,9 +36,10 @@ from .._exceptions import (
     WebSearchResponseError,
 )
 from .._fusion import reciprocal_rank_fusion
-from .._protocols import AsyncRetriever, ParentFetcher, Retriever
+from .._protocols import AsyncRetriever, Retriever
 from .._redact import redact
 from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .parents import ParentGet, expand_parents
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
 
@@ -48,6 +50,7 @@ __all__ = [
     "CacheGet",
     "CacheSet",
     "Context",
+    "ParentGet",
     "Search",
     "WebCall",
     "correct",
@@ -90,7 +93,7 @@ class CacheSet:
     ttl: float
 
 
-Request = Search | WebCall | CacheGet | CacheSet
+Request = Search | WebCall | CacheGet | CacheSet | ParentGet
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
 
@@ -106,6 +109,7 @@ class Context:
     lexical: Retriever | AsyncRetriever | None = None
     has_web: bool = False
     has_cache: bool = False
+    has_parents: bool = False
     web_fingerprint: str = ""
     log: Callable[..., None] = lambda event, **kv: None
     on_stage: Callable[[str, float], None] = lambda stage, ms: None
@@ -114,6 +118,7 @@ class Context:
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     cache_error: str | None = None
+    parent_error: str | None = None
 
     def cache_failed(self, error: BaseException, what: str) -> None:
         """Record a cache failure: the query goes on without the cache."""
@@ -227,6 +232,11 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         strategy=state.strategy.value,
     )
 
+    if ctx.has_parents and cfg.expand_parents and state.chunks:
+        state.chunks, state.evaluation = yield from expand_parents(
+            ctx, query, state.chunks, state.evaluation
+        )
+
     refinement = None
     if cfg.refine and state.chunks:
         started = time.perf_counter()
@@ -254,6 +264,7 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         cache_hit=cache_hit,
         web_cache_hit=state.web_cache_hit,
         cache_error=ctx.cache_error,
+        parent_error=ctx.parent_error,
         retries=state.retries,
         timings_ms=dict(ctx.timings),
         counts=dict(ctx.counts),
@@ -350,10 +361,7 @@ def _expand(
     if ctx.lexical is not None:
         lexical_queries = (query, *queries) if on in ("lexical", "both") else (query,)
         requests += [Search(ctx.lexical, q, depth, lexical=True) for q in lexical_queries]
-    parents: list[Chunk] = []
-    if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
-        parents = ctx.retriever.get_parents(state.chunks)
-    if not requests and not parents:
+    if not requests:
         if fallback is None:
             state.strategy = Strategy.QUERY_EXPANSION
             state.expanded = queries
@@ -377,9 +385,6 @@ def _expand(
             continue
         rankings.append(outcome)
         weights.append(cfg.lexical_weight if request.lexical else cfg.expansion_weight)
-    if parents:
-        rankings.append(parents)
-        weights.append(cfg.expansion_weight)
     ctx.counts["expanded_rankings"] = len(rankings) - 1
     if len(rankings) == 1:
         ctx.notes.append("every re-retrieval failed: the retrieval is kept")

@@ -30,10 +30,12 @@ from .._exceptions import (
 from .._logging import get_logger
 from .._protocols import (
     AsyncCache,
+    AsyncParentLookup,
     AsyncRetriever,
     AsyncWebSearcher,
     Cache,
     EventLogger,
+    ParentLookup,
     Retriever,
     StatsProvider,
     WebSearcher,
@@ -44,6 +46,7 @@ from .flow import (
     CacheSet,
     Context,
     Flow,
+    ParentGet,
     Request,
     Search,
     WebCall,
@@ -83,6 +86,13 @@ class CRAG:
         config: a :class:`RouterConfig` or a dict of its fields.
         lexical: a second retriever (e.g. :class:`BM25Retriever`) whose
             rankings for the original and expanded queries join the fusion.
+        parents: where chunks' parents are found (:attr:`Chunk.parent_id`):
+            anything with ``get(parent_id)`` and/or ``async aget(parent_id)``
+            returning a chunk, a text or a mapping, or ``None`` (a ``dict``
+            works). With it, a final chunk graded PARTIAL is re-graded as its
+            parent, which replaces it when it grades better (parent
+            expansion; ``RouterConfig.expand_parents`` and
+            ``parent_token_budget``). Lookups are not cached.
         metrics: a metrics sink (e.g. :class:`PrometheusMetrics`).
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
@@ -104,6 +114,7 @@ class CRAG:
         config: RouterConfig | Mapping[str, Any] | None = None,
         *,
         lexical: Retriever | AsyncRetriever | None = None,
+        parents: ParentLookup | AsyncParentLookup | None = None,
         metrics: MetricsSink | None = None,
         logger: EventLogger | None = None,
     ) -> None:
@@ -112,6 +123,8 @@ class CRAG:
                 raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
         if expander not in (None, False) and not hasattr(expander, "expand"):
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
+        if parents is not None and not (hasattr(parents, "get") or hasattr(parents, "aget")):
+            raise InputError("parents must have get(parent_id) or aget(parent_id) (a dict works)")
         if web is not None and not (hasattr(web, "search") or hasattr(web, "asearch")):
             raise InputError("web must have search(query, max_results) or asearch(...)")
         if cache is None:
@@ -134,6 +147,7 @@ class CRAG:
             )
         self.config = config
         self.lexical: Retriever | AsyncRetriever | None = lexical
+        self.parents: ParentLookup | AsyncParentLookup | None = parents
         self.metrics: MetricsSink | None = metrics
         self._log: EventLogger = logger if logger is not None else get_logger()
         self._stats: CorpusStats | None = None
@@ -196,6 +210,7 @@ class CRAG:
             lexical=self.lexical,
             has_web=self.web is not None,
             has_cache=self.cache is not None,
+            has_parents=self.parents is not None,
             web_fingerprint=self._web_fingerprint(),
             log=log.debug,
             on_stage=on_stage,
@@ -266,6 +281,14 @@ class CRAG:
         """Run one request; return its value or the exception it raised."""
         if isinstance(request, CacheGet | CacheSet):
             return self._cache_call(request)
+        if isinstance(request, ParentGet):
+            get = getattr(self.parents, "get", None)
+            if get is None:
+                return InputError(f"{type(self.parents).__name__} is async-only: use aretrieve()")
+            try:
+                return get(request.parent_id)
+            except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
+                return exc
         if isinstance(request, Search):
             search = getattr(request.retriever, "search", None)
             if search is None:
@@ -322,6 +345,11 @@ class CRAG:
                 )
             except Exception as exc:  # noqa: BLE001
                 return _cache_error(exc, request)
+        if isinstance(request, ParentGet):
+            try:
+                return await _async_or_thread(self.parents, "aget", "get", request.parent_id)
+            except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
+                return exc
         if isinstance(request, Search):
             try:
                 return await _chunks_async(
