@@ -234,7 +234,7 @@ def test_a_parent_that_grades_worse_is_not_used(retriever: FaissRetriever) -> No
     # an off-topic "parent": its text shares nothing with the query. It carries its
     # child's similarity, so only the text's evidence can tell: a gate on keywords and
     # similarity (the linear one rewards length too: a longer text looks better to it)
-    parents = {name: PARENTS["bread"] for name in PARENTS}
+    parents = dict.fromkeys(PARENTS, PARENTS["bread"])
     gate = evaluator(
         keyword_overlap=0.5, semantic_coherence=0.5, length_adequacy=0.0, source_diversity=0.0
     )
