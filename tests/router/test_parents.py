@@ -146,7 +146,7 @@ def test_a_partial_chunk_is_replaced_by_its_better_parent(
 
 
 def test_a_dict_of_chunks_or_mappings_is_a_lookup(retriever: FaissRetriever) -> None:
-    parents = {
+    parents: dict[str, Chunk | dict[str, str]] = {
         "bees": Chunk(id="bees", text=PARENTS["bees"], source="bees-section"),
         "engine": {"text": PARENTS["engine"], "title": "Engines"},
     }
@@ -193,7 +193,7 @@ def test_a_failing_lookup_is_a_note_and_a_flag(retriever: FaissRetriever) -> Non
 
 
 def test_an_unusable_answer_is_a_flag(retriever: FaissRetriever) -> None:
-    result = both(CRAG(retriever, evaluator(), parents={"bees": 42}, cache=False))
+    result = both(CRAG(retriever, evaluator(), parents={"bees": 42}, cache=False))  # type: ignore[dict-item]
     assert result.parent_error is not None and "int" in result.parent_error
     assert [c.id for c in result.chunks if c.parent_id == "bees"]
 
