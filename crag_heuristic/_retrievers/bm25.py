@@ -17,6 +17,14 @@ exposes through :meth:`BM25Retriever.corpus_stats` are exactly those the
 evaluator's IDF weighting expects.
 
 Documents with a score of 0 (no query term at all) are not returned.
+
+Scoring reads an inverted index built once from rank-bm25's own term
+frequencies, document lengths and IDF: per query it touches only the
+postings of the query's terms (rank-bm25 alone visits every document for
+every term, about 17 ms per query on SciFact's 5,183 abstracts). The sums are
+the same floating-point operations in the same order, so the scores are
+rank-bm25's to the last bit (a test checks it). ``variant="plus"`` adds a
+bonus to every document for every term and keeps rank-bm25's loop.
 """
 
 from __future__ import annotations
@@ -100,6 +108,7 @@ class BM25Retriever:
         # rank-bm25 divides by the corpus's total length: give empty texts one dummy token
         safe = [tokens or ["\x00"] for tokens in tokenised]
         self._bm25 = _MODELS[variant](safe, k1=k1, b=b)
+        self._postings = None if variant == "plus" else _postings(self._bm25)
         doc_freq: Counter[str] = Counter()
         for tokens in tokenised:
             doc_freq.update(set(tokens))
@@ -121,7 +130,19 @@ class BM25Retriever:
         terms = self.analyzer.terms(query)
         if not terms:
             return np.zeros(len(self.documents))
-        return np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+        if self._postings is None:
+            return np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+        postings, norm = self._postings
+        model = self._bm25
+        scores = np.zeros(len(self.documents))
+        for term in terms:  # repeated terms count again, as in rank-bm25
+            found = postings.get(term)
+            idf = model.idf.get(term) or 0
+            if found is None or not idf:
+                continue
+            docs, tf = found
+            scores[docs] += idf * (tf * (model.k1 + 1) / (tf + norm[docs]))
+        return scores
 
     def search(self, query: str, k: int) -> list[Chunk]:
         """The ``k`` best-scoring documents with a positive score, best first.
@@ -153,3 +174,26 @@ class BM25Retriever:
         """The document with this id, unscored, or ``None``."""
         index = self._index_of.get(chunk_id)
         return None if index is None else self.documents[index]
+
+
+Floats = np.ndarray[Any, np.dtype[np.float64]]
+Postings = dict[str, tuple[np.ndarray[Any, np.dtype[np.intp]], Floats]]
+
+
+def _postings(model: Any) -> tuple[Postings, Floats]:
+    """Term -> (document positions, term frequencies) from a fitted rank-bm25 model, and
+    each document's length normaliser ``k1 * (1 - b + b * |D| / avgdl)`` (rank-bm25's
+    expression, evaluated the same way)."""
+    lists: dict[str, tuple[list[int], list[float]]] = {}
+    for position, freqs in enumerate(model.doc_freqs):
+        for term, count in freqs.items():
+            docs, tfs = lists.setdefault(term, ([], []))
+            docs.append(position)
+            tfs.append(float(count))
+    postings: Postings = {
+        term: (np.asarray(docs, dtype=np.intp), np.asarray(tfs, dtype=np.float64))
+        for term, (docs, tfs) in lists.items()
+    }
+    doc_len = np.array(model.doc_len)
+    norm = model.k1 * (1 - model.b + model.b * doc_len / model.avgdl)
+    return postings, np.asarray(norm, dtype=np.float64)

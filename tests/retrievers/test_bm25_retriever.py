@@ -6,6 +6,7 @@ import asyncio
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, InputError, ScoreKind
@@ -101,3 +102,18 @@ def test_plus_variant_and_async() -> None:
 def test_bad_arguments(documents: object, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=message):
         BM25Retriever(documents, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("variant", ["lucene", "okapi", "plus"])
+def test_the_inverted_index_gives_rank_bm25s_scores_to_the_bit(variant: str) -> None:
+    import random
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(40)]
+    docs = [" ".join(rng.choices(words, k=rng.randint(0, 30))) for _ in range(60)]
+    retriever = BM25Retriever(docs, variant=variant)
+    for _ in range(30):  # repeated terms, unknown terms, several lengths
+        terms = rng.choices([*words, "unseen"], k=rng.randint(1, 6))
+        query = " ".join(terms)
+        expected = np.asarray(retriever._bm25.get_scores(retriever.analyzer.terms(query)))
+        assert np.array_equal(retriever.scores(query), expected)
