@@ -546,6 +546,13 @@ class RouterConfig:
             always runs the original query too). Re-embedding an expanded query
             can drift from the question; lexical retrieval takes synonyms well.
         lexical_weight: RRF weight of each lexical (BM25) ranking.
+        fusion_weights: how the lexical rankings' weight is set: ``"fixed"``
+            (``lexical_weight``), ``"gate"`` (``lexical_weight * 2 * (1 - p)``,
+            ``p`` the gate's probability that the first retrieval holds an
+            answer: equal to the dense ranking's at ``p = 0.5``, more where the
+            gate doubts the dense list) or ``"keywords"`` (``lexical_weight * 2
+            * (1 - o)``, ``o`` the first retrieval's keyword overlap with the
+            query: more where the dense list misses the query's words).
         drop_irrelevant: on the fast path, drop chunks whose own verdict is
             IRRELEVANT (never all of them).
         expand_parents: with a parents lookup (``CRAG(parents=...)``), re-grade
@@ -577,6 +584,7 @@ class RouterConfig:
     rrf_k: int = 60
     expansion_weight: float = 1.0
     lexical_weight: float = 1.0
+    fusion_weights: Literal["fixed", "gate", "keywords"] = "fixed"
     expand_on: Literal["primary", "lexical", "both"] = "both"
     drop_irrelevant: bool = False
     expand_parents: bool = True
@@ -597,6 +605,10 @@ class RouterConfig:
             _check_number("gate_k", self.gate_k, low=1, integer=True)
         if self.expand_on not in ("primary", "lexical", "both"):
             raise ConfigError("expand_on", self.expand_on, "must be primary, lexical or both")
+        if self.fusion_weights not in ("fixed", "gate", "keywords"):
+            raise ConfigError(
+                "fusion_weights", self.fusion_weights, "must be fixed, gate or keywords"
+            )
         if self.fetch_k is not None:
             _check_number("fetch_k", self.fetch_k, low=1, integer=True)
         _check_number("max_retries", self.max_retries, low=0, high=10, integer=True)

@@ -27,18 +27,23 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("give one --data-dir (several only with --loco)")
     args.data_dir = args.data_dir[0]
     from .._bench import run_bench
+    from .._bench.harness import SECTIONS
 
     sections = args.sections.split(",") if args.sections else None
+    unknown = sorted(set(sections or ()) - set(SECTIONS))
+    if unknown:
+        raise InputError(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
     results = run_bench(
         args.data_dir,
         args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name,
         k=args.k,
         profile=args.profile,
-        sections=sections or ("failure", "agreement", "quality", "cost"),
+        sections=sections or SECTIONS,
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         command=_command_line(),
         agreement_splits=args.agreement_splits,
+        token_budget=args.token_budget,
     )
     from .._bench.harness import headline
 
@@ -162,7 +167,8 @@ def register(commands: Any) -> None:
         description=(
             "Failure detection (natural + leave-relevant-out probes) against baselines, per-chunk "
             "agreement with people and LLM graders (when llm_judgments/ exists), retrieval "
-            "quality of the router vs the bare retriever, and cost; writes report.md, "
+            "quality of the router vs the bare retriever, cost, and the context that reaches the "
+            "generator (evidence recall, precision, tokens, abstention); writes report.md, "
             "results.json and PNG plots."
         ),
         epilog=EPILOG,
@@ -182,7 +188,16 @@ def register(commands: Any) -> None:
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")
     bench.add_argument("--profile", help="profile name or file (default: the library default)")
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")
-    bench.add_argument("--sections", help="comma list of failure,agreement,quality,cost")
+    bench.add_argument(
+        "--sections", help="comma list of failure,agreement,quality,cost,context (default all)"
+    )
+    bench.add_argument(
+        "--token-budget",
+        type=int,
+        default=512,
+        metavar="N",
+        help="context section: estimated tokens knowledge refinement keeps (default 512)",
+    )
     bench.add_argument(
         "--agreement-splits",
         type=int,

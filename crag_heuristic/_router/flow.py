@@ -377,6 +377,7 @@ def _expand(
     started = time.perf_counter()
     outcomes = yield list(requests)
     ctx.timed("re_retrieve", started)
+    lexical_weight = _lexical_weight(cfg, state.evaluation)
     rankings: list[Sequence[Chunk]] = [first]
     weights = [1.0]
     for request, outcome in zip(requests, outcomes, strict=True):
@@ -384,7 +385,7 @@ def _expand(
             ctx.notes.append(f"re-retrieval for {request.query!r} failed ({describe(outcome)})")
             continue
         rankings.append(outcome)
-        weights.append(cfg.lexical_weight if request.lexical else cfg.expansion_weight)
+        weights.append(lexical_weight if request.lexical else cfg.expansion_weight)
     ctx.counts["expanded_rankings"] = len(rankings) - 1
     if len(rankings) == 1:
         ctx.notes.append("every re-retrieval failed: the retrieval is kept")
@@ -397,6 +398,16 @@ def _expand(
     state.chunks = fused
     state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
     return True
+
+
+def _lexical_weight(cfg: RouterConfig, evaluation: Evaluation) -> float:
+    """The RRF weight of each lexical ranking (see ``RouterConfig.fusion_weights``)."""
+    if cfg.fusion_weights == "gate":
+        return cfg.lexical_weight * 2.0 * (1.0 - evaluation.score)
+    overlap = evaluation.signals.keyword_overlap
+    if cfg.fusion_weights == "keywords" and overlap is not None:
+        return cfg.lexical_weight * 2.0 * (1.0 - overlap)
+    return cfg.lexical_weight
 
 
 def _web(
