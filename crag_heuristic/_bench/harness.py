@@ -343,7 +343,7 @@ def render_report(results: dict[str, Any]) -> str:
             "## Retrieval quality",
             "",
             f"{q['queries']} {q['split']} queries; verdicts {q['verdicts']}, routes {q['routes']} "
-            "(web search off).",
+            f"(web search off). The router as it ships: {q.get('router_config')}.",
             "",
             "| run | nDCG@10 | Recall@100 |",
             "|---|---|---|",

@@ -73,9 +73,12 @@ class CRAG:
         evaluator: the gate; an :class:`Evaluator` (or a config / profile name
             for one). Defaults to ``Evaluator()``.
         expander: makes expanded queries on PARTIAL (``expand(query, *,
-            chunks, corpus_stats)`` returning an object with ``queries``). By
-            default a :class:`SynonymExpander` over the bundled synonym sets,
-            built on first use; ``False`` for none.
+            chunks, corpus_stats)`` returning an object with ``queries``), e.g.
+            a :class:`SynonymExpander`. None by default (``None`` or
+            ``False``): the correction is then the fusion of the retrieval
+            with the lexical retriever's ranking of the query, which did
+            better than synonym expansion on five of seven collections
+            (``benchmarks/results/corrections``).
         web: a web searcher (``search(query, max_results)`` /
             ``asearch``) for IRRELEVANT retrievals; none by default.
         cache: where evaluations and web results are cached: a
@@ -133,8 +136,7 @@ class CRAG:
             raise InputError("cache must have get/set or aget/aset (or be False for none)")
         self.retriever: Retriever | AsyncRetriever = retriever
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        self._expander: QueryExpander | Literal[False] | None = expander
-        self._expander_lock = threading.Lock()
+        self._expander: QueryExpander | None = expander or None
         self.web: WebSearcher | AsyncWebSearcher | None = web
         self.cache: Cache | AsyncCache | None = None if cache is False else cache
         if config is None:
@@ -162,14 +164,8 @@ class CRAG:
 
     @property
     def expander(self) -> QueryExpander | None:
-        """The query expander (the default one is built on first use)."""
-        if self._expander is None:
-            with self._expander_lock:
-                if self._expander is None:
-                    from .._expansion import SynonymExpander
-
-                    self._expander = SynonymExpander(analyzer=self.evaluator.analyzer)
-        return None if self._expander is False else self._expander
+        """The query expander, or ``None`` (the default: no expansion)."""
+        return self._expander
 
     # -- shared ---------------------------------------------------------------------------
 
