@@ -553,10 +553,21 @@ class RouterConfig:
             always runs the original query too). Re-embedding an expanded query
             can drift from the question; lexical retrieval takes synonyms well.
         lexical_weight: RRF weight of each lexical (BM25) ranking.
+        fusion_weights: how the lexical rankings' weight is set: ``"fixed"``
+            (``lexical_weight``), ``"gate"`` (``lexical_weight * 2 * (1 - p)``,
+            ``p`` the gate's probability that the first retrieval holds an
+            answer: equal to the dense ranking's at ``p = 0.5``, more where the
+            gate doubts the dense list) or ``"keywords"`` (``lexical_weight * 2
+            * (1 - o)``, ``o`` the first retrieval's keyword overlap with the
+            query: more where the dense list misses the query's words).
         drop_irrelevant: on the fast path, drop chunks whose own verdict is
             IRRELEVANT (never all of them).
-        expand_parents: on PARTIAL, add the parents of the chunks (when the
-            retriever can fetch them) to the fused ranking.
+        expand_parents: with a parents lookup (``CRAG(parents=...)``), re-grade
+            each final chunk graded PARTIAL as its parent and keep the parent
+            where it grades better (parent expansion); ``False`` turns it off.
+        parent_token_budget: the estimated tokens parents may add to the
+            final chunks in all (a parent's tokens minus its children's);
+            parents that grade better are taken best gain first while they fit.
         web_max_results: results asked from the web searcher.
         web_on_partial: also search the web when expansion leaves the set
             below RELEVANT (strategy ``combined``).
@@ -580,9 +591,11 @@ class RouterConfig:
     rrf_k: int = 60
     expansion_weight: float = 1.0
     lexical_weight: float = 1.0
+    fusion_weights: Literal["fixed", "gate", "keywords"] = "fixed"
     expand_on: Literal["primary", "lexical", "both"] = "both"
     drop_irrelevant: bool = False
-    expand_parents: bool = False
+    expand_parents: bool = True
+    parent_token_budget: int = 512
     web_max_results: int = 5
     web_on_partial: bool = False
     expand_without_web: bool = True
@@ -599,12 +612,17 @@ class RouterConfig:
             _check_number("gate_k", self.gate_k, low=1, integer=True)
         if self.expand_on not in ("primary", "lexical", "both"):
             raise ConfigError("expand_on", self.expand_on, "must be primary, lexical or both")
+        if self.fusion_weights not in ("fixed", "gate", "keywords"):
+            raise ConfigError(
+                "fusion_weights", self.fusion_weights, "must be fixed, gate or keywords"
+            )
         if self.fetch_k is not None:
             _check_number("fetch_k", self.fetch_k, low=1, integer=True)
         _check_number("max_retries", self.max_retries, low=0, high=10, integer=True)
         _check_number("rrf_k", self.rrf_k, low=0, integer=True)
         _check_number("expansion_weight", self.expansion_weight, low=0.0)
         _check_number("lexical_weight", self.lexical_weight, low=0.0)
+        _check_number("parent_token_budget", self.parent_token_budget, low=0, integer=True)
         _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
         if self.web_timeout is not None:
             _check_number("web_timeout", self.web_timeout, low=0.0, low_open=True)

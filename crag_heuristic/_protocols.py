@@ -9,7 +9,7 @@ there (an async call on a sync-only component runs it in a worker thread).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._corpus import CorpusStats
@@ -18,12 +18,13 @@ from ._types import Chunk
 __all__ = [
     "AsyncCache",
     "AsyncGrader",
+    "AsyncParentLookup",
     "AsyncRetriever",
     "AsyncWebSearcher",
     "Cache",
     "EventLogger",
     "Grader",
-    "ParentFetcher",
+    "ParentLookup",
     "Retriever",
     "StatsProvider",
     "WebSearcher",
@@ -58,11 +59,28 @@ class StatsProvider(Protocol):
     def corpus_stats(self) -> CorpusStats | None: ...
 
 
-@runtime_checkable
-class ParentFetcher(Protocol):
-    """A retriever that can return the parent chunks of given chunk ids."""
+ParentEntry = Chunk | str | Mapping[str, Any] | None
+"""What a parents lookup answers: a chunk, a docstore-style entry (text, or a
+mapping with ``text``, ``id``, ``source`` ...), or ``None`` when it has no such parent."""
 
-    def get_parents(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
+
+@runtime_checkable
+class ParentLookup(Protocol):
+    """Where the router finds a chunk's parent (:attr:`Chunk.parent_id`).
+
+    ``get(parent_id)`` returns the parent (see :data:`ParentEntry`) or ``None``.
+    A plain ``dict`` of parent id -> chunk (or text, or mapping) is one. Used
+    by parent expansion: ``CRAG(retriever, parents=lookup)``.
+    """
+
+    def get(self, parent_id: str, /) -> ParentEntry: ...
+
+
+@runtime_checkable
+class AsyncParentLookup(Protocol):
+    """The async half of :class:`ParentLookup` (a document store over the network)."""
+
+    def aget(self, parent_id: str, /) -> Awaitable[ParentEntry]: ...
 
 
 @runtime_checkable

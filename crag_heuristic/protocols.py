@@ -3,7 +3,8 @@
 Any object with the right methods fits; nothing needs to inherit from these.
 :class:`~crag_heuristic.CRAG` is typed with them: a retriever is a
 :class:`Retriever` and/or an :class:`AsyncRetriever` (optionally a
-:class:`StatsProvider` and a :class:`ParentFetcher`), a web searcher a
+:class:`StatsProvider`), the parents of chunks a :class:`ParentLookup` and/or an
+:class:`AsyncParentLookup` (a ``dict`` is one), a web searcher a
 :class:`WebSearcher` and/or an :class:`AsyncWebSearcher`, a cache a
 :class:`Cache` and/or an :class:`AsyncCache`; the expander is a
 :class:`QueryExpander`, the metrics a :class:`MetricsSink`, the logger an
@@ -16,12 +17,13 @@ from ._metrics import MetricsSink
 from ._protocols import (
     AsyncCache,
     AsyncGrader,
+    AsyncParentLookup,
     AsyncRetriever,
     AsyncWebSearcher,
     Cache,
     EventLogger,
     Grader,
-    ParentFetcher,
+    ParentLookup,
     Retriever,
     StatsProvider,
     WebSearcher,
@@ -30,13 +32,14 @@ from ._protocols import (
 __all__ = [
     "AsyncCache",
     "AsyncGrader",
+    "AsyncParentLookup",
     "AsyncRetriever",
     "AsyncWebSearcher",
     "Cache",
     "EventLogger",
     "Grader",
     "MetricsSink",
-    "ParentFetcher",
+    "ParentLookup",
     "QueryExpander",
     "Retriever",
     "StatsProvider",

@@ -20,6 +20,7 @@ EXPECTED = {
     "web": "WebSearcher | AsyncWebSearcher | None",
     "cache": "Cache | AsyncCache | Literal[False] | None",
     "lexical": "Retriever | AsyncRetriever | None",
+    "parents": "ParentLookup | AsyncParentLookup | None",
     "metrics": "MetricsSink | None",
     "logger": "EventLogger | None",
     "grader": "Grader | AsyncGrader | None",

@@ -7,9 +7,10 @@ All in the same run, on the same machine, with ``time.perf_counter``:
 * the evaluator alone on those 10 chunks, per query and per passage (chunk
   analysis warm: the chunks were graded once before, as in a service whose
   chunks recur; and cold: a fresh evaluator each time);
-* the router on the fast path (RELEVANT) and on the corrected path (PARTIAL:
-  expansion, BM25 re-retrieval, fusion, re-evaluation), each including its
-  own query encoding and search, so the overhead is router minus bare. Bare
+* the router (the library's defaults) on the fast path (RELEVANT) and on the
+  corrected path (PARTIAL and, web off, IRRELEVANT: its correction, BM25
+  re-retrieval, fusion, re-evaluation), each including its own query encoding
+  and search, so the overhead is router minus bare. Bare
   and router calls alternate query by query, so load drift hits both alike.
 
 Ratios are against the bare retrieval's median measured in this run.
@@ -111,9 +112,7 @@ def cost_section(
         [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
         analyzer=prepared.analyzer,
     )
-    crag = CRAG(
-        retriever, evaluator, lexical=bm25, cache=False, config={"k": 10, "expand_on": "lexical"}
-    )
+    crag = CRAG(retriever, evaluator, lexical=bm25, cache=False, config={"k": 10})
     by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
     bare = []
     for r in natural:  # interleaved, so drift in machine load hits both alike

@@ -29,6 +29,7 @@ from .._version import __version__
 from . import plots
 from .agreement import agreement_section
 from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
+from .context import context_section
 from .cost import cost_section
 from .failure import BASELINES, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
@@ -37,7 +38,7 @@ from .retrievals import chunks_of
 
 __all__ = ["SECTIONS", "run_bench"]
 
-SECTIONS = ("failure", "agreement", "cascade", "quality", "cost")
+SECTIONS = ("failure", "agreement", "cascade", "quality", "cost", "context")
 
 
 def _log(message: str) -> None:
@@ -59,6 +60,7 @@ def run_bench(
     self_calibrate: bool = True,
     self_queries: int = DEFAULT_SELF_QUERIES,
     relevant_min: int | None = None,
+    token_budget: int = 512,
     progress: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Run the chosen sections; write results.json, report.md and plots to ``out``.
@@ -78,6 +80,8 @@ def run_bench(
         raise InputError(f"agreement_splits must be an integer >= 0, got {agreement_splits!r}")
     if agreement_splits < 0:
         raise InputError(f"agreement_splits must be an integer >= 0, got {agreement_splits!r}")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InputError(f"token_budget must be an integer >= 1, got {token_budget!r}")
     out = Path(out)
     config = load_config(profile)
     started = time.perf_counter()
@@ -175,6 +179,16 @@ def run_bench(
             f"latency per query ({prepared.collection.name})",
         )
         results["plots"].append("latency.png")
+    if "context" in sections:
+        progress("context: what reaches the generator, per method")
+        context = context_section(prepared, config, k=k, budget=token_budget)
+        results["sections"]["context"] = context
+        plots.context_plot(
+            context,
+            out / "context.png",
+            f"{prepared.collection.name}: evidence recall vs tokens sent (k={k})",
+        )
+        results["plots"].append("context.png")
     results["seconds"] = time.perf_counter() - started
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(results), encoding="utf-8")
@@ -336,6 +350,18 @@ def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 "",
             )
         )
+    if "context" in s:
+        m = s["context"]["methods"]
+        rows.append(
+            (
+                "context evidence recall: router / always-hybrid / top-k",
+                f"{_f(m['router']['evidence_recall'])} / "
+                f"{_f(m['always-hybrid, refined']['evidence_recall'])} / "
+                f"{_f(m['top-k']['evidence_recall'])}",
+                f"tokens {_f(m['router']['tokens_mean'], 0)} (router, refined to "
+                f"{s['context']['token_budget']}) vs {_f(m['top-k']['tokens_mean'], 0)} (top-k)",
+            )
+        )
     if "cost" in s:
         c = s["cost"]
         rows.append(
@@ -447,7 +473,7 @@ def render_report(results: dict[str, Any]) -> str:
             "## Retrieval quality",
             "",
             f"{q['queries']} {q['split']} queries; verdicts {q['verdicts']}, routes {q['routes']} "
-            "(web search off).",
+            f"(web search off). The router as it ships: {q.get('router_config')}.",
             "",
             "| run | nDCG@10 | Recall@100 |",
             "|---|---|---|",
@@ -490,6 +516,8 @@ def render_report(results: dict[str, Any]) -> str:
                 f"| router, {route} | {_f(row['p50'], 4)} | {_f(row['p99'], 4)} | "
                 f"{_f(row['over_bare_p50'])} |"
             )
+    if "context" in s:
+        lines += _context_lines(s["context"])
     if results["plots"]:
         lines += ["", "## Plots", ""]
         lines += [f"![{name[:-4]}]({name})" for name in results["plots"]]
@@ -541,4 +569,55 @@ def _cascade_lines(c: dict[str, Any]) -> list[str]:
                 + " | ".join(_f(at[f"{a:.2f}"]) for a in READ_AT)
                 + f" | {pct(g['share_for_goal'][policy])} |"
             )
+    return lines
+
+
+def _context_lines(c: dict[str, Any]) -> list[str]:
+    """The context section of the report."""
+    lines = [
+        "",
+        "## Context sent to the generator",
+        "",
+        f"{c['queries']} {c['split']} queries, k = {c['k']}, refinement budget "
+        f"{c['token_budget']} estimated tokens; router routes {c['routes']} (web off). Evidence "
+        "recall: a relevant document, or a strip of one, is in the context. Precision: share "
+        "of the context's tokens from relevant documents. Abstention: the method's flag of a "
+        "failed retrieval (router: final verdict IRRELEVANT or no strip kept; filters: nothing "
+        "kept) against contexts without a relevant document.",
+        "",
+        "| method | evidence recall | context precision | tokens (mean) | tokens (p50) | "
+        "empty | abstention flags | flag precision | flag recall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def row(name: str, m: dict[str, Any]) -> str:
+        a = m["abstention"]
+        flag = (
+            ("n/a", "n/a", "n/a")
+            if a is None
+            else (
+                f"{a['flagged']} (misses {a['missed_evidence']})",
+                _f(a["precision"]),
+                _f(a["recall"]),
+            )
+        )
+        return (
+            f"| {name} | {_f(m['evidence_recall'])} | {_f(m['context_precision'])} | "
+            f"{_f(m['tokens_mean'], 0)} | {_f(m['tokens_p50'], 0)} | {m['empty_contexts']} | "
+            f"{flag[0]} | {flag[1]} | {flag[2]} |"
+        )
+
+    lines += [row(name, m) for name, m in c["methods"].items()]
+    graders = c["llm_graders"]
+    if graders:
+        lines += [
+            "",
+            f"Top {c['k']} filtered by each LLM label set (passages it grades relevant):",
+            "",
+            "| LLM label set | evidence recall | context precision | tokens (mean) | "
+            "tokens (p50) | empty | abstention flags | flag precision | flag recall |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        ordered = sorted(graders.items(), key=lambda kv: -kv[1]["evidence_recall"])
+        lines += [row(name, m) for name, m in ordered]
     return lines

@@ -110,6 +110,10 @@ class HarnessRetriever:
             self._by_text.update(self.prepared.vectors(missing))
         return [self._by_text[q] for q in queries]
 
+    def prime(self, queries: Sequence[str]) -> None:
+        """Encode the vectors of ``queries`` it lacks, as one batch."""
+        self._vectors(queries)
+
     def search(self, query: str, k: int) -> list[Chunk]:
         return self.search_many([query], k)[0]
 

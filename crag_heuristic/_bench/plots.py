@@ -7,7 +7,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cascade_plot", "latency_plot", "reliability_plot", "roc_plot", "verdict_plot"]
+__all__ = [
+    "cascade_plot",
+    "context_plot",
+    "latency_plot",
+    "reliability_plot",
+    "roc_plot",
+    "verdict_plot",
+]
 
 
 def _pyplot() -> Any:
@@ -152,6 +159,50 @@ def cascade_plot(
     axes[0].set_ylabel("Cohen's kappa vs people")
     axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(title + " (grey: the other label sets)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def context_plot(section: dict[str, Any], path: Path, title: str) -> Path:
+    """Evidence recall against tokens sent: a curve per method (top-k over k, the refined
+    methods over token budgets), each LLM label set as a point."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for name, points in section["curves"].items():
+        xs = [p["tokens"] for p in points]
+        ys = [p["recall"] for p in points]
+        ax.plot(xs, ys, "o-", label=name, markersize=3)
+        for p in points:
+            tag = f"k={p['k']}" if "k" in p else str(p["budget"])
+            ax.annotate(
+                tag,
+                (p["tokens"], p["recall"]),
+                fontsize=6,
+                xytext=(2, -8),
+                textcoords="offset points",
+            )
+    graders = section.get("llm_graders") or {}
+    if graders:
+        ax.scatter(
+            [g["tokens_mean"] for g in graders.values()],
+            [g["evidence_recall"] for g in graders.values()],
+            marker="x",
+            color="grey",
+            label=f"top-{section['k']} filtered by an LLM label set ({len(graders)})",
+        )
+    gate = section["methods"].get("gate filter (chunks >= PARTIAL)")
+    if gate is not None:
+        ax.scatter(
+            [gate["tokens_mean"]],
+            [gate["evidence_recall"]],
+            marker="D",
+            color="black",
+            label="top-k filtered by the gate's chunk grades",
+        )
+    ax.set(xlabel="tokens sent (mean per query)", ylabel="evidence recall", title=title)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -29,6 +29,9 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     from .._bench import SECTIONS, run_bench
 
     sections = args.sections.split(",") if args.sections else None
+    unknown = sorted(set(sections or ()) - set(SECTIONS))
+    if unknown:
+        raise InputError(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
     results = run_bench(
         args.data_dir,
         args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name,
@@ -42,6 +45,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         self_queries=args.self_queries,
         relevant_min=args.relevant_min,
         agreement_splits=args.agreement_splits,
+        token_budget=args.token_budget,
     )
     from .._bench.harness import headline
 
@@ -165,7 +169,8 @@ def register(commands: Any) -> None:
         description=(
             "Failure detection (natural + leave-relevant-out probes) against baselines, per-chunk "
             "agreement with people and LLM graders (when llm_judgments/ exists), retrieval "
-            "quality of the router vs the bare retriever, and cost; writes report.md, "
+            "quality of the router vs the bare retriever, cost, and the context that reaches the "
+            "generator (evidence recall, precision, tokens, abstention); writes report.md, "
             "results.json and PNG plots."
         ),
         epilog=EPILOG,
@@ -203,7 +208,15 @@ def register(commands: Any) -> None:
     bench.add_argument("--profile", help="profile name or file (default: the library default)")
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")
     bench.add_argument(
-        "--sections", help="comma list of failure,agreement,cascade,quality,cost (default: all)"
+        "--sections",
+        help="comma list of failure,agreement,cascade,quality,cost,context (default: all)",
+    )
+    bench.add_argument(
+        "--token-budget",
+        type=int,
+        default=512,
+        metavar="N",
+        help="context section: estimated tokens knowledge refinement keeps (default 512)",
     )
     bench.add_argument(
         "--agreement-splits",

@@ -237,7 +237,6 @@ class FaissRetriever:
         warm_up: run one search of a zero vector now, so that FAISS's
             one-time set-up (its OpenMP threads, 10 to 20 ms measured on two
             busy cores) is not paid by the first query.
-        parents: parent id -> entry, for :meth:`get_parents`.
         search_params: a ``faiss.SearchParameters`` passed to every search
             (``SearchParametersIVF(nprobe=...)`` for IVF,
             ``SearchParametersHNSW(efSearch=...)`` for HNSW, or an ID
@@ -262,7 +261,6 @@ class FaissRetriever:
         stats_from_docstore: bool = True,
         stats_workers: int = 1,
         warm_up: bool = True,
-        parents: Mapping[str, Any] | None = None,
         search_params: Any = None,
         analyzer: Analyzer | None = None,
         name: str = "faiss",
@@ -291,7 +289,6 @@ class FaissRetriever:
         self.search_params = search_params
         self.name = name
         self._analyzer = analyzer
-        self._parents = parents
         has_texts = stats_from_docstore and len(docstore) > 0
         self._stats = resolve_corpus_stats(
             corpus_stats,
@@ -434,7 +431,7 @@ class FaissRetriever:
                 f"FAISS id {faiss_id} has no entry in the docstore", retriever=self.name
             ) from None
 
-    # -- corpus statistics and parents ----------------------------------------------------
+    # -- corpus statistics --------------------------------------------------------------
 
     def corpus_stats(self) -> CorpusStats | None:
         """Document frequencies for the evaluator (ready since construction)."""
@@ -457,42 +454,3 @@ class FaissRetriever:
                     score_kind=ScoreKind.UNKNOWN,
                     retriever=self.name,
                 ).text
-
-    def get_parents(self, chunks: Sequence[Chunk]) -> list[Chunk]:
-        """The parent chunks of ``chunks`` (those with a known ``parent_id``).
-
-        A parent takes the best score among its children and lists them in
-        ``metadata["children"]``; order follows the first child's position.
-        """
-        if not self._parents:
-            return []
-        best: dict[str, Chunk] = {}
-        children: dict[str, list[str]] = {}
-        for chunk in chunks:
-            pid = chunk.parent_id
-            if pid is None or pid not in self._parents:
-                continue
-            children.setdefault(pid, []).append(chunk.id)
-            current = best.get(pid)
-            if current is None or _better(chunk, current):
-                best[pid] = chunk
-        parents = []
-        for pid, child in best.items():
-            parent = to_chunk(
-                self._parents[pid],
-                default_id=pid,
-                score=child.score,
-                score_kind=child.score_kind,
-                extra_metadata={"children": children[pid]},
-                retriever=self.name,
-            )
-            parents.append(parent)
-        return parents
-
-
-def _better(a: Chunk, b: Chunk) -> bool:
-    if a.score is None:
-        return False
-    if b.score is None:
-        return True
-    return a.score < b.score if a.score_kind.is_distance else a.score > b.score

@@ -13,6 +13,7 @@ decisions, timings and notes are the same for both, by construction.
                                           (-> web as well when still below the bar: combined)
                          -> IRRELEVANT -> keyword rewrite -> web search -> evaluate
                                           (no web, or it failed: expand as for PARTIAL)
+             -> parents (optional: chunks graded PARTIAL re-graded as their parents)
              -> refine (optional) -> CRAGResult
 """
 
@@ -37,9 +38,10 @@ from .._exceptions import (
 )
 from .._fusion import reciprocal_rank_fusion
 from .._grading import CascadeReport, Escalation, cascaded_evaluation, checked_grades, select
-from .._protocols import AsyncRetriever, ParentFetcher, Retriever
+from .._protocols import AsyncRetriever, Retriever
 from .._redact import redact
 from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .parents import ParentGet, expand_parents
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
 
@@ -50,6 +52,7 @@ __all__ = [
     "CacheGet",
     "CacheSet",
     "Context",
+    "ParentGet",
     "Search",
     "WebCall",
     "correct",
@@ -101,7 +104,7 @@ class GradeCall:
     chunks: tuple[Chunk, ...]
 
 
-Request = Search | WebCall | CacheGet | CacheSet | GradeCall
+Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
 
@@ -117,6 +120,7 @@ class Context:
     lexical: Retriever | AsyncRetriever | None = None
     has_web: bool = False
     has_cache: bool = False
+    has_parents: bool = False
     web_fingerprint: str = ""
     log: Callable[..., None] = lambda event, **kv: None
     on_stage: Callable[[str, float], None] = lambda stage, ms: None
@@ -128,6 +132,7 @@ class Context:
     escalation: Escalation | None = None  # a cascade: escalate uncertain chunks to the grader
     grader_fingerprint: str = ""
     grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
+    parent_error: str | None = None
 
     def cache_failed(self, error: BaseException, what: str) -> None:
         """Record a cache failure: the query goes on without the cache."""
@@ -253,6 +258,11 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         strategy=state.strategy.value,
     )
 
+    if ctx.has_parents and cfg.expand_parents and state.chunks:
+        state.chunks, state.evaluation = yield from expand_parents(
+            ctx, query, state.chunks, state.evaluation
+        )
+
     refinement = None
     if cfg.refine and state.chunks:
         started = time.perf_counter()
@@ -280,6 +290,7 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         cache_hit=cache_hit,
         web_cache_hit=state.web_cache_hit,
         cache_error=ctx.cache_error,
+        parent_error=ctx.parent_error,
         retries=state.retries,
         timings_ms=dict(ctx.timings),
         counts=dict(ctx.counts),
@@ -471,10 +482,7 @@ def _expand(
     if ctx.lexical is not None:
         lexical_queries = (query, *queries) if on in ("lexical", "both") else (query,)
         requests += [Search(ctx.lexical, q, depth, lexical=True) for q in lexical_queries]
-    parents: list[Chunk] = []
-    if cfg.expand_parents and isinstance(ctx.retriever, ParentFetcher):
-        parents = ctx.retriever.get_parents(state.chunks)
-    if not requests and not parents:
+    if not requests:
         if fallback is None:
             state.strategy = Strategy.QUERY_EXPANSION
             state.expanded = queries
@@ -490,6 +498,7 @@ def _expand(
     started = time.perf_counter()
     outcomes = yield list(requests)
     ctx.timed("re_retrieve", started)
+    lexical_weight = _lexical_weight(cfg, state.evaluation)
     rankings: list[Sequence[Chunk]] = [first]
     weights = [1.0]
     for request, outcome in zip(requests, outcomes, strict=True):
@@ -497,10 +506,7 @@ def _expand(
             ctx.notes.append(f"re-retrieval for {request.query!r} failed ({describe(outcome)})")
             continue
         rankings.append(outcome)
-        weights.append(cfg.lexical_weight if request.lexical else cfg.expansion_weight)
-    if parents:
-        rankings.append(parents)
-        weights.append(cfg.expansion_weight)
+        weights.append(lexical_weight if request.lexical else cfg.expansion_weight)
     ctx.counts["expanded_rankings"] = len(rankings) - 1
     if len(rankings) == 1:
         ctx.notes.append("every re-retrieval failed: the retrieval is kept")
@@ -513,6 +519,16 @@ def _expand(
     state.chunks = fused
     state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
     return True
+
+
+def _lexical_weight(cfg: RouterConfig, evaluation: Evaluation) -> float:
+    """The RRF weight of each lexical ranking (see ``RouterConfig.fusion_weights``)."""
+    if cfg.fusion_weights == "gate":
+        return cfg.lexical_weight * 2.0 * (1.0 - evaluation.score)
+    overlap = evaluation.signals.keyword_overlap
+    if cfg.fusion_weights == "keywords" and overlap is not None:
+        return cfg.lexical_weight * 2.0 * (1.0 - overlap)
+    return cfg.lexical_weight
 
 
 def _web(

@@ -47,13 +47,18 @@ class CRAGResult:
         web_cache_hit: whether the web results came from the cache.
         cache_error: the last cache failure during this query (``"CacheError:
             ..."``), or ``None``. The query went on without the cache.
+        parent_error: the last failure of the parents lookup (``"KeyError:
+            ..."``), or ``None``. The chunks whose parent it could not give
+            stay; ``notes`` names them.
         retries: correction rounds used.
         timings_ms: milliseconds per stage (``retrieve``, ``evaluate``,
             ``expand``, ``re_retrieve``, ``fuse``, ``re_evaluate``,
-            ``rewrite``, ``web_search``, ``cache``, ``grade``, ``refine``,
-            ``total``).
+            ``rewrite``, ``web_search``, ``cache``, ``grade``, ``parents``,
+            ``parent_evaluate``, ``refine``, ``total``).
         counts: sizes at each step (``retrieved``, ``expanded_rankings``,
-            ``fused``, ``web_results``, ``dropped``, ``final``).
+            ``fused``, ``web_results``, ``dropped``, ``parents_fetched``,
+            ``parents_missing``, ``parents_over_budget``, ``parents_used``,
+            ``final``).
         notes: short human-readable remarks on what happened and why.
         refinement: the knowledge refinement, when it ran.
         cascade: what the cascade did (escalated ids and share, the grader's
@@ -76,6 +81,7 @@ class CRAGResult:
     cache_hit: bool = False
     web_cache_hit: bool = False
     cache_error: str | None = None
+    parent_error: str | None = None
     retries: int = 0
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     counts: Mapping[str, int] = field(default_factory=dict)
@@ -106,6 +112,7 @@ class CRAGResult:
             "cache_hit": self.cache_hit,
             "web_cache_hit": self.web_cache_hit,
             "cache_error": self.cache_error,
+            "parent_error": self.parent_error,
             "retries": self.retries,
             "corrected": self.corrected,
             "timings_ms": dict(self.timings_ms),

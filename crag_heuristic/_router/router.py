@@ -38,10 +38,12 @@ from .._grading import (
 from .._logging import get_logger
 from .._protocols import (
     AsyncCache,
+    AsyncParentLookup,
     AsyncRetriever,
     AsyncWebSearcher,
     Cache,
     EventLogger,
+    ParentLookup,
     Retriever,
     StatsProvider,
     WebSearcher,
@@ -53,6 +55,7 @@ from .flow import (
     Context,
     Flow,
     GradeCall,
+    ParentGet,
     Request,
     Search,
     WebCall,
@@ -79,9 +82,12 @@ class CRAG:
         evaluator: the gate; an :class:`Evaluator` (or a config / profile name
             for one). Defaults to ``Evaluator()``.
         expander: makes expanded queries on PARTIAL (``expand(query, *,
-            chunks, corpus_stats)`` returning an object with ``queries``). By
-            default a :class:`SynonymExpander` over the bundled synonym sets,
-            built on first use; ``False`` for none.
+            chunks, corpus_stats)`` returning an object with ``queries``), e.g.
+            a :class:`SynonymExpander`. None by default (``None`` or
+            ``False``): the correction is then the fusion of the retrieval
+            with the lexical retriever's ranking of the query, which did
+            better than synonym expansion on five of seven collections
+            (``benchmarks/results/corrections``).
         web: a web searcher (``search(query, max_results)`` /
             ``asearch``) for IRRELEVANT retrievals; none by default.
         cache: where evaluations and web results are cached: a
@@ -92,6 +98,13 @@ class CRAG:
         config: a :class:`RouterConfig` or a dict of its fields.
         lexical: a second retriever (e.g. :class:`BM25Retriever`) whose
             rankings for the original and expanded queries join the fusion.
+        parents: where chunks' parents are found (:attr:`Chunk.parent_id`):
+            anything with ``get(parent_id)`` and/or ``async aget(parent_id)``
+            returning a chunk, a text or a mapping, or ``None`` (a ``dict``
+            works). With it, a final chunk graded PARTIAL is re-graded as its
+            parent, which replaces it when it grades better (parent
+            expansion; ``RouterConfig.expand_parents`` and
+            ``parent_token_budget``). Lookups are not cached.
         metrics: a metrics sink (e.g. :class:`PrometheusMetrics`).
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
@@ -123,6 +136,7 @@ class CRAG:
         config: RouterConfig | Mapping[str, Any] | None = None,
         *,
         lexical: Retriever | AsyncRetriever | None = None,
+        parents: ParentLookup | AsyncParentLookup | None = None,
         metrics: MetricsSink | None = None,
         logger: EventLogger | None = None,
         grader: Grader | AsyncGrader | None = None,
@@ -133,6 +147,8 @@ class CRAG:
                 raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
         if expander not in (None, False) and not hasattr(expander, "expand"):
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
+        if parents is not None and not (hasattr(parents, "get") or hasattr(parents, "aget")):
+            raise InputError("parents must have get(parent_id) or aget(parent_id) (a dict works)")
         if web is not None and not (hasattr(web, "search") or hasattr(web, "asearch")):
             raise InputError("web must have search(query, max_results) or asearch(...)")
         if grader is not None and not (hasattr(grader, "grade") or hasattr(grader, "agrade")):
@@ -145,8 +161,7 @@ class CRAG:
             raise InputError("cache must have get/set or aget/aset (or be False for none)")
         self.retriever: Retriever | AsyncRetriever = retriever
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        self._expander: QueryExpander | Literal[False] | None = expander
-        self._expander_lock = threading.Lock()
+        self._expander: QueryExpander | None = expander or None
         self.web: WebSearcher | AsyncWebSearcher | None = web
         self.cache: Cache | AsyncCache | None = None if cache is False else cache
         if config is None:
@@ -159,6 +174,7 @@ class CRAG:
             )
         self.config = config
         self.lexical: Retriever | AsyncRetriever | None = lexical
+        self.parents: ParentLookup | AsyncParentLookup | None = parents
         self.metrics: MetricsSink | None = metrics
         self._log: EventLogger = logger if logger is not None else get_logger()
         self._stats: CorpusStats | None = None
@@ -185,14 +201,8 @@ class CRAG:
 
     @property
     def expander(self) -> QueryExpander | None:
-        """The query expander (the default one is built on first use)."""
-        if self._expander is None:
-            with self._expander_lock:
-                if self._expander is None:
-                    from .._expansion import SynonymExpander
-
-                    self._expander = SynonymExpander(analyzer=self.evaluator.analyzer)
-        return None if self._expander is False else self._expander
+        """The query expander, or ``None`` (the default: no expansion)."""
+        return self._expander
 
     # -- shared ---------------------------------------------------------------------------
 
@@ -233,6 +243,7 @@ class CRAG:
             lexical=self.lexical,
             has_web=self.web is not None,
             has_cache=self.cache is not None,
+            has_parents=self.parents is not None,
             web_fingerprint=self._web_fingerprint(),
             log=log.debug,
             on_stage=on_stage,
@@ -316,6 +327,14 @@ class CRAG:
                 self._grader_fingerprint,
                 self.escalation.timeout,
             )
+        if isinstance(request, ParentGet):
+            get = getattr(self.parents, "get", None)
+            if get is None:
+                return InputError(f"{type(self.parents).__name__} is async-only: use aretrieve()")
+            try:
+                return get(request.parent_id)
+            except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
+                return exc
         if isinstance(request, Search):
             search = getattr(request.retriever, "search", None)
             if search is None:
@@ -381,6 +400,11 @@ class CRAG:
                 self._grader_fingerprint,
                 self.escalation.timeout,
             )
+        if isinstance(request, ParentGet):
+            try:
+                return await _async_or_thread(self.parents, "aget", "get", request.parent_id)
+            except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
+                return exc
         if isinstance(request, Search):
             try:
                 return await _chunks_async(

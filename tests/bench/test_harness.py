@@ -80,7 +80,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         progress=lambda message: None,
     )
     sections = results["sections"]
-    assert set(sections) == {"failure", "agreement", "cascade", "quality", "cost"}
+    assert set(sections) == {"failure", "agreement", "cascade", "quality", "cost", "context"}
     failure = sections["failure"]
     assert failure["natural"] == failure["probes"] == 18
     assert {"seed design (as written)", "synapse", "NQC", "fitted"} <= set(failure["auc"])
@@ -95,6 +95,18 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     assert quality["fast_path"]["identical_to_bare"] == quality["fast_path"]["queries"]
     assert sections["cost"]["query_encoder"] == "none (FAISS only)"
     assert "noisy-grader" in sections["cascade"]["graders"]
+    context = sections["context"]
+    assert context["queries"] == 18 and context["k"] == 5 and context["token_budget"] == 512
+    methods = context["methods"]
+    assert {"top-k", "always-hybrid, refined", "router", "gate filter (chunks >= PARTIAL)"} <= set(
+        methods
+    )
+    # refinement never sends more than the whole chunks, and the budget holds
+    assert methods["top-k, refined"]["tokens_mean"] <= methods["top-k"]["tokens_mean"]
+    assert all(m["evidence_recall"] <= 1 for m in methods.values())
+    assert methods["router"]["abstention"] is not None and methods["top-k"]["abstention"] is None
+    assert [p["k"] for p in context["curves"]["top-k"]] == [1, 2, 3, 4, 5]
+    assert "noisy-grader" in context["llm_graders"]
     for name in (
         "report.md",
         "results.json",
@@ -102,12 +114,14 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         "verdicts.png",
         "latency.png",
         "cascade.png",
+        "context.png",
     ):
         assert (tmp_path / "out" / name).stat().st_size > 0
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| failure ROC-AUC, natural + probes: `fitted` (shipped default) |" in report
     assert "a gate fitted on this folder's train split (qrels)" in report  # it has one
     assert "Section self-calibration skipped: simulated queries need MiniLM" in report
+    assert "## Context sent to the generator" in report and "| noisy-grader |" in report
     assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 5
 
 

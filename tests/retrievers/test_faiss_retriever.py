@@ -215,20 +215,6 @@ def test_corpus_stats_come_from_the_docstore(
     assert stats.df("document") == 40 and stats.df("1") == 10 and stats.df("4") == 1
 
 
-def test_parents(unit_vectors: np.ndarray) -> None:
-    index = faiss.IndexFlatIP(16)
-    index.add(unit_vectors[:3])
-    store = [Chunk(id=f"c{i}", text="t", parent_id="P" if i < 2 else None) for i in range(3)]
-    retriever = FaissRetriever(
-        index, store, lambda q: unit_vectors[1], parents={"P": "the whole parent text"}
-    )
-    chunks = retriever.search("q", 3)
-    [parent] = retriever.get_parents(chunks)
-    assert parent.id == "P" and parent.text == "the whole parent text"
-    assert sorted(parent.metadata["children"]) == ["c0", "c1"]
-    assert parent.score == max(c.score or 0.0 for c in chunks if c.parent_id == "P")
-
-
 def test_score_converter_formulas() -> None:
     ip = FaissScores(faiss.METRIC_INNER_PRODUCT, True)
     l2 = FaissScores(faiss.METRIC_L2, True)

@@ -107,17 +107,23 @@ def test_partial_with_a_lexical_retriever(
     assert result.counts["expanded_rankings"] == 1
 
 
-def test_the_default_expander_is_built_on_first_use(
-    retriever: Any, always_partial: Evaluator
+def test_no_expansion_by_default_the_partial_correction_fuses_bm25(
+    retriever: Any, bm25: Any, always_partial: Evaluator
 ) -> None:
     from crag_heuristic.expansion import SynonymExpander
 
-    crag = CRAG(retriever, always_partial)
-    assert crag._expander is None  # nothing loaded at construction
-    result = crag.retrieve("What are the warning signs of a heart attack?", 5)
-    assert isinstance(crag.expander, SynonymExpander)
-    assert any("myocardial infarction" in q for q in result.expanded_queries)
-    assert CRAG(retriever, expander=False).expander is None
+    query = "What are the warning signs of a heart attack?"
+    crag = CRAG(retriever, always_partial, lexical=bm25)
+    assert crag.expander is None and CRAG(retriever, expander=False).expander is None
+    result = both(crag, query)
+    assert result.strategy is Strategy.QUERY_EXPANSION and result.expanded_queries == ()
+    expected = reciprocal_rank_fusion(
+        [retriever.search(query, 5), bm25.search(query, 5)], keep_scores=True
+    )[:5]
+    assert [c.id for c in result.chunks] == [c.id for c in expected]
+    # synonyms on request: the bundled sets expand the query
+    synonyms = both(CRAG(retriever, always_partial, expander=SynonymExpander()), query)
+    assert any("myocardial infarction" in q for q in synonyms.expanded_queries)
 
 
 def test_partial_with_nothing_to_expand_with_keeps_the_retrieval(
