@@ -149,6 +149,27 @@ def _f(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def _measure_table(
+    runs: dict[str, Any], tests: list[str], names: list[str], measure: str
+) -> list[str]:
+    """One measure (``nDCG@10``, ``Recall@100``) of the references and every variant,
+    a column per test split."""
+    key = measure.lower()
+    lines = [
+        "",
+        f"## {measure} on each test split",
+        "",
+        "| run | " + " | ".join(t.split(":")[0] for t in tests) + " |",
+        "|---|" + "---|" * len(tests),
+    ]
+    rows = [(ref, "references") for ref in (BARE, HYBRID)] + [(n, "variants") for n in names]
+    for name, group in rows:
+        lines.append(
+            f"| {name} | " + " | ".join(_f(runs[t][group][name][key]) for t in tests) + " |"
+        )
+    return lines
+
+
 def _report(results: dict[str, Any]) -> str:
     runs = results["runs"]
     tests = [f"{c}:test" for c in results["collections"]]
@@ -168,39 +189,9 @@ def _report(results: dict[str, Any]) -> str:
         f"**Shipped default: {sel['shipped']}** (chosen by {sel['votes'].get(sel['shipped'], 0)} "
         f"of {len(sel['folds'])} folds); the library's defaults run it: "
         f"{_f(results['defaults_match'])}.",
-        "",
-        "## nDCG@10 on each test split",
-        "",
-        "| run | " + " | ".join(t.split(":")[0] for t in tests) + " |",
-        "|---|" + "---|" * len(tests),
     ]
-    for ref in (BARE, HYBRID):
-        lines.append(
-            f"| {ref} | "
-            + " | ".join(_f(runs[t]["references"][ref]["ndcg@10"]) for t in tests)
-            + " |"
-        )
-    for n in names:
-        lines.append(
-            f"| {n} | " + " | ".join(_f(runs[t]["variants"][n]["ndcg@10"]) for t in tests) + " |"
-        )
-    lines += [
-        "",
-        "## Recall@100 on each test split",
-        "",
-        "| run | " + " | ".join(t.split(":")[0] for t in tests) + " |",
-        "|---|" + "---|" * len(tests),
-    ]
-    for ref in (BARE, HYBRID):
-        lines.append(
-            f"| {ref} | "
-            + " | ".join(_f(runs[t]["references"][ref]["recall@100"]) for t in tests)
-            + " |"
-        )
-    for n in names:
-        lines.append(
-            f"| {n} | " + " | ".join(_f(runs[t]["variants"][n]["recall@100"]) for t in tests) + " |"
-        )
+    for measure in ("nDCG@10", "Recall@100"):
+        lines += _measure_table(runs, tests, names, measure)
     lines += [
         "",
         "## Corrected path p50 / bare retrieval p50 (same run)",

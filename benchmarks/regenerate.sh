@@ -15,6 +15,8 @@ for name in scifact llmjudge nfcorpus cranfield cacm npl med; do
 done
 # leave one collection out over all of them: the numbers to expect on a collection never seen
 crag-heuristic bench --loco --data-dir "$DATA" --out benchmarks/results/loco
+# how to self-calibrate (query styles, how many, the prior's pull), compared the same way
+python benchmarks/self_calibration.py --data-root "$DATA" --out benchmarks/results/self_calibration
 # which correction each route should make, chosen on training data only
 python benchmarks/corrections.py --data-root "$DATA" --out benchmarks/results/corrections
 python benchmarks/evaluator_micro.py --out benchmarks/results/evaluator_micro.json \

@@ -43,11 +43,10 @@ from typing import Any
 from .._config import EvaluatorConfig, RouterConfig
 from .._evaluator import Evaluator
 from .._fusion import reciprocal_rank_fusion
-from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk, Evaluation, Verdict
 from .data import read_qrels
-from .pipeline import HarnessRetriever, Prepared, progress
+from .pipeline import Prepared, SplitRun, progress
 
 __all__ = ["BUDGETS", "context_section"]
 
@@ -137,16 +136,14 @@ def context_section(
     split: str = "test",
 ) -> dict[str, Any]:
     """Each method's context per query, summarised (see the module doc)."""
+    setup = SplitRun.of(prepared, profile, split)
     collection = prepared.collection
-    relevant = collection.relevant(split)
-    qids = collection.split_queries(split)
-    texts = {q: collection.queries[q] for q in qids}
-    dense = HarnessRetriever(prepared, texts)
-    bm25 = BM25Retriever(
-        [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
-        analyzer=prepared.analyzer,
-    )
-    evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    qids = setup.qids
+    texts = setup.texts
+    relevant = setup.relevant
+    dense = setup.dense
+    bm25 = setup.bm25
+    evaluator = setup.evaluator
     stats = prepared.stats
     per_word = evaluator.config.length.tokens_per_word
 

@@ -41,7 +41,7 @@ from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
 from .cost import _EncodingRetriever, percentiles
-from .pipeline import HarnessRetriever, Prepared, progress
+from .pipeline import HarnessRetriever, Prepared, SplitRun, progress
 from .quality import _mean, _metrics
 
 __all__ = ["VARIANTS", "Variant", "run_variants"]
@@ -195,17 +195,14 @@ def run_variants(
     ``latency_queries`` (0: none) queries are timed per variant, with MiniLM
     query encoding when the ``bench`` extra is there.
     """
+    setup = SplitRun.of(prepared, profile, split)
     collection = prepared.collection
-    relevant = collection.relevant(split)
-    qids = collection.split_queries(split)
-    qrels = {q: dict.fromkeys(relevant[q], 1) for q in qids}
-    texts = {q: collection.queries[q] for q in qids}
-    dense = HarnessRetriever(prepared, texts)
-    bm25 = BM25Retriever(
-        [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
-        analyzer=prepared.analyzer,
-    )
-    evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    qids = setup.qids
+    texts = setup.texts
+    qrels = setup.qrels
+    dense = setup.dense
+    bm25 = setup.bm25
+    evaluator = setup.evaluator
     bare = dict(zip(qids, dense.search_many([texts[q] for q in qids], 100), strict=True))
     hybrid = {
         q: reciprocal_rank_fusion([bare[q], bm25.search(texts[q], 100)], keep_scores=True)[:100]

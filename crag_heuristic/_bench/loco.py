@@ -31,15 +31,38 @@ import numpy as np
 
 from .._calibrate import DEFAULT_CHUNK_FEATURES, DEFAULT_SET_FEATURES, GateExample, fit_gate
 from .._config import EvaluatorConfig
-from .._self_calibrate import DEFAULT_PRIOR_C, DEFAULT_SELF_QUERIES, calibrate_self
+from .._self_calibrate import (
+    DEFAULT_PRIOR_C,
+    DEFAULT_SELF_QUERIES,
+    DEFAULT_SELF_STYLES,
+    calibrate_self,
+)
 from .._version import __version__
 from .failure import BASELINES, FailureResult, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
 
-__all__ = ["collection_folders", "labelled_retrievals", "run_loco"]
+__all__ = ["SelfVariant", "collection_folders", "labelled_retrievals", "run_loco"]
 
 LOCO_GATE = "gate fitted on the other collections"
 SELF_GATE = "self-calibrated on this corpus (no qrels)"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SelfVariant:
+    """One way to self-calibrate, compared with ``run_loco(self_variants=...)``.
+
+    Attributes:
+        label: its column in the report.
+        styles: the simulated query styles.
+        queries: how many simulated queries.
+        prior_c: the pull towards the gate fitted on the other collections
+            (``None``: no prior, fitted from the simulated queries alone).
+    """
+
+    label: str
+    styles: tuple[str, ...] = DEFAULT_SELF_STYLES
+    queries: int = DEFAULT_SELF_QUERIES
+    prior_c: float | None = DEFAULT_PRIOR_C
 
 
 def _log(message: str) -> None:
@@ -85,13 +108,24 @@ def run_loco(
     self_calibrate: bool = True,
     queries: int = DEFAULT_SELF_QUERIES,
     prior_c: float = DEFAULT_PRIOR_C,
+    self_variants: Sequence[SelfVariant] | None = None,
     cache_dir: str | Path | None = None,
     encode: bool = True,
     command: str = "",
     log: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
-    """Run the protocol of the module doc; write ``loco.md`` and ``loco.json`` to ``out``."""
+    """Run the protocol of the module doc; write ``loco.md`` and ``loco.json`` to ``out``.
+
+    ``self_variants`` replaces the one self-calibrated gate (``queries``,
+    ``prior_c``, all styles) by several, one column each: the way the
+    self-calibration defaults were compared (``benchmarks/self_calibration.py``).
+    """
     out = Path(out)
+    variants = list(
+        self_variants or [SelfVariant(label=SELF_GATE, queries=queries, prior_c=prior_c)]
+    )
+    if not self_calibrate:
+        variants = []
     started = time.perf_counter()
     folders = collection_folders(data_dirs)
     prepared: dict[str, Prepared] = {}
@@ -116,16 +150,17 @@ def run_loco(
             fitted_on=f"the test splits of {', '.join(sorted(set(examples) - {name}))}",
         ).config
         profiles = {LOCO_GATE: loco}
-        if self_calibrate:
-            log(f"{name}: self-calibrating on its corpus ({queries} simulated queries)")
+        for variant in variants:
+            log(f"{name}: self-calibrating on its corpus ({variant.label})")
             retriever = HarnessRetriever(held_out)
-            profiles[SELF_GATE] = calibrate_self(
+            profiles[variant.label] = calibrate_self(
                 retriever,
                 _documents(held_out),
                 k=k,
-                queries=queries,
-                prior=loco,
-                prior_c=prior_c,
+                queries=variant.queries,
+                styles=variant.styles,
+                prior=None if variant.prior_c is None else loco,
+                prior_c=DEFAULT_PRIOR_C if variant.prior_c is None else variant.prior_c,
                 corpus_stats=held_out.stats,
                 analyzer=held_out.analyzer,
                 neighbours=retriever.neighbours,
@@ -146,6 +181,15 @@ def run_loco(
         "set_features": list(set_features),
         "self_calibration_queries": queries if self_calibrate else 0,
         "prior_c": prior_c,
+        "self_variants": [
+            {
+                "label": v.label,
+                "styles": list(v.styles),
+                "queries": v.queries,
+                "prior_c": v.prior_c,
+            }
+            for v in variants
+        ],
         "collections": rows,
         "summary": summary,
         "seconds": time.perf_counter() - started,
@@ -249,6 +293,21 @@ def render(results: dict[str, Any]) -> str:
         "",
         f"Command: `{results['command']}`" if results["command"] else "",
         "",
+    ]
+    variants = results.get("self_variants", [])
+    if len(variants) > 1:
+        lines += ["Self-calibration variants:", ""]
+        lines += [
+            f"- {v['label']}: {v['queries']} queries, styles {', '.join(v['styles'])}, "
+            + (
+                "fitted from the simulated queries alone (no prior)"
+                if v["prior_c"] is None
+                else f"pulled towards the gate fitted on the others (prior_c {v['prior_c']})"
+            )
+            for v in variants
+        ]
+        lines.append("")
+    lines += [
         "| collection | queries (failed) | best baseline | "
         + " | ".join(f"{g}: AUC (vs best; 95 % interval)" for g in gates)
         + " |",

@@ -11,7 +11,9 @@ from typing import Any
 from .._calibrate import CalibrationResult, GateExample, fit_gate
 from .._config import EvaluatorConfig, load_config
 from .._corpus import CorpusStats
+from .._evaluator import Evaluator
 from .._exceptions import InputError
+from .._retrievers.bm25 import BM25Retriever
 from .._text import Analyzer
 from .._types import Chunk
 from .data import Collection, Qrels, load_collection, read_qrels
@@ -21,6 +23,7 @@ from .retrievals import chunks_of, make_retrievals
 __all__ = [
     "HarnessRetriever",
     "Prepared",
+    "SplitRun",
     "calibrate",
     "progress",
     "labels_for",
@@ -133,6 +136,40 @@ class HarnessRetriever:
 
     def corpus_stats(self) -> CorpusStats:
         return self.prepared.stats
+
+
+@dataclass
+class SplitRun:
+    """What the quality, context and route-variant sections each start from: a
+    split's judged queries, their texts and binary qrels, the dense retriever,
+    BM25 over the whole corpus and the evaluator of ``profile``."""
+
+    qids: list[str]
+    texts: dict[str, str]
+    relevant: dict[str, set[str]]
+    qrels: dict[str, dict[str, int]]
+    dense: HarnessRetriever
+    bm25: BM25Retriever
+    evaluator: Evaluator
+
+    @classmethod
+    def of(cls, prepared: Prepared, profile: EvaluatorConfig, split: str = "test") -> SplitRun:
+        collection = prepared.collection
+        relevant = collection.relevant(split)
+        qids = list(collection.split_queries(split))
+        texts = {q: collection.queries[q] for q in qids}
+        return cls(
+            qids=qids,
+            texts=texts,
+            relevant=relevant,
+            qrels={q: dict.fromkeys(relevant[q], 1) for q in qids},
+            dense=HarnessRetriever(prepared, texts),
+            bm25=BM25Retriever(
+                [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
+                analyzer=prepared.analyzer,
+            ),
+            evaluator=Evaluator(profile, analyzer=prepared.analyzer),
+        )
 
 
 def prepare(

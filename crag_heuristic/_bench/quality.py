@@ -23,13 +23,11 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig
-from .._evaluator import Evaluator
 from .._expansion import PRFExpander, SynonymExpander
 from .._fusion import reciprocal_rank_fusion
-from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
-from .pipeline import HarnessRetriever, Prepared, progress
+from .pipeline import Prepared, SplitRun, progress
 
 __all__ = ["quality_section"]
 
@@ -59,17 +57,13 @@ def quality_section(
     prepared: Prepared, profile: EvaluatorConfig, split: str = "test"
 ) -> dict[str, Any]:
     """Bare dense vs the CRAG router (and references), per query and per route."""
-    collection = prepared.collection
-    relevant = collection.relevant(split)
-    qids = collection.split_queries(split)
-    qrels = {q: dict.fromkeys(relevant[q], 1) for q in qids}
-    texts = {q: collection.queries[q] for q in qids}
-    dense = HarnessRetriever(prepared, texts)
-    bm25 = BM25Retriever(
-        [Chunk(id=d, text=collection.doc_text(d), source=d) for d in collection.doc_ids],
-        analyzer=prepared.analyzer,
-    )
-    evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    setup = SplitRun.of(prepared, profile, split)
+    qids = setup.qids
+    texts = setup.texts
+    qrels = setup.qrels
+    dense = setup.dense
+    bm25 = setup.bm25
+    evaluator = setup.evaluator
 
     def router(expander: Any = None, **config: Any) -> CRAG:
         """The router with the library's defaults (``expander=None``: its default)

@@ -10,7 +10,7 @@ import pytest
 
 from crag_heuristic import EvaluatorConfig, InputError
 from crag_heuristic._bench.data import load_collection, relevance_threshold
-from crag_heuristic._bench.loco import collection_folders, run_loco
+from crag_heuristic._bench.loco import SelfVariant, collection_folders, render, run_loco
 from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
 
 
@@ -62,6 +62,29 @@ def test_leave_one_collection_out(beir_folder: Path, tmp_path: Path) -> None:
     table = (tmp_path / "out" / "loco.md").read_text()
     assert "| alpha |" in table and "| beta |" in table
     assert json.loads((tmp_path / "out" / "loco.json").read_text())["k"] == 5
+    assert results["self_variants"] == []  # self_calibrate=False: none ran
+
+
+def test_self_calibration_variants_are_listed() -> None:
+    variants = [SelfVariant(label="a"), SelfVariant(label="b", styles=("terms",), prior_c=None)]
+    results = {
+        "k": 5,
+        "library_version": "0",
+        "seconds": 1.0,
+        "chunk_features": ["similarity"],
+        "set_features": ["best_chunk"],
+        "self_calibration_queries": 300,
+        "command": "",
+        "collections": {},
+        "summary": {"best baseline": {"mean_auc_mix": 0.5}},
+        "self_variants": [
+            {"label": v.label, "styles": list(v.styles), "queries": v.queries, "prior_c": v.prior_c}
+            for v in variants
+        ],
+    }
+    table = render(results)
+    assert "- a: 300 queries, styles title, sentence, terms, topic, pulled towards" in table
+    assert "- b: 300 queries, styles terms, fitted from the simulated queries alone" in table
 
 
 def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:
