@@ -205,6 +205,8 @@ class QuerySimulator:
             InputError: an unknown style, ``topic`` without ``neighbours``, or
                 ``n < 1``.
         """
+        if not styles:
+            raise InputError(f"no query style given; known: {', '.join(STYLES)}")
         unknown = [s for s in styles if s not in STYLES]
         if unknown:
             raise InputError(f"unknown query style(s) {unknown}; known: {', '.join(STYLES)}")

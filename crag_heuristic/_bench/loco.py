@@ -286,8 +286,13 @@ def render(results: dict[str, Any]) -> str:
         "others' labelled test retrievals (chunk features "
         f"{', '.join(results['chunk_features'])}; set features "
         f"{', '.join(results['set_features'])}) and by that gate self-calibrated on the "
-        f"collection's own corpus ({results['self_calibration_queries']} simulated queries, "
-        "no qrels). Failure ROC-AUC over natural retrievals + leave-relevant-out probes; "
+        "collection's own corpus ("
+        + (
+            "each variant below"
+            if len(results.get("self_variants", [])) > 1
+            else f"{results['self_calibration_queries']} simulated queries"
+        )
+        + ", no qrels). Failure ROC-AUC over natural retrievals + leave-relevant-out probes; "
         "baselines from the same run; the interval is a paired bootstrap over queries (1,000 "
         "resamples) of the difference to the best baseline.",
         "",

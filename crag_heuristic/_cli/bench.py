@@ -107,6 +107,14 @@ def _progress(items: Any, description: str) -> Any:
     return tqdm(items, desc=description, disable=None, leave=False)
 
 
+def _styles(value: str | None) -> tuple[str, ...]:
+    from .._self_calibrate import DEFAULT_SELF_STYLES
+
+    if value is None:
+        return DEFAULT_SELF_STYLES
+    return tuple(s.strip() for s in value.split(",") if s.strip())
+
+
 def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
     """Self-calibration on a BEIR folder (corpus + vectors, qrels never read) or on
     a FAISS index + docs file + embedder, as ``retrieve`` takes them."""
@@ -143,6 +151,7 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
         docs,
         k=args.k,
         queries=args.queries,
+        styles=_styles(args.styles),
         prior=None if args.prior == "none" else (args.prior or DEFAULT_PROFILE),
         corpus_stats=stats,
         analyzer=analyzer,
@@ -273,6 +282,11 @@ def register(commands: Any) -> None:
     )
     calibrate.add_argument(
         "--queries", type=int, default=300, help="with --self: simulated queries (default 300)"
+    )
+    calibrate.add_argument(
+        "--styles",
+        help="with --self: comma list of query styles among title,sentence,terms,topic "
+        "(default topic)",
     )
     calibrate.add_argument(
         "--prior",

@@ -66,7 +66,10 @@ def test_leave_one_collection_out(beir_folder: Path, tmp_path: Path) -> None:
 
 
 def test_self_calibration_variants_are_listed() -> None:
-    variants = [SelfVariant(label="a"), SelfVariant(label="b", styles=("terms",), prior_c=None)]
+    variants = [
+        SelfVariant(label="a", styles=("title", "sentence", "terms", "topic")),
+        SelfVariant(label="b", styles=("terms",), prior_c=None),
+    ]
     results = {
         "k": 5,
         "library_version": "0",
@@ -101,6 +104,15 @@ def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:
     assert code == EXIT_OK
     report = json.loads(out.getvalue())
     assert report["method"] == "calibrate_self" and report["profile"] == str(profile)
+    assert set(report["simulated_queries"]) == {"topic"}  # the default style
+    out = io.StringIO()
+    code = main(
+        [*args, "--out", str(profile), "--queries", "60", "--styles", "title,terms"], out=out
+    )
+    assert code == EXIT_OK
+    assert set(json.loads(out.getvalue())["simulated_queries"]) == {"title", "terms"}
+    code = main([*args, "--out", str(profile), "--styles", "riddle"], out=io.StringIO())
+    assert code == EXIT_BAD_INPUT
     assert EvaluatorConfig.from_file(profile).model is not None
     assert main(["calibrate", "--out", str(profile)], out=io.StringIO()) == EXIT_BAD_INPUT
     both = ["calibrate", "--self", "--data-dir", str(tmp_path), "--index", str(index)]

@@ -62,6 +62,8 @@ def test_bad_requests_are_input_errors() -> None:
     simulator = QuerySimulator(docs)
     with pytest.raises(InputError, match="unknown query style"):
         simulator.simulate(10, styles=("riddle",))
+    with pytest.raises(InputError, match="no query style"):
+        simulator.simulate(10, styles=())
     with pytest.raises(InputError, match="needs neighbours"):
         simulator.simulate(10, styles=("topic",))
     with pytest.raises(InputError, match="positive integer"):

@@ -24,6 +24,16 @@ def first_command() -> list[str]:
     return shlex.split(match.group(1))
 
 
+def test_the_readme_shows_what_its_first_command_prints() -> None:
+    text = README.read_text()
+    shown = text[text.index("\nverdict    ") : text.index("```", text.index("\nverdict    "))]
+    out = io.StringIO()
+    assert main(first_command(), out=out) == EXIT_OK
+    printed = [" ".join(line.split()) for line in out.getvalue().splitlines()]
+    for line in shown.strip().splitlines():
+        assert " ".join(line.split()) in printed, line
+
+
 def test_the_readme_command_shows_the_answer_first() -> None:
     argv = first_command()
     assert argv[:2] == ["retrieve", "--query"] and "--pretty" in argv
