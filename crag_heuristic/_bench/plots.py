@@ -26,6 +26,14 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write at 120 dpi and close (a figure left open leaks memory)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, title: str) -> Path:
     """ROC curves for detecting failed retrievals (a low score should mean failed)."""
     from sklearn.metrics import roc_auc_score, roc_curve
@@ -38,10 +46,7 @@ def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, titl
     ax.plot([0, 1], [0, 1], ":", color="grey")
     ax.set(xlabel="false alarms (good retrievals flagged)", ylabel="failures caught", title=title)
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def verdict_plot(table: dict[str, Any], path: Path, title: str) -> Path:
@@ -57,10 +62,7 @@ def verdict_plot(table: dict[str, Any], path: Path, title: str) -> Path:
         bottom += values
     ax.set(ylabel="retrievals", title=title)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def latency_plot(samples: dict[str, list[float]], path: Path, title: str) -> Path:
@@ -77,10 +79,7 @@ def latency_plot(samples: dict[str, list[float]], path: Path, title: str) -> Pat
     ax.set_xscale("log")
     ax.set(xlabel="milliseconds", ylabel="queries", title=title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def reliability_plot(prob_good: np.ndarray, good: np.ndarray, path: Path, title: str) -> Path:
@@ -108,10 +107,7 @@ def reliability_plot(prob_good: np.ndarray, good: np.ndarray, path: Path, title:
         ylim=(0, 1),
     )
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def cascade_plot(
@@ -159,10 +155,7 @@ def cascade_plot(
     axes[0].set_ylabel("Cohen's kappa vs people")
     axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(title + " (grey: the other label sets)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def context_plot(section: dict[str, Any], path: Path, title: str) -> Path:
@@ -203,7 +196,4 @@ def context_plot(section: dict[str, Any], path: Path, title: str) -> Path:
         )
     ax.set(xlabel="tokens sent (mean per query)", ylabel="evidence recall", title=title)
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
