@@ -19,7 +19,7 @@ from .._checks import check_query
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
-from .._exceptions import CacheError, InputError
+from .._exceptions import InputError
 from .._grading import (
     AsyncGrader,
     CascadeReport,
@@ -33,7 +33,7 @@ from .._logging import get_logger
 from .._protocols import AsyncCache, Cache, EventLogger
 from .._types import Chunk, Evaluation, Verdict, check_chunks
 from .flow import CacheGet, CacheSet, Context, GradeCall, Request, escalate
-from .router import _async_or_thread, _cache_error
+from .router import _cache_acall, _cache_call
 
 __all__ = ["Cascade", "CascadeResult"]
 
@@ -198,17 +198,7 @@ class Cascade:
                 self.escalation.timeout,
             )
         assert isinstance(request, CacheGet | CacheSet)
-        method = getattr(self.cache, "get" if isinstance(request, CacheGet) else "set", None)
-        if method is None:
-            return CacheError(
-                "this cache is async-only: use aevaluate()", backend="cache", operation="get"
-            )
-        try:
-            if isinstance(request, CacheGet):
-                return method(request.key)
-            return method(request.key, request.value, request.ttl)
-        except Exception as exc:  # noqa: BLE001 - a cache failure never fails a call
-            return _cache_error(exc, request)
+        return _cache_call(self.cache, request, "aevaluate()")
 
     async def _acall(self, request: Request) -> Any:
         if isinstance(request, GradeCall):
@@ -220,11 +210,4 @@ class Cascade:
                 self.escalation.timeout,
             )
         assert isinstance(request, CacheGet | CacheSet)
-        try:
-            if isinstance(request, CacheGet):
-                return await _async_or_thread(self.cache, "aget", "get", request.key)
-            return await _async_or_thread(
-                self.cache, "aset", "set", request.key, request.value, request.ttl
-            )
-        except Exception as exc:  # noqa: BLE001
-            return _cache_error(exc, request)
+        return await _cache_acall(self.cache, request)

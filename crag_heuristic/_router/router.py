@@ -317,7 +317,7 @@ class CRAG:
     def _call(self, request: Request) -> Any:
         """Run one request; return its value or the exception it raised."""
         if isinstance(request, CacheGet | CacheSet):
-            return self._cache_call(request)
+            return _cache_call(self.cache, request, "aretrieve()")
         if isinstance(request, GradeCall):
             assert self.escalation is not None
             return call_grader(
@@ -353,19 +353,6 @@ class CRAG:
         except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
             return _web_error(exc)
 
-    def _cache_call(self, request: CacheGet | CacheSet) -> Any:
-        method = getattr(self.cache, "get" if isinstance(request, CacheGet) else "set", None)
-        if method is None:
-            return CacheError(
-                "this cache is async-only: use aretrieve()", backend="cache", operation="get"
-            )
-        try:
-            if isinstance(request, CacheGet):
-                return method(request.key)
-            return method(request.key, request.value, request.ttl)
-        except Exception as exc:  # noqa: BLE001 - a cache failure never fails a query
-            return _cache_error(exc, request)
-
     # -- async ----------------------------------------------------------------------------
 
     async def aretrieve(self, query: str, k: int | None = None) -> CRAGResult:
@@ -383,14 +370,7 @@ class CRAG:
 
     async def _acall(self, request: Request) -> Any:
         if isinstance(request, CacheGet | CacheSet):
-            try:
-                if isinstance(request, CacheGet):
-                    return await _async_or_thread(self.cache, "aget", "get", request.key)
-                return await _async_or_thread(
-                    self.cache, "aset", "set", request.key, request.value, request.ttl
-                )
-            except Exception as exc:  # noqa: BLE001
-                return _cache_error(exc, request)
+            return await _cache_acall(self.cache, request)
         if isinstance(request, GradeCall):
             assert self.escalation is not None
             return await acall_grader(
@@ -450,6 +430,32 @@ async def _chunks_async(
     elif inspect.isawaitable(value):
         value = await value
     return check(value, part, "asearch")
+
+
+def _cache_call(cache: Any, request: CacheGet | CacheSet, async_entry: str) -> Any:
+    """Run a cache request on a sync cache: its value, or the :class:`CacheError`
+    it came to (``async_entry`` names the async call an async-only cache needs)."""
+    method = getattr(cache, "get" if isinstance(request, CacheGet) else "set", None)
+    if method is None:
+        return CacheError(
+            f"this cache is async-only: use {async_entry}", backend="cache", operation="get"
+        )
+    try:
+        if isinstance(request, CacheGet):
+            return method(request.key)
+        return method(request.key, request.value, request.ttl)
+    except Exception as exc:  # noqa: BLE001 - a cache failure never fails a call
+        return _cache_error(exc, request)
+
+
+async def _cache_acall(cache: Any, request: CacheGet | CacheSet) -> Any:
+    """The async :func:`_cache_call`: ``aget``/``aset``, else the sync method in a thread."""
+    try:
+        if isinstance(request, CacheGet):
+            return await _async_or_thread(cache, "aget", "get", request.key)
+        return await _async_or_thread(cache, "aset", "set", request.key, request.value, request.ttl)
+    except Exception as exc:  # noqa: BLE001 - a cache failure never fails a call
+        return _cache_error(exc, request)
 
 
 def _cache_error(error: Exception, request: CacheGet | CacheSet) -> CacheError:
