@@ -23,6 +23,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
+from .._evaluator.model import sigmoid
 from .._exceptions import ConfigError, GraderError, GraderOutputError, GraderTimeout
 from .._protocols import AsyncGrader, Grader
 from .._types import Chunk
@@ -36,18 +37,9 @@ __all__ = [
     "call_grader",
     "checked_grades",
     "grader_fingerprint",
-    "sigmoid",
 ]
 
 _TOLERANCE = 1e-6
-
-
-def sigmoid(z: float) -> float:
-    """The logistic function, safe for any finite ``z``."""
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
 
 
 def grader_fingerprint(grader: Any) -> str:
