@@ -52,9 +52,10 @@ DEFAULT_SELF_QUERIES = 300
 DEFAULT_SELF_STYLES: tuple[str, ...] = ("topic",)
 """Topic queries (the terms typical of a document and its nearest neighbours, all of
 which count as answers): chosen leave one collection out among the style mixes of
-``benchmarks/self_calibration.py`` (the best mean failure AUC over the collections
-left out; the known-item styles ``title``, ``sentence`` and ``terms`` do better on a
-collection where a query has one relevant document, worse where it has many)."""
+``benchmarks/self_calibration.py`` (the best mean difference in failure AUC to the
+best simple baseline over the collections left out; the known-item styles ``title``,
+``sentence`` and ``terms`` do better on a collection where a query has one relevant
+document, worse where it has many)."""
 DEFAULT_PRIOR_C = 0.01
 _MAX_FAILED_SHARE = 0.2
 _BATCH = 64

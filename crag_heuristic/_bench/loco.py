@@ -117,7 +117,7 @@ def run_loco(
     """Run the protocol of the module doc; write ``loco.md`` and ``loco.json`` to ``out``.
 
     ``self_variants`` replaces the one self-calibrated gate (``queries``,
-    ``prior_c``, all styles) by several, one column each: the way the
+    ``prior_c``, the default styles) by several, one column each: the way the
     self-calibration defaults were compared (``benchmarks/self_calibration.py``).
     """
     out = Path(out)
