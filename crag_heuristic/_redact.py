@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["redact"]
+__all__ = ["describe", "redact"]
 
 # scheme://userinfo@ -- the user-info runs to the last "@" before the host's end
 # (a password may hold an unescaped "@"); "/", "?", "#" and white space end it.
@@ -34,3 +34,9 @@ def redact(text: str) -> str:
         return text
     text = _USERINFO.sub(rf"\g<1>{MASK}@", text)
     return _SECRET_PARAM.sub(rf"\g<1>{MASK}", text)
+
+
+def describe(error: BaseException) -> str:
+    """``"ErrorType: message"``, the form errors take on a result (credentials in
+    any URL masked: the message may come from a user's part)."""
+    return redact(f"{type(error).__name__}: {error}")

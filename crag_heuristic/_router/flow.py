@@ -39,7 +39,7 @@ from .._exceptions import (
 from .._fusion import reciprocal_rank_fusion
 from .._grading import CascadeReport, Escalation, cascaded_evaluation, checked_grades, select
 from .._protocols import AsyncRetriever, Retriever
-from .._redact import redact
+from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .parents import ParentGet, expand_parents
 from .result import CRAGResult, Strategy
@@ -172,12 +172,6 @@ class Context:
             chunks=len(chunks),
         )
         return evaluation
-
-
-def describe(error: BaseException) -> str:
-    """``"ErrorType: message"``, the form errors take on a result (credentials in
-    any URL masked: the message may come from a user's part)."""
-    return redact(f"{type(error).__name__}: {error}")
 
 
 @dataclass

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import CragError
-from .._redact import redact
+from .._redact import describe
 from .._retrievers.documents import to_chunk
 from .._types import Chunk, Evaluation, Verdict
 
@@ -82,10 +82,6 @@ def parent_chunk(value: Any, parent_id: str, children: Sequence[Chunk]) -> Chunk
     return parent
 
 
-def _describe(error: BaseException) -> str:
-    return redact(f"{type(error).__name__}: {error}")
-
-
 def _tokens(ctx: Context, text: str) -> float:
     per_word = ctx.evaluator.config.length.tokens_per_word
     return ctx.evaluator.analyzer.analyze(text).n_tokens * per_word
@@ -118,7 +114,7 @@ def expand_parents(
     for parent_id, outcome in zip(children, outcomes, strict=True):
         ids = ", ".join(c.id for c in children[parent_id])
         if isinstance(outcome, BaseException):
-            ctx.parent_error = _describe(outcome)
+            ctx.parent_error = describe(outcome)
             ctx.notes.append(
                 f"the parents lookup failed for {parent_id!r} ({ctx.parent_error}): "
                 f"chunk {ids} stays"
@@ -127,7 +123,7 @@ def expand_parents(
         try:
             parent = parent_chunk(outcome, parent_id, children[parent_id])
         except CragError as exc:
-            ctx.parent_error = _describe(exc)
+            ctx.parent_error = describe(exc)
             ctx.notes.append(
                 f"unusable parent {parent_id!r} ({ctx.parent_error}): chunk {ids} stays"
             )
