@@ -104,6 +104,13 @@ class Escalation:
         _check_number("grade_ttl", self.grade_ttl, low=0.0, low_open=True)
 
     @classmethod
+    def of(cls, value: Escalation | Mapping[str, Any] | None) -> Escalation:
+        """``value`` itself, the default (``None``), or built from a dict of the fields."""
+        if value is None:
+            return cls()
+        return value if isinstance(value, Escalation) else cls.from_dict(value)
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Escalation:
         """Build from a dict of the fields; unknown keys raise ConfigError."""
         if not isinstance(data, Mapping):

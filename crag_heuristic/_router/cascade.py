@@ -124,11 +124,7 @@ class Cascade:
             raise InputError("cache must have get/set or aget/aset (or be None)")
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
         self.grader = grader
-        if escalation is None:
-            escalation = Escalation()
-        elif not isinstance(escalation, Escalation):
-            escalation = Escalation.from_dict(escalation)
-        self.escalation = escalation
+        self.escalation = Escalation.of(escalation)
         self.cache = cache
         self.fingerprint = grader_fingerprint(grader)
         self._log = logger if logger is not None else get_logger()

@@ -184,13 +184,7 @@ class CRAG:
         self.escalation: Escalation | None = None
         self._grader_fingerprint = ""
         if grader is not None:
-            self.escalation = (
-                escalation
-                if isinstance(escalation, Escalation)
-                else Escalation()
-                if escalation is None
-                else Escalation.from_dict(escalation)
-            )
+            self.escalation = Escalation.of(escalation)
             self._grader_fingerprint = grader_fingerprint(grader)
 
     def __repr__(self) -> str:
