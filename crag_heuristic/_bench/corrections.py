@@ -250,19 +250,11 @@ def run_variants(
             counts[verdict] = counts.get(verdict, 0) + 1
         out["verdicts"] = counts
     if latency_queries > 0:
-        if prepared.encoder is None and prepared.encode:
-            try:
-                from .dense import MiniLM
-
-                prepared.encoder = MiniLM()
-            except Exception:  # noqa: BLE001 - no bench extra: time FAISS alone and say so
-                prepared.encoder = None
+        prepared.load_encoder()
         timed = qids[:latency_queries]
         vectors = prepared.vectors({q: texts[q] for q in timed})
         known = {texts[q]: vectors[q] for q in timed}
-        out["query_encoder"] = (
-            "MiniLM (CPU)" if prepared.encoder is not None else "none (FAISS only)"
-        )
+        out["query_encoder"] = prepared.query_encoder
         latency = _latency(prepared, variants, evaluator, bm25, [texts[q] for q in timed], known)
         for name, row in latency.items():
             out["variants"][name]["latency"] = row

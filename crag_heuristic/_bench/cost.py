@@ -84,13 +84,7 @@ def cost_section(
 ) -> dict[str, Any]:
     """Latencies (ms) and ratios to the bare retrieval, on natural retrievals."""
     natural = [r for r in retrievals if r.kind == "natural"][:limit]
-    if prepared.encoder is None and prepared.encode:
-        try:
-            from .dense import MiniLM
-
-            prepared.encoder = MiniLM()
-        except Exception:  # noqa: BLE001 - no bench extra: time FAISS alone and say so
-            prepared.encoder = None
+    prepared.load_encoder()
     by_qid = prepared.vectors({r.group: r.query for r in natural})
     known = {r.query: by_qid[r.group] for r in natural}
     retriever = _EncodingRetriever(prepared, known)
@@ -125,7 +119,7 @@ def cost_section(
     base = percentiles(bare)["p50"]
     out: dict[str, Any] = {
         "queries": len(natural),
-        "query_encoder": "MiniLM (CPU)" if prepared.encoder is not None else "none (FAISS only)",
+        "query_encoder": prepared.query_encoder,
         "bare_retrieval_ms": percentiles(bare),
         "evaluator_warm_ms": percentiles(warm),
         "evaluator_cold_ms": percentiles(cold),

@@ -91,6 +91,20 @@ class Prepared:
 
         return query_vectors(self.collection, texts, self.cache_dir, encoder)
 
+    def load_encoder(self) -> None:
+        """Load MiniLM for timed runs that encode their queries, when encoding is on
+        and the ``bench`` extra is there; without it, timings are of FAISS alone."""
+        if self.encoder is None and self.encode:
+            try:
+                self.encoder = MiniLM()
+            except Exception:  # noqa: BLE001 - no bench extra: time FAISS alone and say so
+                self.encoder = None
+
+    @property
+    def query_encoder(self) -> str:
+        """What encodes the timed queries, as a report says it."""
+        return "MiniLM (CPU)" if self.encoder is not None else "none (FAISS only)"
+
 
 class HarnessRetriever:
     """The collection's dense index as a retriever (query text -> known vector).
