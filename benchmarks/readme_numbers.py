@@ -108,7 +108,7 @@ def _cascade_curve(r: dict[str, Any]) -> str:
         f"{c['goal']['kappa']:.2f} at {_pct(g['share_for_goal']['band'])} (band policy; "
         f"{_pct(g['share_for_goal']['budget'])} with a per-list budget). **Goal (kappa >= "
         f"{c['goal']['kappa']:.2f} with <= {round(100 * c['goal']['max_share'])} % escalated) "
-        f"{'met' if c['goal']['met'] else 'not met'}.** Escalating the gate's actual errors first "
+        f"{_verdict(c['goal']['met'])}.** Escalating the gate's actual errors first "
         f"would reach {c['goal']['kappa']:.2f} at {_pct(g['share_for_goal']['oracle'])}"
     )
 
@@ -255,7 +255,7 @@ def _held_out_row(name: str) -> Quote:
         return (
             f"| {name} | {fold['chosen']} | {f(t['variant_ndcg@10'], 4)} | "
             f"{f(t['hybrid_ndcg@10'], 4)} | {f(t['bare_ndcg@10'], 4)} | "
-            f"{'yes' if t['router_ge_hybrid'] else 'no'} | {f(t['corrected_over_bare_p50'], 2)} |"
+            f"{_met(t['router_ge_hybrid'])} | {f(t['corrected_over_bare_p50'], 2)} |"
         )
 
     return Quote("corrections", render)
