@@ -24,6 +24,7 @@ IDF with corpus statistics, 1 without; ``s_i`` the similarity in [0, 1]):
                                         sum_t w(t) * (k1+1)
 
                       ``avgdl`` the corpus mean (the list mean without statistics)
+``bm25_raw``          the numerator alone: the chunk's BM25 score itself
 ``lexical_contrast``  ``bm25_i - mean_j bm25_j``
 ``similarity``        ``s_i`` (``None`` when the score has no absolute meaning)
 ``similarity_z``      ``(s_i - mean_j s_j) / std_j s_j`` (0 when the std is 0)
@@ -39,6 +40,8 @@ Per set (the list as a whole):
 ``keyword_overlap``   the named signal (the best chunk's, or the pooled coverage)
 ``keyword_coverage``  the share of the query's weight found in any chunk
 ``bm25_max`` / ``bm25_margin``  the best chunk's ``bm25``; it minus the second best
+``bm25_top``          the first chunk's ``bm25`` (its BM25 over the query's idf mass)
+``bm25_raw_max`` / ``bm25_raw_top``  the best and the first chunk's ``bm25_raw``
 ``agreement``         1 when the lexically best chunk is the retriever's best, else 0
 ``lexical_coherence`` how much the chunks' term sets ``A_i`` overlap, a pooled Jaccard
                       ``sum_{i<j} |A_i & A_j| / sum_{i<j} |A_i | A_j|``: lists that hold
@@ -246,6 +249,14 @@ def _bm25(x: Inputs) -> list[Value]:
     return [bm25_norm(x.terms, x.weights, a, x.avgdl, kw.bm25_k1, kw.bm25_b) for a in x.analysed]
 
 
+@_register("bm25_raw", "chunk", "keyword_overlap")
+def _bm25_raw(x: Inputs) -> list[Value]:
+    """BM25 of the chunk itself: ``bm25`` times its maximum for the query."""
+    k1 = x.config.keyword.bm25_k1
+    top = sum(x.weights) * (k1 + 1.0)
+    return [v * top for v in _floats(x.chunk("bm25"))]
+
+
 @_register("lexical_contrast", "chunk", "keyword_overlap")
 def _lexical_contrast(x: Inputs) -> list[Value]:
     """The chunk's bm25 minus the list's mean bm25."""
@@ -367,6 +378,24 @@ def _keyword_coverage(x: Inputs) -> Value:
 def _bm25_max(x: Inputs) -> Value:
     """The best chunk's bm25."""
     return max(_floats(x.chunk("bm25")))
+
+
+@_register("bm25_top", "set", "keyword_overlap")
+def _bm25_top(x: Inputs) -> Value:
+    """The first chunk's bm25."""
+    return _floats(x.chunk("bm25"))[0]
+
+
+@_register("bm25_raw_max", "set", "keyword_overlap")
+def _bm25_raw_max(x: Inputs) -> Value:
+    """The best chunk's BM25, not normalised."""
+    return max(_floats(x.chunk("bm25_raw")))
+
+
+@_register("bm25_raw_top", "set", "keyword_overlap")
+def _bm25_raw_top(x: Inputs) -> Value:
+    """The first chunk's BM25, not normalised."""
+    return _floats(x.chunk("bm25_raw"))[0]
 
 
 def _term_chunk_counts(x: Inputs) -> Counter[str]:

@@ -66,3 +66,24 @@ def test_signal_of_reports_the_refined_signal() -> None:
     assert evidence.signal_of("similarity_z") == "semantic_coherence"
     assert evidence.signal_of("best_chunk", "set") == "chunk_model"
     assert evidence.signal_of("no such thing") == "chunk_model"
+
+
+def test_bm25_features_by_hand() -> None:
+    """No statistics: every query term weighs 1 and avgdl is the list's mean length.
+    Query terms solar, power; a = {solar, panel, power} (3 terms), b = {solar, wind,
+    power} (3), c = {coffe, bean} (2): avgdl 8/3; with k1 = 1.5 and b = 0.75, for a
+    and b each term scores tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))
+    = 2.5 / (1 + 1.5 * 1.09375)."""
+    ev = Evaluator("synapse", all_evidence=True).evaluate("solar power", CHUNKS)
+    term = 2.5 / (1 + 1.5 * (0.25 + 0.75 * 3 / (8 / 3)))
+    rows = [g.features for g in ev.chunks]
+    assert [r["bm25_raw"] for r in rows] == pytest.approx([2 * term, 2 * term, 0.0])
+    # the normalised bm25 is the raw score over its maximum, sum of w (k1 + 1) = 5
+    assert [r["bm25"] for r in rows] == pytest.approx([2 * term / 5, 2 * term / 5, 0.0])
+    f = ev.details["features"]
+    assert f["bm25_raw_max"] == pytest.approx(2 * term)
+    assert f["bm25_raw_top"] == pytest.approx(2 * term)
+    assert f["bm25_top"] == pytest.approx(2 * term / 5)
+    reversed_list = Evaluator("synapse", all_evidence=True).evaluate("solar power", CHUNKS[::-1])
+    assert reversed_list.details["features"]["bm25_top"] == 0.0  # coffee first
+    assert reversed_list.details["features"]["bm25_raw_max"] == pytest.approx(2 * term)
