@@ -124,16 +124,21 @@ class CalibrationResult:
     Attributes:
         config: the profile (base configuration + model + bands).
         report: cross-validated numbers (AUCs, bands, verdict shares ...).
+        warnings: what the fit could not do as asked (e.g. bands that missed
+            their targets), each a sentence; the profile's header repeats them.
     """
 
     config: EvaluatorConfig
     report: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     def write(self, path: str | Path) -> Path:
         """Write the profile as TOML (loadable by ``EvaluatorConfig.from_file``)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(profile_toml(self.config, self.report), encoding="utf-8")
+        target.write_text(
+            profile_toml(self.config, self.report, warnings=self.warnings), encoding="utf-8"
+        )
         return target
 
 
@@ -407,8 +412,9 @@ def _fit_two_stage(
     prior: ModelConfig | FallbackModel | None,
     prior_c: float,
     targets: Mapping[str, float],
+    chunk_stage: ChunkStage | None = None,
 ) -> _TwoStage:
-    chunks = fit_chunk_stage(
+    chunks = chunk_stage or fit_chunk_stage(
         examples,
         evaluations=evaluations,
         chunk_features=chunk_features,
@@ -483,6 +489,8 @@ def fit_gate(
     name: str = "fitted",
     fitted_on: str = "",
     seed: int = 0,
+    evaluations: Sequence[Evaluation] | None = None,
+    chunk_stage: ChunkStage | None = None,
 ) -> CalibrationResult:
     """Fit the two-stage gate and its bands on labelled retrievals (see module doc).
 
@@ -499,9 +507,16 @@ def fit_gate(
             corpus statistics, or both.
         name, fitted_on: recorded in the profile.
         seed: recorded; the folds are deterministic.
+        evaluations: the examples already graded by :func:`evaluate_examples`
+            (``base``, every feature recorded), one per example in order: many
+            fits on the same retrievals then grade them once.
+        chunk_stage: the chunk stage already fitted on these examples
+            (:func:`fit_chunk_stage`, the same ``chunk_features`` and prior):
+            fits that differ only in their set stage then share it.
 
     Raises:
-        InputError: no examples, or labels of one class only.
+        InputError: no examples, labels of one class only, or ``evaluations``
+            that do not match the examples.
     """
     from sklearn.metrics import roc_auc_score
 
@@ -513,7 +528,16 @@ def fit_gate(
         "min_failure_recall": min_failure_recall,
         "max_good_irrelevant": max_good_irrelevant,
     }
-    evaluations = evaluate_examples(examples, base, corpus_stats)
+    if evaluations is None:
+        evaluations = evaluate_examples(examples, base, corpus_stats)
+    elif len(evaluations) != len(examples) or any(
+        len(ev.chunks) != len(ex.chunks) for ev, ex in zip(evaluations, examples, strict=False)
+    ):
+        raise InputError("evaluations must grade the examples, one per example, in order")
+    if chunk_stage is not None and len(chunk_stage.labels) != sum(
+        len(ex.chunks) for ex in examples
+    ):
+        raise InputError("chunk_stage was fitted on other examples")
     main = _fit_two_stage(
         examples,
         evaluations,
@@ -522,6 +546,7 @@ def fit_gate(
         prior=prior,
         prior_c=prior_c,
         targets=targets,
+        chunk_stage=chunk_stage,
     )
     fallback_models = []
     if fallbacks:
@@ -627,11 +652,19 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def profile_toml(config: EvaluatorConfig, report: dict[str, Any] | None = None) -> str:
-    """A configuration as TOML, with the calibration report as header comments."""
+def profile_toml(
+    config: EvaluatorConfig,
+    report: dict[str, Any] | None = None,
+    *,
+    warnings: Sequence[str] = (),
+) -> str:
+    """A configuration as TOML, with the calibration report as header comments
+    (``warnings`` first, each on a ``# WARNING:`` line)."""
     lines = [f"# crag-heuristic profile {config.name!r}"]
+    lines += [f"# WARNING: {message}" for message in warnings]
     for key, value in (report or {}).items():
-        lines.append(f"# {key}: {value}")
+        if key != "warnings":
+            lines.append(f"# {key}: {value}")
     lines.append("")
     data = config.to_dict()
 

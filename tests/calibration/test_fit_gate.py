@@ -1,0 +1,48 @@
+"""fit_gate's shortcuts for many fits on the same retrievals give the same gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from crag_heuristic import EvaluatorConfig, InputError
+from crag_heuristic._calibrate import GateExample, evaluate_examples, fit_chunk_stage, fit_gate
+from crag_heuristic.sample import load_sample_queries, sample_retriever
+
+
+@pytest.fixture(scope="module")
+def examples() -> list[GateExample]:
+    retriever = sample_retriever()
+    out = []
+    for q in load_sample_queries():
+        hits = retriever.search(q["text"], 5)
+        relevant = frozenset(q["metadata"]["relevant"])
+        out.append(GateExample(q["_id"], "natural", q["text"], tuple(hits), relevant))
+        gap = [h for h in retriever.search(q["text"], 5 + len(relevant)) if h.id not in relevant]
+        out.append(GateExample(q["_id"], "probe", q["text"], tuple(gap[:5]), relevant))
+    return out
+
+
+def test_precomputed_evaluations_and_chunk_stage_give_the_same_gate(examples) -> None:
+    stats = sample_retriever().corpus_stats()
+    base = EvaluatorConfig.from_profile("synapse")
+    plain = fit_gate(examples, base=base, corpus_stats=stats, fallbacks=False)
+    evaluations = evaluate_examples(examples, base, stats)
+    shared = fit_gate(
+        examples,
+        base=base,
+        corpus_stats=stats,
+        fallbacks=False,
+        evaluations=evaluations,
+        chunk_stage=fit_chunk_stage(examples, evaluations=evaluations),
+    )
+    assert shared.config == plain.config
+
+
+def test_evaluations_of_other_examples_are_refused(examples) -> None:
+    base = EvaluatorConfig.from_profile("synapse")
+    evaluations = evaluate_examples(examples[:4], base, None)
+    with pytest.raises(InputError, match="one per example"):
+        fit_gate(examples, base=base, fallbacks=False, evaluations=evaluations)
+    stage = fit_chunk_stage(examples[:6])
+    with pytest.raises(InputError, match="other examples"):
+        fit_gate(examples, base=base, fallbacks=False, chunk_stage=stage)
