@@ -9,11 +9,19 @@
     chunks; weights 0.30 / 0.40 / 0.15 / 0.15. It is here to be measured, not
     used: substring tests make "cat" match "category".
 
-``top1``, ``score_gap``, ``nqc``
+``top1``, ``score_gap``, ``nqc``, ``mean_score``, ``wig``
     Query-performance predictors over the similarity list alone: the top
-    score; the gap between the top score and the k-th; and NQC (Shtok et al.,
+    score; the gap between the top score and the k-th; NQC (Shtok et al.,
     2012: the standard deviation of the top-k scores over the corpus-level
-    score, here the mean similarity of the query to the corpus when given).
+    score, here the mean similarity of the query to the corpus when given);
+    the mean of the top-k scores; and WIG (Zhou and Croft, 2007: the mean
+    top-k score minus the corpus-level score; for unit vectors the mean
+    cosine of the query to the whole corpus is its cosine-weighted dot
+    product with the corpus centroid, ``q . mean(d)``).
+
+The lexical ones (the top-1 or the best chunk's BM25 over the query's idf
+mass, keyword coverage) are evidence features the evaluator computes
+(``bm25_top``, ``bm25_max``, ``keyword_coverage`` in ``crag_heuristic._evidence``).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from collections.abc import Sequence
 
 from ._text import DEFAULT_STOP_WORDS
 
-__all__ = ["nqc", "score_gap", "seed_design", "top1"]
+__all__ = ["mean_score", "nqc", "score_gap", "seed_design", "top1", "wig"]
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -78,3 +86,14 @@ def nqc(similarities: Sequence[float], corpus_score: float | None = None) -> flo
     if corpus_score is None or corpus_score == 0:
         return std
     return std / abs(corpus_score)
+
+
+def mean_score(similarities: Sequence[float]) -> float:
+    """The mean of the scores (0 for none)."""
+    return sum(similarities) / len(similarities) if similarities else 0.0
+
+
+def wig(similarities: Sequence[float], corpus_score: float) -> float:
+    """Weighted information gain (Zhou and Croft 2007): the mean score minus the
+    query's mean score over the whole corpus."""
+    return mean_score(similarities) - corpus_score

@@ -8,9 +8,22 @@ baselines computed on the same retrievals:
 
 * the seed design as written (substring keyword test, see ``_baselines``);
 * the ``synapse`` profile on this library's whole-token signals;
-* the top-1 similarity, the score gap (top-1 minus k-th) and NQC (the
-  standard deviation of the top-k scores over the query's mean similarity
-  to the whole corpus, computed exactly from the corpus centroid).
+* query-performance predictors without parameters (:data:`BASELINES`): the
+  top-1 similarity, the mean top-k similarity, the score gap (top-1 minus
+  k-th), NQC and WIG (both against the query's mean similarity to the whole
+  corpus, computed exactly from the corpus centroid), the first and the best
+  chunk's BM25 over the query's idf mass, and keyword coverage;
+* where the folder has LLM label sets (``llm_judgments/*.tsv``), each label
+  set used as a gate: a list scores the number of its chunks the LLM grades
+  relevant (:func:`llm_gate_scores`).
+
+A probe is a corpus gap: what a predictor reads of the corpus beyond the list
+is read from the corpus without the query's relevant documents (the centroid
+of a probe's NQC and WIG leaves them out), or a probe would give away what it
+lacks.
+
+Natural-only AUCs are reported where a collection has at least
+:data:`MIN_NATURAL_FAILURES` failed natural retrievals (``None`` below that).
 """
 
 from __future__ import annotations
@@ -21,16 +34,40 @@ from typing import Any
 
 import numpy as np
 
-from .._baselines import nqc, score_gap, seed_design, top1
+from .._baselines import mean_score, nqc, score_gap, seed_design, top1, wig
 from .._calibrate import GateExample
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
+from .data import read_qrels
 from .pipeline import Prepared, labels_for, progress, retrievals_for
 
-__all__ = ["BASELINES", "FailureResult", "failure_section", "verdict_table"]
+__all__ = [
+    "BASELINES",
+    "MIN_NATURAL_FAILURES",
+    "FailureResult",
+    "baseline_scores",
+    "failure_section",
+    "llm_gate_scores",
+    "natural_auc",
+    "rate",
+    "verdict_table",
+]
 
-BASELINES = ("seed design (as written)", "top-1 score", "score gap (top-1 - top-k)", "NQC")
-"""The simple baselines every gate is held against (same retrievals, same run)."""
+BASELINES = (
+    "seed design (as written)",
+    "top-1 score",
+    "mean top-k score",
+    "score gap (top-1 - top-k)",
+    "NQC",
+    "WIG",
+    "top-1 BM25 / idf mass",
+    "max BM25 / idf mass",
+    "keyword coverage",
+)
+"""The simple baselines every gate is held against (same retrievals, same run; none
+has a parameter fitted to labels)."""
+MIN_NATURAL_FAILURES = 5
+"""Fewer failed natural retrievals than this: the natural-only AUC is not reported."""
 
 
 @dataclass
@@ -52,8 +89,24 @@ def _auc(failed: np.ndarray, score: np.ndarray) -> float | None:
     return float(roc_auc_score(failed, -score))
 
 
+def natural_auc(failed: np.ndarray, natural: np.ndarray, score: np.ndarray) -> float | None:
+    """The AUC over natural retrievals alone; ``None`` with fewer than
+    :data:`MIN_NATURAL_FAILURES` failed ones."""
+    if (failed & natural).sum() < MIN_NATURAL_FAILURES:
+        return None
+    return _auc(failed[natural], score[natural])
+
+
+def rate(hits: np.ndarray, among: np.ndarray) -> float | None:
+    """The share of ``among`` that ``hits`` holds; ``None`` when ``among`` is empty
+    (nothing to measure: never printed as 0)."""
+    count = int(among.sum())
+    return float((hits & among).sum() / count) if count else None
+
+
 def verdict_table(verdicts: list[str], failed: np.ndarray, natural: np.ndarray) -> dict[str, Any]:
-    """Counts per verdict of good natural / failed natural / probe retrievals, and the rates."""
+    """Counts per verdict of good natural / failed natural / probe retrievals, and the
+    rates (``None`` where a rate has nothing to measure, e.g. no fast path at all)."""
     v = np.array(verdicts)
     rows = {}
     for name in ("relevant", "partial", "irrelevant"):
@@ -65,20 +118,17 @@ def verdict_table(verdicts: list[str], failed: np.ndarray, natural: np.ndarray) 
         }
     fast = v == "relevant"
     irrelevant = v == "irrelevant"
+    good_natural = natural & ~failed
     return {
         "counts": rows,
-        "fast_path_precision": float((fast & ~failed).sum() / max(fast.sum(), 1)),
-        "failure_recall": float((failed & ~fast).sum() / max(failed.sum(), 1)),
+        "fast_path_precision": rate(~failed, fast),
+        "failure_recall": rate(~fast, failed),
         "share_relevant": float(fast.mean()),
-        "probes_in_irrelevant": float(irrelevant[~natural].mean()) if (~natural).any() else None,
-        "good_natural_in_irrelevant": float(irrelevant[natural & ~failed].mean()),
-        "good_natural_fast_path": float(fast[natural & ~failed].mean()),
-        "natural_fast_path_precision": float(
-            (fast & ~failed & natural).sum() / max((fast & natural).sum(), 1)
-        ),
-        "natural_failure_recall": float(
-            (failed & natural & ~fast).sum() / max((failed & natural).sum(), 1)
-        ),
+        "probes_in_irrelevant": rate(irrelevant, ~natural),
+        "good_natural_in_irrelevant": rate(irrelevant, good_natural),
+        "good_natural_fast_path": rate(fast, good_natural),
+        "natural_fast_path_precision": rate(~failed, fast & natural),
+        "natural_failure_recall": rate(~fast, failed & natural),
     }
 
 
@@ -90,8 +140,6 @@ def failure_section(
     retrievals = retrievals_for(prepared, labels_for(collection, "qrels", split), k)
     failed = np.array([r.failed for r in retrievals])
     natural = np.array([r.kind == "natural" for r in retrievals])
-    centroid = np.asarray(collection.doc_vectors, dtype=np.float64).mean(axis=0)
-    vectors = prepared.vectors({r.group: r.query for r in retrievals})
 
     scores: dict[str, np.ndarray] = {}
     verdicts: dict[str, list[str]] = {}
@@ -106,19 +154,9 @@ def failure_section(
         timings[name] = (time.perf_counter() - started) / len(retrievals) * 1e3
         scores[name] = np.array([e.score for e in evaluations])
         verdicts[name] = [e.verdict.value for e in evaluations]
-    sims = [[c.score or 0.0 for c in r.chunks] for r in retrievals]
-    seed_name, top1_name, gap_name, nqc_name = BASELINES
-    scores[seed_name] = np.array(
-        [
-            seed_design(r.query, [c.text for c in r.chunks], s, [c.id for c in r.chunks])
-            for r, s in zip(retrievals, sims, strict=True)
-        ]
-    )
-    scores[top1_name] = np.array([top1(s) for s in sims])
-    scores[gap_name] = np.array([score_gap(s) for s in sims])
-    scores[nqc_name] = np.array(
-        [nqc(s, float(vectors[r.group] @ centroid)) for r, s in zip(retrievals, sims, strict=True)]
-    )
+    scores.update(baseline_scores(prepared, retrievals))
+    llm = llm_gate_scores(prepared, retrievals)
+    scores.update({f"LLM as gate: {name}": v for name, v in llm.items()})
     summary: dict[str, Any] = {
         "split": split,
         "k": k,
@@ -129,11 +167,78 @@ def failure_section(
         "auc": {
             name: {
                 "natural+probes": _auc(failed, s),
-                "natural": _auc(failed[natural], s[natural]),
+                "natural": natural_auc(failed, natural, s),
             }
             for name, s in scores.items()
         },
+        "llm_label_sets": sorted(llm),
         "verdicts": {name: verdict_table(v, failed, natural) for name, v in verdicts.items()},
         "evaluator_ms_per_retrieval": timings,
     }
     return FailureResult(retrievals=retrievals, scores=scores, verdicts=verdicts, summary=summary)
+
+
+def _corpus_scores(prepared: Prepared, retrievals: list[GateExample]) -> np.ndarray:
+    """Each retrieval's query . corpus centroid: its mean similarity to the corpus it
+    searched (a probe's corpus lacks the query's relevant documents)."""
+    collection = prepared.collection
+    docs = np.asarray(collection.doc_vectors, dtype=np.float64)
+    total = docs.sum(axis=0)
+    position = prepared.index.position
+    vectors = prepared.vectors({r.group: r.query for r in retrievals})
+    out = []
+    for r in retrievals:
+        query = np.asarray(vectors[r.group], dtype=np.float64)
+        removed = [position[d] for d in r.relevant if d in position] if r.kind == "probe" else []
+        centroid = (total - docs[removed].sum(axis=0)) / (len(docs) - len(removed))
+        out.append(float(query @ centroid))
+    return np.array(out)
+
+
+def baseline_scores(prepared: Prepared, retrievals: list[GateExample]) -> dict[str, np.ndarray]:
+    """Every :data:`BASELINES` predictor's score per retrieval (higher: better)."""
+    sims = [[c.score or 0.0 for c in r.chunks] for r in retrievals]
+    corpus = _corpus_scores(prepared, retrievals)
+    lexical = Evaluator(
+        EvaluatorConfig.from_profile("synapse"), analyzer=prepared.analyzer, all_evidence=True
+    )
+    features = [
+        lexical.evaluate(r.query, r.chunks, prepared.stats).details["features"] for r in retrievals
+    ]
+    values = {
+        "seed design (as written)": [
+            seed_design(r.query, [c.text for c in r.chunks], s, [c.id for c in r.chunks])
+            for r, s in zip(retrievals, sims, strict=True)
+        ],
+        "top-1 score": [top1(s) for s in sims],
+        "mean top-k score": [mean_score(s) for s in sims],
+        "score gap (top-1 - top-k)": [score_gap(s) for s in sims],
+        "NQC": [nqc(s, c) for s, c in zip(sims, corpus, strict=True)],
+        "WIG": [wig(s, c) for s, c in zip(sims, corpus, strict=True)],
+        "top-1 BM25 / idf mass": [f["bm25_top"] for f in features],
+        "max BM25 / idf mass": [f["bm25_max"] for f in features],
+        "keyword coverage": [f["keyword_coverage"] for f in features],
+    }
+    assert tuple(values) == BASELINES
+    return {name: np.array(v, dtype=float) for name, v in values.items()}
+
+
+def llm_gate_scores(prepared: Prepared, retrievals: list[GateExample]) -> dict[str, np.ndarray]:
+    """Each LLM label set of the folder used as a gate: per retrieval, how many of
+    its chunks the label set grades relevant (>= the folder's ``relevant_min``; a
+    pair it did not grade counts as not relevant). Empty without label sets."""
+    folder = prepared.collection.path / "llm_judgments"
+    if not folder.is_dir():
+        return {}
+    threshold = prepared.collection.relevant_min
+    out = {}
+    for path in sorted(folder.glob("*.tsv")):
+        labels = read_qrels(path)
+        out[path.stem] = np.array(
+            [
+                sum(labels.get(r.group, {}).get(c.id, 0) >= threshold for c in r.chunks)
+                for r in retrievals
+            ],
+            dtype=float,
+        )
+    return out
