@@ -44,6 +44,7 @@ from ._config import DEFAULT_PROFILE, EvaluatorConfig, RouterConfig, available_p
 from ._evaluator import Evaluator
 from ._exceptions import (
     CacheError,
+    CalibrationWarning,
     CircuitOpenError,
     ConfigError,
     CragError,
@@ -80,6 +81,7 @@ __all__ = [
     "Cache",
     "CacheError",
     "CacheStats",
+    "CalibrationWarning",
     "Chunk",
     "ChunkEvaluation",
     "CircuitBreaker",

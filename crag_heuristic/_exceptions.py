@@ -26,6 +26,12 @@ caller can catch the whole family with one ``except``. The tree::
     │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
     └── CacheError                   the cache backend failed (kind; the router records it, goes on)
 
+One warning category, apart from the tree (Python's ``warnings``, not raised)::
+
+    UserWarning
+    └── CalibrationWarning           a fitted profile could not do what was asked of it
+                                     (bands that missed their targets, no fast path)
+
 The testing helpers (:mod:`crag_heuristic.testing`) have their own tree, apart
 from this one: a test helper failing is not the library failing.
 
@@ -39,6 +45,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "CacheError",
+    "CalibrationWarning",
     "CircuitOpenError",
     "ConfigError",
     "CorpusStatsFileError",
@@ -378,3 +385,14 @@ class CacheError(CragError):
         self.kind = kind
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class CalibrationWarning(UserWarning):
+    """A calibration produced a profile that does not do what was asked of it.
+
+    Issued by :func:`crag_heuristic.calibrate_self` when its bands miss their
+    targets on the simulated queries (the prior's bands are then kept) or the
+    gate would take no fast path; ``CalibrationResult.warnings`` and the
+    profile's header say the same. ``calibrate --self --strict`` makes it an
+    error.
+    """

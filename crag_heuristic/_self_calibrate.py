@@ -22,17 +22,19 @@ No relevance label and no LLM is used. The profile records how it was made.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
 from ._corpus import CorpusStats
-from ._exceptions import InputError, RetrieverError
+from ._exceptions import CalibrationWarning, InputError, RetrieverError
 from ._protocols import Retriever, StatsProvider
 from ._retrievers.documents import to_chunk
 from ._simulate import Neighbours, QuerySimulator, SimulatedQuery
 from ._text import Analyzer
-from ._types import Chunk, ScoreKind
+from ._types import Chunk, Evaluation, ScoreKind
 from ._version import __version__
 
 if TYPE_CHECKING:  # calibration is imported when a gate is fitted, not with the package
@@ -43,7 +45,10 @@ __all__ = [
     "DEFAULT_SELF_QUERIES",
     "DEFAULT_SELF_STYLES",
     "MIN_DOCUMENTS",
+    "Simulation",
     "calibrate_self",
+    "fit_simulation",
+    "simulate",
 ]
 
 MIN_DOCUMENTS = 50
@@ -154,6 +159,99 @@ def retriever_neighbours(retriever: Retriever) -> Neighbours:
     return neighbours
 
 
+@dataclass(frozen=True)
+class Simulation:
+    """Simulated queries run through a retriever: what self-calibration fits on.
+
+    Attributes:
+        examples: natural retrievals, then their leave-source-out probes.
+        queries: the simulated queries (in the order of the naturals).
+        documents: how many documents with text the corpus has.
+        corpus_stats: the statistics the examples are graded with.
+        retriever: the retriever's class name.
+        failures: simulated queries whose search failed.
+        k, seed: as given.
+    """
+
+    examples: list[GateExample]
+    queries: list[SimulatedQuery]
+    documents: int
+    corpus_stats: CorpusStats
+    retriever: str
+    failures: int
+    k: int
+    seed: int
+
+    @property
+    def natural(self) -> list[GateExample]:
+        return [ex for ex in self.examples if ex.kind == "natural"]
+
+    @property
+    def styles(self) -> list[str]:
+        return sorted({q.style for q in self.queries})
+
+
+def simulate(
+    retriever: Retriever,
+    documents: Sequence[Any],
+    *,
+    k: int = 10,
+    queries: int = DEFAULT_SELF_QUERIES,
+    styles: Sequence[str] = DEFAULT_SELF_STYLES,
+    corpus_stats: CorpusStats | None = None,
+    analyzer: Analyzer | None = None,
+    neighbours: Neighbours | None = None,
+    seed: int = 0,
+    progress: Progress[Any] = _no_progress,
+) -> Simulation:
+    """Steps 1 and 2 of the module doc: simulated queries and their retrievals
+    (the arguments as :func:`calibrate_self`'s).
+
+    Raises:
+        InputError, RetrieverError: as :func:`calibrate_self`.
+    """
+    if not hasattr(retriever, "search"):
+        raise InputError("retriever must have search(query, k)")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}")
+    docs = _documents(documents)
+    analyzer = analyzer or Analyzer()
+    if corpus_stats is None and isinstance(retriever, StatsProvider):
+        corpus_stats = retriever.corpus_stats()
+    if corpus_stats is None:
+        corpus_stats = CorpusStats.from_texts((d.text for d in docs), analyzer)
+    simulator = QuerySimulator(docs, analyzer=analyzer, corpus_stats=corpus_stats, seed=seed)
+    simulated = simulator.simulate(
+        queries,
+        styles=styles,
+        neighbours=neighbours or retriever_neighbours(retriever),
+    )
+    examples, failures = _retrievals(retriever, simulated, k, progress)
+    if failures and failures[0] > _MAX_FAILED_SHARE * len(simulated):
+        raise RetrieverError(
+            f"the retriever failed on {failures[0]} of {len(simulated)} simulated queries "
+            f"(first error: {failures[1]})"
+        )
+    asked = {ex.query for ex in examples}
+    answered = [q for q in simulated if q.text in asked]
+    simulation = Simulation(
+        examples=examples,
+        queries=answered,
+        documents=len(docs),
+        corpus_stats=corpus_stats,
+        retriever=type(retriever).__name__,
+        failures=failures[0] if failures else 0,
+        k=k,
+        seed=seed,
+    )
+    if not any(ex.good for ex in simulation.natural):
+        raise InputError(
+            "the retriever found no simulated query's source document in its top "
+            f"{k}: are its chunk ids the documents' ids?"
+        )
+    return simulation
+
+
 def calibrate_self(
     retriever: Retriever,
     documents: Sequence[Any],
@@ -196,6 +294,14 @@ def calibrate_self(
         targets: ``target_precision``, ``min_failure_recall``,
             ``max_good_irrelevant`` (see :func:`~crag_heuristic.bench.fit_gate`).
 
+    Returns:
+        The profile and its report. When the bands cannot meet their targets
+        on the simulated queries, or the gate would take no fast path on
+        them, the result says so: ``result.warnings`` (also in the profile's
+        header and ``report["warnings"]``), and a :class:`CalibrationWarning`
+        is issued; with a prior, the prior's bands are kept in place of the
+        ones that missed.
+
     Raises:
         InputError: fewer than 50 documents with text, repeated ids, bad
             arguments, or simulated queries of one outcome only (e.g. the
@@ -203,45 +309,64 @@ def calibrate_self(
         RetrieverError: the retriever failed on more than a fifth of the
             simulated queries, or answered with something that is not chunks.
     """
-    from ._calibrate import fit_gate
+    prior_config = _prior(prior)
+    started = time.perf_counter()
+    simulation = simulate(
+        retriever,
+        documents,
+        k=k,
+        queries=queries,
+        styles=styles,
+        corpus_stats=corpus_stats,
+        analyzer=analyzer,
+        neighbours=neighbours,
+        seed=seed,
+        progress=progress,
+    )
+    result = fit_simulation(
+        simulation,
+        prior=prior_config,
+        prior_c=prior_c,
+        name=name,
+        **targets,  # type: ignore[arg-type]
+    )
+    result.report["seconds"] = round(time.perf_counter() - started, 1)
+    for message in result.warnings:
+        warnings.warn(message, CalibrationWarning, stacklevel=2)
+    return result
 
-    if not hasattr(retriever, "search"):
-        raise InputError("retriever must have search(query, k)")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    docs = _documents(documents)
-    analyzer = analyzer or Analyzer()
-    if corpus_stats is None and isinstance(retriever, StatsProvider):
-        corpus_stats = retriever.corpus_stats()
-    if corpus_stats is None:
-        corpus_stats = CorpusStats.from_texts((d.text for d in docs), analyzer)
+
+def _prior(prior: EvaluatorConfig | str | None) -> EvaluatorConfig | None:
     prior_config = None if prior is None else load_config(prior)
     if prior_config is not None and prior_config.model is None:
         raise InputError(f"the prior profile {prior_config.name!r} has no fitted model")
-    started = time.perf_counter()
-    simulator = QuerySimulator(docs, analyzer=analyzer, corpus_stats=corpus_stats, seed=seed)
-    simulated = simulator.simulate(
-        queries,
-        styles=styles,
-        neighbours=neighbours or retriever_neighbours(retriever),
-    )
-    examples, failures = _retrievals(retriever, simulated, k, progress)
-    if failures and failures[0] > _MAX_FAILED_SHARE * len(simulated):
-        raise RetrieverError(
-            f"the retriever failed on {failures[0]} of {len(simulated)} simulated queries "
-            f"(first error: {failures[1]})"
-        )
-    natural = [ex for ex in examples if ex.kind == "natural"]
-    found = sum(ex.good for ex in natural)
-    if found == 0:
-        raise InputError(
-            "the retriever found no simulated query's source document in its top "
-            f"{k}: are its chunk ids the documents' ids?"
-        )
-    styles_used = sorted({q.style for q in simulated})
+    return prior_config
+
+
+def fit_simulation(
+    simulation: Simulation,
+    *,
+    prior: EvaluatorConfig | str | None = DEFAULT_PROFILE,
+    prior_c: float = DEFAULT_PRIOR_C,
+    name: str = "self-calibrated",
+    fallbacks: bool = True,
+    evaluations: Sequence[Evaluation] | None = None,
+    **targets: float,
+) -> CalibrationResult:
+    """Step 3 of the module doc on a :class:`Simulation` (no warning issued:
+    :func:`calibrate_self` issues them; ``result.warnings`` lists them).
+
+    ``evaluations``: the examples already graded (see
+    :func:`~crag_heuristic._calibrate.fit_gate`), when one simulation is fitted
+    with several priors.
+    """
+    from ._calibrate import CalibrationResult, fit_gate
+
+    prior_config = _prior(prior)
     fitted_on = (
-        f"self-calibration: {len(natural)} simulated queries ({', '.join(styles_used)}) on "
-        f"{len(docs)} documents through {type(retriever).__name__}, k={k}, seed={seed}, "
+        f"self-calibration: {len(simulation.natural)} simulated queries "
+        f"({', '.join(simulation.styles)}) on {simulation.documents} documents through "
+        f"{simulation.retriever}, k={simulation.k}, seed={simulation.seed}, "
         "natural + leave-source-out probes, no relevance labels"
     )
     base = (prior_config or EvaluatorConfig.from_profile("synapse")).replace(model=None)
@@ -252,31 +377,64 @@ def calibrate_self(
             "set_features": [t.feature for t in prior_config.model.set.terms],
         }
     result = fit_gate(
-        examples,
+        simulation.examples,
         base=base,
-        corpus_stats=corpus_stats,
+        corpus_stats=simulation.corpus_stats,
         **features,
         prior=None if prior_config is None else prior_config.model,
         prior_c=prior_c,
+        fallbacks=fallbacks,
         name=name,
         fitted_on=fitted_on,
-        seed=seed,
+        seed=simulation.seed,
+        evaluations=evaluations,
         **targets,  # type: ignore[arg-type]
     )
-    result.report.update(
+    found = sum(ex.good for ex in simulation.natural) / len(simulation.natural)
+    report = result.report
+    report.update(
         {
             "method": "calibrate_self",
             "library_version": __version__,
-            "documents": len(docs),
-            "simulated_queries": {s: sum(q.style == s for q in simulated) for s in styles_used},
-            "natural_found_share": found / len(natural),
-            "retriever": type(retriever).__name__,
-            "retriever_failures": failures[0] if failures else 0,
+            "documents": simulation.documents,
+            "simulated_queries": {
+                s: sum(q.style == s for q in simulation.queries) for s in simulation.styles
+            },
+            "natural_found_share": found,
+            "retriever": simulation.retriever,
+            "retriever_failures": simulation.failures,
             "prior": None if prior_config is None else f"{prior_config.name} (C = {prior_c})",
-            "seconds": round(time.perf_counter() - started, 1),
         }
     )
-    return result
+    problems = []
+    config = result.config
+    if not report["bands_met_targets"]:
+        what = (
+            "the fast-path band cannot meet its targets on the simulated queries "
+            f"(precision {report['targets']['fast_path_precision']:.2f} on natural retrievals "
+            f"with {report['targets']['failure_recall']:.2f} of failures kept off it)"
+        )
+        if prior_config is not None:
+            config = config.replace(
+                thresholds={
+                    "relevant": prior_config.thresholds.relevant,
+                    "partial": prior_config.thresholds.partial,
+                }
+            )
+            report["bands"] = f"the prior's ({prior_config.name}): the fitted ones missed"
+            problems.append(f"{what}: the prior's bands are kept")
+        else:
+            report["bands"] = "fitted (targets missed; no prior to fall back to)"
+            problems.append(f"{what}: the bands are the closest it could fit")
+    else:
+        report["bands"] = "fitted on the simulated queries (out-of-fold)"
+    if not report.get("oof_good_natural_fast_path"):
+        problems.append(
+            "the gate takes no fast path on its own simulated queries: every retrieval "
+            "would be corrected"
+        )
+    report["warnings"] = problems
+    return CalibrationResult(config=config, report=report, warnings=tuple(problems))
 
 
 def _retrievals(

@@ -26,6 +26,7 @@ EXPECTED = [
     "Cache",
     "CacheError",
     "CacheStats",
+    "CalibrationWarning",
     "Chunk",
     "ChunkEvaluation",
     "CircuitBreaker",

@@ -150,26 +150,35 @@ def relevance_threshold(root: Path, qrels: dict[str, Qrels], declared: int | Non
     return 2 if top >= 3 else 1
 
 
-def load_collection(path: str | Path, *, relevant_min: int | None = None) -> Collection:
+def load_collection(
+    path: str | Path, *, relevant_min: int | None = None, corpus_only: bool = False
+) -> Collection:
     """Load the folder; the relevance threshold is ``relevant_min`` or the
     folder's own (see :func:`relevance_threshold`).
+
+    ``corpus_only``: read the corpus (and its vectors) alone; ``queries.jsonl``
+    and ``qrels/`` are neither required nor read (what self-calibration needs).
 
     Raises:
         InputError: a required file is missing or malformed.
     """
     root = Path(path)
-    for required in ("corpus.jsonl", "queries.jsonl", "qrels"):
-        if not (root / required).exists():
-            raise InputError(f"{root} is not in BEIR layout: {required} is missing")
+    required = ("corpus.jsonl",) if corpus_only else ("corpus.jsonl", "queries.jsonl", "qrels")
+    for name in required:
+        if not (root / name).exists():
+            raise InputError(f"{root} is not in BEIR layout: {name} is missing")
     doc_ids, titles, texts = [], {}, {}
     for row in _jsonl(root / "corpus.jsonl"):
         doc_id = str(row["_id"])
         doc_ids.append(doc_id)
         titles[doc_id] = row.get("title") or ""
         texts[doc_id] = row.get("text") or ""
-    queries = {str(row["_id"]): row["text"] for row in _jsonl(root / "queries.jsonl")}
-    qrels = {p.stem: read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
-    relevant_min = relevance_threshold(root, qrels, relevant_min)
+    queries: dict[str, str] = {}
+    qrels: dict[str, Qrels] = {}
+    if not corpus_only:
+        queries = {str(row["_id"]): row["text"] for row in _jsonl(root / "queries.jsonl")}
+        qrels = {p.stem: read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
+    relevant_min = 1 if corpus_only else relevance_threshold(root, qrels, relevant_min)
     collection = Collection(
         name=root.name,
         path=root,

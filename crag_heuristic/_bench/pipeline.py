@@ -192,14 +192,16 @@ def prepare(
     *,
     encode: bool = True,
     relevant_min: int | None = None,
+    corpus_only: bool = False,
 ) -> Prepared:
     """Load the folder, index its vectors, count its document frequencies.
 
     With ``encode=False`` nothing is encoded: every query vector must ship
     with the folder (and the cost section times FAISS alone).
     ``relevant_min`` overrides the folder's relevance threshold.
+    ``corpus_only``: the corpus and its vectors alone (no queries, no qrels read).
     """
-    collection = load_collection(data_dir, relevant_min=relevant_min)
+    collection = load_collection(data_dir, relevant_min=relevant_min, corpus_only=corpus_only)
     analyzer = Analyzer()
     stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
     return Prepared(

@@ -6,11 +6,12 @@ import argparse
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
 from .._config import DEFAULT_PROFILE
-from .._exceptions import InputError
+from .._exceptions import CalibrationWarning, InputError
 from .common import EPILOG, EXIT_OK
 
 __all__ = ["register"]
@@ -132,7 +133,9 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
         from .._bench.pipeline import HarnessRetriever, prepare
         from .._bench.retrievals import chunks_of
 
-        prepared = prepare(args.data_dir, cache_dir=args.cache_dir, encode=not args.no_encode)
+        prepared = prepare(
+            args.data_dir, cache_dir=args.cache_dir, encode=not args.no_encode, corpus_only=True
+        )
         harness = HarnessRetriever(prepared)
         retriever: Any = harness
         collection = prepared.collection
@@ -146,23 +149,32 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError("calibrate --self needs --data-dir, or --index with --docs")
         retriever, docs = faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
         where = f"{args.index} with {args.docs}"
-    result = calibrate_self(
-        retriever,
-        docs,
-        k=args.k,
-        queries=args.queries,
-        styles=_styles(args.styles),
-        prior=None if args.prior == "none" else (args.prior or DEFAULT_PROFILE),
-        corpus_stats=stats,
-        analyzer=analyzer,
-        neighbours=neighbours,
-        seed=args.seed,
-        name=args.name,
-        progress=_progress,
-        target_precision=args.target_precision,
-        min_failure_recall=args.min_failure_recall,
-        max_good_irrelevant=args.max_good_irrelevant,
-    )
+    with warnings.catch_warnings():  # said below, in the CLI's words
+        warnings.simplefilter("ignore", CalibrationWarning)
+        result = calibrate_self(
+            retriever,
+            docs,
+            k=args.k,
+            queries=args.queries,
+            styles=_styles(args.styles),
+            prior=None if args.prior == "none" else (args.prior or DEFAULT_PROFILE),
+            corpus_stats=stats,
+            analyzer=analyzer,
+            neighbours=neighbours,
+            seed=args.seed,
+            name=args.name,
+            progress=_progress,
+            target_precision=args.target_precision,
+            min_failure_recall=args.min_failure_recall,
+            max_good_irrelevant=args.max_good_irrelevant,
+        )
+    for message in result.warnings:
+        sys.stderr.write(f"crag-heuristic: warning: {message}\n")
+    if args.strict and result.warnings:
+        raise InputError(
+            f"the self-calibrated profile missed its targets ({len(result.warnings)} warning(s) "
+            f"above); --strict: {args.out} was not written"
+        )
     result.report["calibrated_on"] = where
     result.report["command"] = _command_line()
     path = result.write(args.out)
@@ -297,6 +309,14 @@ def register(commands: Any) -> None:
         ),
     )
     calibrate.add_argument("--seed", type=int, default=0, help="with --self: the random seed")
+    calibrate.add_argument(
+        "--strict",
+        action="store_true",
+        help=(
+            "with --self: fail (exit 2, no profile written) when the fitted bands miss their "
+            "targets or the gate takes no fast path on the simulated queries, instead of warning"
+        ),
+    )
     calibrate.add_argument(
         "--labels", default="qrels", help="'qrels' or 'llm:RUN' (llm_judgments/RUN.tsv)"
     )

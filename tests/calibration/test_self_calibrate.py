@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from crag_heuristic import (
+    CalibrationWarning,
     Chunk,
     Evaluator,
     EvaluatorConfig,
@@ -15,8 +19,9 @@ from crag_heuristic import (
     ScoreKind,
     Verdict,
 )
+from crag_heuristic import _self_calibrate as self_calibrate
 from crag_heuristic._config import DEFAULT_PROFILE
-from crag_heuristic._self_calibrate import calibrate_self
+from crag_heuristic._self_calibrate import Simulation, calibrate_self, fit_simulation, simulate
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries, sample_retriever
 
 
@@ -129,3 +134,87 @@ def test_bad_input_is_a_typed_error(retriever) -> None:
         calibrate_self(_Answers(strangers), docs, styles=("terms",))  # type: ignore[arg-type]
     with pytest.raises(InputError, match="has no fitted model"):
         calibrate_self(retriever, docs, prior="synapse")
+
+
+def _shuffled(simulation: Simulation) -> Simulation:
+    """The simulation with its queries' targets shuffled between them: labels that
+    the evidence cannot predict, so no band meets its targets."""
+    targets = [ex.relevant for ex in simulation.natural]
+    random.Random(0).shuffle(targets)
+    by_group = {ex.group: t for ex, t in zip(simulation.natural, targets, strict=True)}
+    examples = [dataclasses.replace(ex, relevant=by_group[ex.group]) for ex in simulation.examples]
+    return dataclasses.replace(simulation, examples=examples)
+
+
+@pytest.fixture(scope="module")
+def unpredictable(retriever) -> Simulation:
+    return _shuffled(simulate(retriever, load_sample_corpus(), k=5, queries=60, seed=1))
+
+
+def test_bands_that_miss_their_targets_are_said_and_the_prior_s_are_kept(
+    unpredictable, tmp_path
+) -> None:
+    """The warnings on the result and in the profile's header, and the prior's bands
+    in place of the fitted ones."""
+    prior = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
+    result = fit_simulation(unpredictable, fallbacks=False)
+    assert result.report["bands_met_targets"] is False
+    assert any("prior's bands are kept" in w for w in result.warnings)
+    assert result.report["warnings"] == list(result.warnings)
+    assert result.report["bands"].startswith("the prior's")
+    assert result.config.thresholds == prior.thresholds
+    header = result.write(tmp_path / "p.toml").read_text().splitlines()
+    assert header[1].startswith("# WARNING: the fast-path band cannot meet its targets")
+
+
+def test_without_a_prior_missed_targets_keep_the_closest_bands(unpredictable) -> None:
+    result = fit_simulation(unpredictable, prior=None, fallbacks=False)
+    assert any("the closest it could fit" in w for w in result.warnings)
+    assert result.report["bands"].startswith("fitted (targets missed")
+
+
+def test_bands_that_meet_their_targets_raise_no_warning(fitted) -> None:
+    assert fitted.report["bands_met_targets"] is True
+    assert fitted.warnings == () and fitted.report["warnings"] == []
+    assert fitted.report["bands"] == "fitted on the simulated queries (out-of-fold)"
+
+
+@pytest.fixture
+def unpredictable_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """calibrate_self fitting on shuffled targets (the missed-targets path end to end)."""
+    real = self_calibrate.fit_simulation
+
+    def shuffled_fit(simulation: Simulation, **kwargs: Any) -> Any:
+        return real(_shuffled(simulation), **kwargs)
+
+    monkeypatch.setattr(self_calibrate, "fit_simulation", shuffled_fit)
+
+
+@pytest.mark.usefixtures("unpredictable_fits")
+def test_calibrate_self_warns_where_the_targets_are_missed(retriever) -> None:
+    with pytest.warns(CalibrationWarning, match="cannot meet its targets"):
+        result = calibrate_self(retriever, load_sample_corpus(), k=5, queries=60, seed=1)
+    assert result.warnings
+
+
+@pytest.mark.usefixtures("unpredictable_fits")
+def test_strict_calibration_fails_where_the_targets_are_missed(tmp_path, capsys) -> None:
+    import json
+
+    from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+    from crag_heuristic._sample import _read_jsonl
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in _read_jsonl("sample_documents.jsonl")))
+    index = tmp_path / "s.faiss"
+    assert main(["index", "--docs", str(docs), "--out", str(index)]) == EXIT_OK
+    profile = tmp_path / "self.toml"
+    args = ["calibrate", "--self", "--index", str(index), "--docs", str(docs), "--k", "5"]
+    args += ["--queries", "60"]
+    capsys.readouterr()
+    assert main([*args, "--out", str(profile)]) == EXIT_OK
+    assert "crag-heuristic: warning: the fast-path band" in capsys.readouterr().err
+    assert profile.read_text().splitlines()[1].startswith("# WARNING:")
+    strict = tmp_path / "strict.toml"
+    assert main([*args, "--out", str(strict), "--strict"]) == EXIT_BAD_INPUT
+    assert "--strict" in capsys.readouterr().err and not strict.exists()
