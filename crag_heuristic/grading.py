@@ -9,6 +9,9 @@
 * :class:`Escalation`: which chunks go to the grader (the uncertain band), how
   many (the budget), how long (the timeout), whether the set verdict is
   recomputed;
+* :class:`SetEscalation`: the same for whole lists: when the set probability
+  is uncertain, the grader grades the list and the set verdict is recomputed
+  from its answers;
 * :class:`Cascade`: the gate plus a grader without the router
   (``evaluate`` / ``aevaluate`` -> :class:`CascadeResult`); with the router,
   ``CRAG(retriever, grader=..., escalation=...)`` and the result's
@@ -28,6 +31,7 @@ from ._grading import (
     CrossEncoderGrader,
     Escalation,
     Grader,
+    SetEscalation,
 )
 from ._router.cascade import Cascade, CascadeResult
 
@@ -43,4 +47,5 @@ __all__ = [
     "GraderError",
     "GraderOutputError",
     "GraderTimeout",
+    "SetEscalation",
 ]

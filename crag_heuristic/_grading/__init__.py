@@ -1,6 +1,13 @@
 """The cascade's expensive graders and its escalation policy (see ``crag_heuristic.grading``)."""
 
-from .escalation import CascadeReport, Escalation, cascaded_evaluation, rank_uncertain, select
+from .escalation import (
+    CascadeReport,
+    Escalation,
+    Selection,
+    cascaded_evaluation,
+    rank_uncertain,
+    select,
+)
 from .graders import (
     AsyncGrader,
     CallableGrader,
@@ -11,6 +18,7 @@ from .graders import (
     checked_grades,
     grader_fingerprint,
 )
+from .lists import SetEscalation, escalated_set_evaluation, escalation_policy, select_list
 
 __all__ = [
     "AsyncGrader",
@@ -19,11 +27,16 @@ __all__ = [
     "CrossEncoderGrader",
     "Escalation",
     "Grader",
+    "Selection",
+    "SetEscalation",
     "acall_grader",
     "call_grader",
     "cascaded_evaluation",
     "checked_grades",
+    "escalated_set_evaluation",
+    "escalation_policy",
     "grader_fingerprint",
     "rank_uncertain",
     "select",
+    "select_list",
 ]

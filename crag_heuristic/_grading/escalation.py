@@ -199,9 +199,12 @@ class CascadeReport:
 
     Attributes:
         grader: the grader's fingerprint.
-        band: the uncertain band used ``(low, high)``.
-        threshold: the chunk relevant threshold uncertainty is measured from.
-        candidates: how many chunks lay in the band.
+        band: the uncertain band used ``(low, high)``: of chunk probabilities,
+            or of the set probability for ``level="set"``.
+        threshold: the relevant threshold uncertainty is measured from (the
+            chunk one; the set one for ``level="set"``).
+        candidates: how many chunks lay in the band (``level="set"``: 1 when
+            the list did, else 0).
         escalated: the ids asked about (from the grader or its cached answers),
             most uncertain first.
         share: ``len(escalated)`` over the list's length.
@@ -215,6 +218,8 @@ class CascadeReport:
         gate_verdict: the set verdict of the gate alone.
         verdict: the set verdict after the cascade.
         ms: milliseconds spent on the cache and the grader.
+        level: ``"chunk"`` (an :class:`Escalation`: single chunks) or ``"set"``
+            (a :class:`~crag_heuristic._grading.lists.SetEscalation`: the list).
     """
 
     grader: str
@@ -230,6 +235,7 @@ class CascadeReport:
     gate_verdict: Verdict = Verdict.IRRELEVANT
     verdict: Verdict = Verdict.IRRELEVANT
     ms: float = 0.0
+    level: str = "chunk"
 
     @property
     def applied(self) -> bool:
@@ -239,6 +245,7 @@ class CascadeReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
+            "level": self.level,
             "grader": self.grader,
             "band": list(self.band),
             "threshold": self.threshold,

@@ -25,8 +25,10 @@ from .._grading import (
     CascadeReport,
     Escalation,
     Grader,
+    SetEscalation,
     acall_grader,
     call_grader,
+    escalation_policy,
     grader_fingerprint,
 )
 from .._logging import get_logger
@@ -98,7 +100,8 @@ class Cascade:
         grader: a :class:`~crag_heuristic.grading.Grader` (``grade`` and/or
             ``agrade``).
         escalation: an :class:`~crag_heuristic.grading.Escalation` or a dict
-            of its fields (default ``Escalation()``).
+            of its fields (default ``Escalation()``), or a
+            :class:`~crag_heuristic.grading.SetEscalation` (whole lists).
         cache: where the grader's answers are kept (anything with
             ``get``/``set`` and/or ``aget``/``aset`` of JSON text, e.g. a
             :class:`MemoryCache` or :class:`RedisCache`); ``None`` for none.
@@ -113,7 +116,7 @@ class Cascade:
         self,
         evaluator: Evaluator | EvaluatorConfig | str | None = None,
         grader: Grader | AsyncGrader | None = None,
-        escalation: Escalation | Mapping[str, Any] | None = None,
+        escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
         *,
         cache: Cache | AsyncCache | None = None,
         logger: EventLogger | None = None,
@@ -124,7 +127,7 @@ class Cascade:
             raise InputError("cache must have get/set or aget/aset (or be None)")
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
         self.grader = grader
-        self.escalation = Escalation.of(escalation)
+        self.escalation = escalation_policy(escalation)
         self.cache = cache
         self.fingerprint = grader_fingerprint(grader)
         self._log = logger if logger is not None else get_logger()

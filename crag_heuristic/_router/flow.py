@@ -37,7 +37,17 @@ from .._exceptions import (
     WebSearchResponseError,
 )
 from .._fusion import reciprocal_rank_fusion
-from .._grading import CascadeReport, Escalation, cascaded_evaluation, checked_grades, select
+from .._grading import (
+    CascadeReport,
+    Escalation,
+    Selection,
+    SetEscalation,
+    cascaded_evaluation,
+    checked_grades,
+    escalated_set_evaluation,
+    select,
+    select_list,
+)
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
@@ -129,7 +139,7 @@ class Context:
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     cache_error: str | None = None
-    escalation: Escalation | None = None  # a cascade: escalate uncertain chunks to the grader
+    escalation: Escalation | SetEscalation | None = None  # a cascade: what goes to the grader
     grader_fingerprint: str = ""
     grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
     parent_error: str | None = None
@@ -340,12 +350,18 @@ def escalate(
 ) -> Generator[list[Request], list[Any], tuple[Evaluation, CascadeReport]]:
     """The cascade step: the chunks ``ctx.escalation`` picks go to the grader
     (their cached answers first); its answers replace the gate's probabilities
-    (see :mod:`crag_heuristic._grading.escalation`). Any failure of the grader
-    leaves ``gate`` as it is and is the report's ``error``."""
+    (see :mod:`crag_heuristic._grading.escalation`), or, for a
+    :class:`SetEscalation`, settle the set verdict of an uncertain list (see
+    :mod:`crag_heuristic._grading.lists`). Any failure of the grader leaves
+    ``gate`` as it is and is the report's ``error``."""
     assert ctx.escalation is not None
     policy = ctx.escalation
     started = time.perf_counter()
-    choice = select(gate, policy, ctx.evaluator.config)
+    choice: Selection = (
+        select_list(gate, policy)
+        if isinstance(policy, SetEscalation)
+        else select(gate, policy, ctx.evaluator.config)
+    )
     by_id = {chunk.id: chunk for chunk in chunks}
     grades: dict[str, float] = {}
     keys: dict[str, str] = {}
@@ -392,16 +408,22 @@ def escalate(
                     ctx.cache_failed(failed, "grade write")
     evaluation = gate
     if error is None and grades:
-        if policy.recompute_set:
+        if isinstance(policy, SetEscalation) or policy.recompute_set:
             ctx.grades.update({(i, by_id[i].text): p for i, p in grades.items()})
         again = time.perf_counter()
-        evaluation = cascaded_evaluation(
-            ctx.evaluator, query, chunks, ctx.corpus_stats, gate, grades, policy
-        )
+        if isinstance(policy, SetEscalation):
+            evaluation = escalated_set_evaluation(
+                ctx.evaluator, query, chunks, ctx.corpus_stats, gate, grades, policy
+            )
+        else:
+            evaluation = cascaded_evaluation(
+                ctx.evaluator, query, chunks, ctx.corpus_stats, gate, grades, policy
+            )
         ctx.timed("evaluate", again)
     elif error is not None:
         ctx.notes.append("the grader failed: the gate's verdict stands")
     report = CascadeReport(
+        level="set" if isinstance(policy, SetEscalation) else "chunk",
         grader=ctx.grader_fingerprint,
         band=choice.band,
         threshold=choice.threshold,

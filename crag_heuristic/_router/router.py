@@ -31,8 +31,10 @@ from .._grading import (
     AsyncGrader,
     Escalation,
     Grader,
+    SetEscalation,
     acall_grader,
     call_grader,
+    escalation_policy,
     grader_fingerprint,
 )
 from .._logging import get_logger
@@ -116,7 +118,10 @@ class CRAG:
             they show as ``grader_error`` and the gate's verdict stands.
         escalation: which chunks, how many, how long
             (:class:`~crag_heuristic.grading.Escalation` or a dict of its
-            fields; default ``Escalation()``).
+            fields; default ``Escalation()``), or a
+            :class:`~crag_heuristic.grading.SetEscalation`: the whole list goes
+            to the grader when the set probability is uncertain, and the set
+            verdict is recomputed from its answers.
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
@@ -140,7 +145,7 @@ class CRAG:
         metrics: MetricsSink | None = None,
         logger: EventLogger | None = None,
         grader: Grader | AsyncGrader | None = None,
-        escalation: Escalation | Mapping[str, Any] | None = None,
+        escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
     ) -> None:
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
@@ -181,10 +186,10 @@ class CRAG:
         self._stats_known = False
         self._stats_lock = threading.Lock()
         self.grader = grader
-        self.escalation: Escalation | None = None
+        self.escalation: Escalation | SetEscalation | None = None
         self._grader_fingerprint = ""
         if grader is not None:
-            self.escalation = Escalation.of(escalation)
+            self.escalation = escalation_policy(escalation)
             self._grader_fingerprint = grader_fingerprint(grader)
 
     def __repr__(self) -> str:

@@ -1,0 +1,276 @@
+"""The escalation policy for whole lists: a grader settles the set verdict where the gate is unsure.
+
+The chunk cascade (:mod:`crag_heuristic._grading.escalation`) asks the
+expensive grader about single chunks. The decision that drives the router's
+routes is the set's: P(good retrieval). A :class:`SetEscalation` asks the
+grader about a list when that probability ``p`` lies in the uncertain band
+``[low, high]`` (inclusive; by default the gate's PARTIAL band
+``[partial, relevant]``: the lists the router would correct without being
+sure they need it). The grader grades the list's first ``max_chunks`` chunks
+(all by default). Its answers ``g_i`` in [0, 1] become one set probability
+``g`` (``combine``)::
+
+    noisy_or   g = 1 - prod_i (1 - min(g_i, certainty))      at least one chunk answers, each
+                                                             answer at most ``certainty`` sure
+    max        g = max_i g_i                                 the best chunk decides
+    mean       g = mean_i g_i                                the share of chunks that answer
+
+``noisy_or`` (the default) counts every chunk the grader believes in: a list
+with three chunks graded relevant is surer than one with one, as a count of
+relevant chunks is when an LLM's labels are used as a gate (with binary
+labels, ``max`` throws that away). The set probability becomes::
+
+    p' = g                                                   trust = None (the grader decides)
+    logit(p') = logit(p) + trust * (2 * g - 1)               trust = a number
+
+The second form is Bayes' rule for a grader whose answer multiplies the odds
+by ``e^trust`` (a "yes" of a grader with sensitivity ``se`` and specificity
+``sp`` is worth ``ln(se / (1 - sp))``): it keeps the gate's ranking within
+each answer, and a small ``trust`` moves a list only across a nearby band.
+The set verdict is ``p'`` banded by the gate's own thresholds; the chunks'
+grades become the grader's answers. Failures, timeouts, caching and the
+report are the chunk cascade's (:class:`~crag_heuristic._grading.CascadeReport`,
+``level="set"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .._config import Thresholds, _check_number
+from .._corpus import CorpusStats
+from .._evaluator import Evaluator, verdict_for
+from .._exceptions import ConfigError
+from .._types import Chunk, Evaluation
+from .escalation import Escalation, Selection
+
+__all__ = [
+    "COMBINE",
+    "SetEscalation",
+    "combined_grade",
+    "escalation_policy",
+    "escalated_set_evaluation",
+    "escalated_set_score",
+    "select_list",
+    "set_band",
+    "thresholds_of",
+]
+
+_EPSILON = 1e-9
+COMBINE = ("noisy_or", "max", "mean")
+"""The ways a list's grades make one (see the module doc)."""
+
+
+def _logit(p: float) -> float:
+    p = min(1.0 - _EPSILON, max(_EPSILON, p))
+    return math.log(p / (1.0 - p))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetEscalation:
+    """When a cascade asks its expensive grader about a whole list. Frozen,
+    keyword-only, validated.
+
+    Attributes:
+        band: ``(low, high)``: a list whose set probability lies within it
+            (inclusive) is escalated. ``None``: the gate's PARTIAL band
+            (``[partial, relevant]`` of the thresholds the evaluation used).
+            :meth:`for_share` derives a band from a target share of lists.
+        max_chunks: the grader sees the list's first ``max_chunks`` chunks
+            (``None``: every chunk the gate graded).
+        combine: how the chunks' grades make one (``"noisy_or"``, ``"max"``,
+            ``"mean"``; module doc).
+        certainty: the most a single grade counts for in ``noisy_or`` (in (0, 1]).
+        trust: how the grader's answer moves the set probability (module
+            doc): ``None`` replaces it; a positive number shifts its
+            log-odds by at most that much.
+        timeout: seconds a grading call may take (``None``: no limit); past
+            it the gate's verdict stands and the result says ``GraderTimeout``.
+        cache_grades: keep the grader's answers in the router's cache, per
+            (grader, query, chunk id, text): the chunk cascade's entries.
+        grade_ttl: seconds a cached answer lives.
+    """
+
+    band: tuple[float, float] | None = None
+    max_chunks: int | None = None
+    combine: str = "noisy_or"
+    certainty: float = 0.95
+    trust: float | None = None
+    timeout: float | None = 30.0
+    cache_grades: bool = True
+    grade_ttl: float = 7 * 86400.0
+
+    def __post_init__(self) -> None:
+        if self.band is not None:
+            band = self.band
+            if not isinstance(band, tuple | list) or len(band) != 2:
+                raise ConfigError("band", band, "must be (low, high) or None")
+            _check_number("band.low", band[0], low=0.0, high=1.0)
+            _check_number("band.high", band[1], low=0.0, high=1.0)
+            if band[0] > band[1]:
+                raise ConfigError("band", band, "low must be <= high")
+            object.__setattr__(self, "band", (float(band[0]), float(band[1])))
+        if self.max_chunks is not None:
+            _check_number("max_chunks", self.max_chunks, low=1, integer=True)
+        if self.combine not in COMBINE:
+            raise ConfigError("combine", self.combine, f"must be one of {', '.join(COMBINE)}")
+        _check_number("certainty", self.certainty, low=0.0, high=1.0, low_open=True)
+        if self.trust is not None:
+            _check_number("trust", self.trust, low=0.0, low_open=True)
+        if self.timeout is not None:
+            _check_number("timeout", self.timeout, low=0.0, low_open=True)
+        if not isinstance(self.cache_grades, bool):
+            raise ConfigError("cache_grades", self.cache_grades, "must be true or false")
+        _check_number("grade_ttl", self.grade_ttl, low=0.0, low_open=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SetEscalation:
+        """Build from a dict of the fields; unknown keys raise ConfigError."""
+        if not isinstance(data, Mapping):
+            raise ConfigError("escalation", data, "must be a SetEscalation or a dict")
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(f"escalation.{unknown[0]}", data[unknown[0]], "unknown field")
+        band = data.get("band")
+        return cls(**{**data, "band": tuple(band) if isinstance(band, list) else band})
+
+    @classmethod
+    def for_share(cls, scores: Any, share: float, *, around: float, **fields: Any) -> SetEscalation:
+        """The policy whose band holds ``share`` of ``scores`` (set probabilities
+        of a sample of the traffic, e.g. a calibration run), the ones closest to
+        ``around`` in log-odds (e.g. the gate's relevant threshold).
+
+        Raises:
+            ConfigError: ``share`` outside [0, 1], no scores, or a score that
+                is not a probability.
+        """
+        _check_number("share", share, low=0.0, high=1.0)
+        values = [float(s) for s in scores]
+        if not values or any(not 0.0 <= s <= 1.0 for s in values):
+            raise ConfigError("scores", len(values), "must be a non-empty list of probabilities")
+        _check_number("around", around, low=0.0, high=1.0)
+        if share == 0.0:
+            return cls(band=(around, around), **fields)
+        centre = _logit(around)
+        distances = sorted(abs(_logit(s) - centre) for s in values)
+        width = distances[min(len(distances), math.ceil(share * len(distances))) - 1]
+        low = 1.0 / (1.0 + math.exp(-(centre - width)))
+        high = 1.0 / (1.0 + math.exp(-(centre + width)))
+        return cls(band=(max(0.0, low - _EPSILON), min(1.0, high + _EPSILON)), **fields)
+
+
+def set_band(evaluation: Evaluation, policy: SetEscalation) -> tuple[float, float]:
+    """The band ``policy`` applies to ``evaluation``: its own, or the gate's
+    PARTIAL band recorded in ``details["bands"]``."""
+    if policy.band is not None:
+        return policy.band
+    bands = evaluation.details.get("bands")
+    if isinstance(bands, Mapping):
+        try:
+            return float(bands["partial"]), float(bands["relevant"])
+        except (KeyError, TypeError, ValueError):
+            pass
+    return 0.0, 1.0
+
+
+def combined_grade(grades: Sequence[float], policy: SetEscalation) -> float:
+    """The list's grades made one by ``policy.combine`` (module doc); 0 for none."""
+    values = list(grades)
+    if not values:
+        return 0.0
+    if policy.combine == "max":
+        return max(values)
+    if policy.combine == "mean":
+        return sum(values) / len(values)
+    miss = 1.0
+    for g in values:
+        miss *= 1.0 - min(g, policy.certainty)
+    return 1.0 - miss
+
+
+def escalated_set_score(gate_score: float, grades: Sequence[float], policy: SetEscalation) -> float:
+    """The set probability after the grader's answers (module doc)."""
+    g = combined_grade(grades, policy)
+    if policy.trust is None:
+        return g
+    z = _logit(gate_score) + policy.trust * (2.0 * g - 1.0)
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def thresholds_of(evaluation: Evaluation, fallback: Thresholds) -> Thresholds:
+    """The set bands ``evaluation`` was banded with (``fallback`` when unrecorded)."""
+    bands = evaluation.details.get("bands")
+    if isinstance(bands, Mapping):
+        try:
+            return Thresholds(relevant=bands["relevant"], partial=bands["partial"])
+        except (KeyError, ConfigError):
+            pass
+    return fallback
+
+
+def select_list(evaluation: Evaluation, policy: SetEscalation) -> Selection:
+    """The chunks ``policy`` sends to the grader: the list's first ``max_chunks``
+    when its set probability lies in the band, else none."""
+    band = set_band(evaluation, policy)
+    threshold = thresholds_of(evaluation, Thresholds(relevant=band[1], partial=band[0])).relevant
+    uncertain = bool(evaluation.chunks) and band[0] <= evaluation.score <= band[1]
+    grades = evaluation.chunks[: policy.max_chunks] if uncertain else ()
+    return Selection(
+        band=band,
+        threshold=threshold,
+        candidates=1 if uncertain else 0,
+        chosen=tuple(g.chunk_id for g in grades),
+        gate_scores={g.chunk_id: g.score for g in grades},
+        total=len(evaluation.chunks),
+    )
+
+
+def escalated_set_evaluation(
+    evaluator: Evaluator,
+    query: str,
+    chunks: Sequence[Chunk],
+    corpus_stats: CorpusStats | None,
+    gate: Evaluation,
+    grades: Mapping[str, float],
+    policy: SetEscalation,
+) -> Evaluation:
+    """The evaluation with the grader's answers as the chunks' grades and the set
+    probability and verdict recomputed from them (module doc); ``details
+    ["set_escalation"]`` records how."""
+    if not grades:
+        return gate
+    graded = evaluator.evaluate(query, chunks, corpus_stats, chunk_grades=grades)
+    combined = combined_grade(list(grades.values()), policy)
+    score = escalated_set_score(gate.score, list(grades.values()), policy)
+    thresholds = thresholds_of(gate, evaluator.config.thresholds)
+    verdict = verdict_for(score, thresholds)
+    how = "the grader decides" if policy.trust is None else f"trust {policy.trust:g}"
+    details = {
+        **graded.details,
+        "set_escalation": {
+            "gate_score": gate.score,
+            "grader_score": combined,
+            "combine": policy.combine,
+            "trust": policy.trust,
+            "graded": len(grades),
+        },
+    }
+    reasoning = (
+        f"{verdict.value} ({score:.2f}): the list was uncertain (gate {gate.score:.2f}); the "
+        f"grader's {policy.combine} of {len(grades)} chunk grade(s) is {combined:.2f} ({how}); "
+        f"gate: {gate.reasoning}"
+    )
+    return replace(graded, score=score, verdict=verdict, details=details, reasoning=reasoning)
+
+
+def escalation_policy(
+    value: Escalation | SetEscalation | Mapping[str, Any] | None,
+) -> Escalation | SetEscalation:
+    """A cascade's policy: ``value`` itself, the default chunk policy (``None``),
+    or an :class:`Escalation` built from a dict of its fields."""
+    if isinstance(value, SetEscalation):
+        return value
+    return Escalation.of(value)
