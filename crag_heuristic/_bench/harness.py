@@ -35,10 +35,11 @@ from .failure import BASELINES, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
 from .quality import quality_section
 from .retrievals import chunks_of
+from .set_cascade import set_cascade_section
 
 __all__ = ["SECTIONS", "run_bench"]
 
-SECTIONS = ("failure", "agreement", "cascade", "quality", "cost", "context")
+SECTIONS = ("failure", "agreement", "cascade", "set-cascade", "quality", "cost", "context")
 
 
 def _log(message: str) -> None:
@@ -157,6 +158,32 @@ def run_bench(
                 goal=(GOAL_KAPPA, GOAL_SHARE),
             )
             results["plots"].append("cascade.png")
+    if "set-cascade" in sections:
+        progress("set-level cascade: failure AUC against the share of lists escalated")
+        if failure is None:
+            failure = failure_section(prepared, {config.name: config}, k)
+        set_cascade = set_cascade_section(
+            prepared,
+            failure.retrievals,
+            failure.scores[config.name],
+            config.thresholds.relevant,
+            gate_name=config.name
+            + (
+                " (fitted on this test split: in-sample)"
+                if _fitted_on_test(config, results["collection"])
+                else ""
+            ),
+        )
+        if set_cascade is None:
+            results["skipped"]["set-cascade"] = "no llm_judgments/ folder"
+        else:
+            results["sections"]["set-cascade"] = set_cascade
+            plots.set_cascade_plot(
+                set_cascade,
+                out / "set_cascade.png",
+                f"set-level cascade on {prepared.collection.name}: gate + LLM label set",
+            )
+            results["plots"].append("set_cascade.png")
     if "quality" in sections:
         progress("retrieval quality: bare dense vs the CRAG router")
         results["sections"]["quality"] = quality_section(prepared, config)
@@ -466,6 +493,8 @@ def render_report(results: dict[str, Any]) -> str:
             )
     if "cascade" in s:
         lines += _cascade_lines(s["cascade"])
+    if "set-cascade" in s:
+        lines += _set_cascade_lines(s["set-cascade"])
     if "quality" in s:
         q = s["quality"]
         lines += [
@@ -568,6 +597,46 @@ def _cascade_lines(c: dict[str, Any]) -> list[str]:
                 f"| {name} | {_f(g['kappa_alone'])} | {policy} | "
                 + " | ".join(_f(at[f"{a:.2f}"]) for a in READ_AT)
                 + f" | {pct(g['share_for_goal'][policy])} |"
+            )
+    return lines
+
+
+def _set_cascade_lines(c: dict[str, Any]) -> list[str]:
+    """The set-level cascade section of the report."""
+    from .set_cascade import READ_AT as SET_READ_AT
+
+    lines = [
+        "",
+        "## Set-level cascade: an LLM grader settles the uncertain lists",
+        "",
+        f"{c['retrievals']} retrievals ({c['natural']} natural + probes); gate `{c['gate']}` "
+        f"alone: failure AUC {_f(c['gate_auc'])}. Each of the {c['label_sets']} LLM label sets "
+        "used as a gate alone (a list scored by how many of its chunks it grades relevant): "
+        f"median {_f(c['median_llm_as_gate_auc'])}, best {_f(c['best_llm_as_gate_auc'])} "
+        f"({c['best_label_set']}). As the grader of a `SetEscalation` (2-fold by query: band "
+        "and rule set on one half, scored on the other), pointers `threshold` (band centred "
+        "on the gate's relevant threshold) and `youden` (on the training half's best "
+        "separating score); `oracle` escalates the lists the gate ranks most wrongly first "
+        "(a reference, not a policy).",
+        "",
+    ]
+    lines += [f"- {goal}: {'met' if met else 'not met'}" for goal, met in c["goals"].items()]
+    lines += [
+        "",
+        "| LLM label set | alone | pointer | "
+        + " | ".join(f"at {a:.0%}" for a in SET_READ_AT)
+        + " |",
+        "|---|---|---|" + "---|" * len(SET_READ_AT),
+    ]
+    ranked = sorted(c["graders"].items(), key=lambda kv: -(kv[1]["auc_alone"] or 0.0))
+    for name, g in ranked:
+        for pointer, at in g["at"].items():
+            if pointer == "oracle" and name != c["best_label_set"]:
+                continue
+            lines.append(
+                f"| {name} | {_f(g['auc_alone'])} | {pointer} | "
+                + " | ".join(_f(at[f"{a:.2f}"]) for a in SET_READ_AT)
+                + " |"
             )
     return lines
 

@@ -158,6 +158,60 @@ def cascade_plot(
     return _save(plt, fig, path)
 
 
+def set_cascade_plot(section: dict[str, Any], path: Path, title: str) -> Path:
+    """Failure AUC against the share of lists escalated: one panel per pointer; the
+    best and the median label set in colour (the best one's oracle dashed), the
+    others grey; the gate alone and the best label set alone as lines."""
+    plt = _pyplot()
+    pointers = [
+        p
+        for p in ("threshold", "youden")
+        if p in section["graders"][section["best_label_set"]]["curves"]
+    ]
+    fig, axes = plt.subplots(1, len(pointers), figsize=(6 * len(pointers), 5), sharey=True)
+    axes = np.atleast_1d(axes)
+    ranked = sorted(section["graders"].items(), key=lambda kv: -(kv[1]["auc_alone"] or 0.0))
+    median_name = ranked[len(ranked) // 2][0]
+    for ax, pointer in zip(axes, pointers, strict=True):
+        for name, grader in ranked:
+            curve = grader["curves"][pointer]
+            share = 100 * np.asarray(curve["share"])
+            if name in (section["best_label_set"], median_name):
+                tag = "best" if name == section["best_label_set"] else "median"
+                (line,) = ax.plot(
+                    share,
+                    curve["auc"],
+                    lw=2,
+                    label=f"{name} ({tag}; alone {grader['auc_alone']:.3f})",
+                )
+                if tag == "best":
+                    oracle = grader["curves"]["oracle"]
+                    ax.plot(
+                        100 * np.asarray(oracle["share"]),
+                        oracle["auc"],
+                        "--",
+                        color=line.get_color(),
+                        lw=1,
+                        label="escalating the gate's worst-ranked lists first (reference)",
+                    )
+            else:
+                ax.plot(share, curve["auc"], color="grey", lw=0.6, alpha=0.5)
+        ax.axhline(section["gate_auc"], color="black", ls=":", lw=1, label="gate alone")
+        ax.axhline(
+            section["best_llm_as_gate_auc"], color="red", ls=":", lw=1, label="best label set alone"
+        )
+        ax.axvline(30, color="black", ls=":", lw=0.8)
+        ax.set(
+            xlabel="lists escalated to the LLM grader (%)",
+            title=f"pointer: {pointer}",
+            xlim=(0, 100),
+        )
+    axes[0].set_ylabel("failure ROC-AUC (natural + probes)")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(title + " (grey: the other label sets)")
+    return _save(plt, fig, path)
+
+
 def context_plot(section: dict[str, Any], path: Path, title: str) -> Path:
     """Evidence recall against tokens sent: a curve per method (top-k over k, the refined
     methods over token budgets), each LLM label set as a point."""

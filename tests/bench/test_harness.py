@@ -80,10 +80,25 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         progress=lambda message: None,
     )
     sections = results["sections"]
-    assert set(sections) == {"failure", "agreement", "cascade", "quality", "cost", "context"}
+    assert set(sections) == {
+        "failure",
+        "agreement",
+        "cascade",
+        "set-cascade",
+        "quality",
+        "cost",
+        "context",
+    }
     failure = sections["failure"]
     assert failure["natural"] == failure["probes"] == 18
-    assert {"seed design (as written)", "synapse", "NQC", "fitted"} <= set(failure["auc"])
+    assert {"seed design (as written)", "synapse", "NQC", "fitted", "WIG"} <= set(failure["auc"])
+    assert {"top-1 BM25 / idf mass", "max BM25 / idf mass", "keyword coverage"} <= set(
+        failure["auc"]
+    )
+    assert "LLM as gate: noisy-grader" in failure["auc"]
+    set_cascade = sections["set-cascade"]
+    assert set_cascade["label_sets"] == 1 and set_cascade["best_label_set"] == "noisy-grader"
+    assert set(set_cascade["cascade_auc_at_30pct"]) == {"threshold", "youden"}
     counts = failure["verdicts"]["fitted"]["counts"]
     assert sum(sum(row.values()) for row in counts.values()) == 36
     agreement = sections["agreement"]
@@ -114,6 +129,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         "verdicts.png",
         "latency.png",
         "cascade.png",
+        "set_cascade.png",
         "context.png",
     ):
         assert (tmp_path / "out" / name).stat().st_size > 0
@@ -122,6 +138,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     assert "a gate fitted on this folder's train split (qrels)" in report  # it has one
     assert "Section self-calibration skipped: simulated queries need MiniLM" in report
     assert "## Context sent to the generator" in report and "| noisy-grader |" in report
+    assert "## Set-level cascade: an LLM grader settles the uncertain lists" in report
     assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 5
 
 
