@@ -1,20 +1,28 @@
-"""Leave one collection out: does a gate hold on a collection it never saw?
+"""Leave one collection out, nested: the numbers to expect on a collection nobody tuned to.
 
     crag-heuristic bench --loco --data-dir DIR [--data-dir DIR ...]   (or a parent folder)
 
-For each collection ``c`` of the folders given:
+For each collection ``c`` of the folders given (the outer fold):
 
-1. the gate is fitted on the labelled test retrievals (natural + leave-
-   relevant-out probes) of every OTHER collection, each collection weighing
-   the same (the way the shipped default is made, without ``c``);
+1. the gate's design is chosen on the OTHER collections by an inner leave-one-
+   collection-out (:mod:`crag_heuristic._bench.selection`: the evidence among
+   :data:`~crag_heuristic._bench.variants.EVIDENCE_VARIANTS`, then the band
+   targets), and the pick is fitted on them, each collection weighing the same;
 2. it is self-calibrated on ``c``'s corpus (simulated queries, no qrels,
-   :func:`crag_heuristic.calibrate_self`) starting from that gate;
-3. both are scored on ``c``'s test retrievals with the failure benchmark,
-   next to the simple baselines of the same run (top-1, score gap, NQC, the
-   seed design).
+   :func:`crag_heuristic.calibrate_self`) with that gate as its prior, which
+   never saw ``c``;
+3. both are scored on ``c``'s test retrievals (natural + leave-relevant-out
+   probes), next to baselines of the same run: every parameter-free
+   predictor of the failure benchmark, the one of them with the best mean on
+   the other collections (chosen the same nested way), LR(top-1, max BM25)
+   fitted on the other collections, the best predictor on ``c`` itself (an
+   oracle: a reference, not a baseline anyone could pick) and, where ``c``
+   has LLM label sets, each label set used as a gate.
 
-Nothing of ``c``'s labels is used before it is scored: these are the numbers
-to expect on a user's collection. One table (``loco.md``, ``loco.json``).
+Nothing of ``c``'s labels is used before it is scored. Writes ``loco.md``
+(the tables), ``loco.json`` (every number) and ``ledger.md`` (every variant
+compared, the inner scores that picked, and each variant's plain LOCO score
+for reference).
 """
 
 from __future__ import annotations
@@ -23,28 +31,52 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._calibrate import DEFAULT_CHUNK_FEATURES, DEFAULT_SET_FEATURES, GateExample, fit_gate
 from .._config import EvaluatorConfig
 from .._self_calibrate import (
     DEFAULT_PRIOR_C,
     DEFAULT_SELF_QUERIES,
     DEFAULT_SELF_STYLES,
-    calibrate_self,
+    Simulation,
+    fit_simulation,
+    simulate,
 )
 from .._version import __version__
-from .failure import BASELINES, FailureResult, failure_section
-from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
+from .failure import (
+    BASELINES,
+    MIN_NATURAL_FAILURES,
+    baseline_scores,
+    llm_gate_scores,
+    verdict_table,
+)
+from .pipeline import HarnessRetriever, prepare, progress
+from .selection import (
+    RULE,
+    CollectionData,
+    FitCache,
+    GateVariant,
+    NestedResult,
+    gate_scores,
+    nested_loco,
+)
+from .variants import BAND_VARIANTS, EVIDENCE_VARIANTS, GOAL, LR_BASELINE, meets_goal
 
-__all__ = ["SelfVariant", "collection_folders", "labelled_retrievals", "run_loco"]
+__all__ = ["SelfVariant", "collection_folders", "paired_bootstrap", "render", "run_loco"]
 
-LOCO_GATE = "gate fitted on the other collections"
-SELF_GATE = "self-calibrated on this corpus (no qrels)"
+LOCO_GATE = "nested gate"
+"""The gate chosen and fitted on the other collections."""
+SELF_GATE = "self-calibrated (no qrels)"
+"""The nested gate self-calibrated on the collection's own corpus."""
+LR_GATE = LR_BASELINE.label
+FIXED = "best simple predictor, chosen on the others"
+ORACLE = "best simple predictor here (oracle)"
+LLM_MEDIAN = "LLM label sets as gates: median"
+LLM_BEST = "LLM label sets as gates: best"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,11 +84,11 @@ class SelfVariant:
     """One way to self-calibrate, compared with ``run_loco(self_variants=...)``.
 
     Attributes:
-        label: its column in the report.
+        label: its name in the report.
         styles: the simulated query styles.
         queries: how many simulated queries.
-        prior_c: the pull towards the gate fitted on the other collections
-            (``None``: no prior, fitted from the simulated queries alone).
+        prior_c: the pull towards the nested gate (``None``: no prior, fitted
+            from the simulated queries alone).
     """
 
     label: str
@@ -78,140 +110,21 @@ def collection_folders(paths: Sequence[str | Path]) -> list[Path]:
     return folders
 
 
-def labelled_retrievals(prepared: Prepared, k: int, split: str = "test") -> list[GateExample]:
-    """The collection's labelled retrievals, each weighing ``1 / n`` and carrying
-    its corpus statistics, grouped under ``collection:query``."""
-    name = prepared.collection.name
-    examples = retrievals_for(prepared, labels_for(prepared.collection, "qrels", split), k)
-    return [
-        dataclasses.replace(
-            ex, group=f"{name}:{ex.group}", weight=1.0 / len(examples), corpus_stats=prepared.stats
-        )
-        for ex in examples
-    ]
-
-
-def _documents(prepared: Prepared) -> list[Any]:
-    from .retrievals import chunks_of
-
-    collection = prepared.collection
-    return list(chunks_of(collection, [(d, 0.0) for d in collection.doc_ids]))
-
-
-def run_loco(
-    data_dirs: Sequence[str | Path],
-    out: str | Path,
-    *,
-    k: int = 10,
-    chunk_features: Sequence[str] = DEFAULT_CHUNK_FEATURES,
-    set_features: Sequence[str] = DEFAULT_SET_FEATURES,
-    self_calibrate: bool = True,
-    queries: int = DEFAULT_SELF_QUERIES,
-    prior_c: float = DEFAULT_PRIOR_C,
-    self_variants: Sequence[SelfVariant] | None = None,
-    cache_dir: str | Path | None = None,
-    encode: bool = True,
-    command: str = "",
-    log: Callable[[str], None] = _log,
-) -> dict[str, Any]:
-    """Run the protocol of the module doc; write ``loco.md`` and ``loco.json`` to ``out``.
-
-    ``self_variants`` replaces the one self-calibrated gate (``queries``,
-    ``prior_c``, the default styles) by several, one column each: the way the
-    self-calibration defaults were compared (``benchmarks/self_calibration.py``).
-    """
-    out = Path(out)
-    variants = list(
-        self_variants or [SelfVariant(label=SELF_GATE, queries=queries, prior_c=prior_c)]
-    )
-    if not self_calibrate:
-        variants = []
-    started = time.perf_counter()
-    folders = collection_folders(data_dirs)
-    prepared: dict[str, Prepared] = {}
-    examples: dict[str, list[GateExample]] = {}
-    for folder in folders:
-        log(f"loading {folder}")
-        p = prepare(folder, cache_dir=Path(cache_dir or out / "cache") / folder.name, encode=encode)
-        prepared[p.collection.name] = p
-        examples[p.collection.name] = labelled_retrievals(p, k)
-    base = EvaluatorConfig.from_profile("synapse")
-    rows: dict[str, Any] = {}
-    for name, held_out in prepared.items():
-        log(f"{name}: fitting on the other {len(prepared) - 1} collections")
-        others = [ex for other, exs in examples.items() if other != name for ex in exs]
-        loco = fit_gate(
-            others,
-            base=base,
-            chunk_features=chunk_features,
-            set_features=set_features,
-            fallbacks=False,
-            name="loco",
-            fitted_on=f"the test splits of {', '.join(sorted(set(examples) - {name}))}",
-        ).config
-        profiles = {LOCO_GATE: loco}
-        for variant in variants:
-            log(f"{name}: self-calibrating on its corpus ({variant.label})")
-            retriever = HarnessRetriever(held_out)
-            profiles[variant.label] = calibrate_self(
-                retriever,
-                _documents(held_out),
-                k=k,
-                queries=variant.queries,
-                styles=variant.styles,
-                prior=None if variant.prior_c is None else loco,
-                prior_c=DEFAULT_PRIOR_C if variant.prior_c is None else variant.prior_c,
-                corpus_stats=held_out.stats,
-                analyzer=held_out.analyzer,
-                neighbours=retriever.neighbours,
-                progress=progress,
-            ).config
-        failure = failure_section(held_out, profiles, k)
-        rows[name] = _row(failure.summary, list(profiles))
-        for gate in profiles:
-            rows[name]["gates"][gate]["over_best_baseline_95ci"] = paired_bootstrap(
-                failure, gate, rows[name]["best_baseline"]
-            )
-    summary = _summary(rows)
-    results = {
-        "command": command,
-        "library_version": __version__,
-        "k": k,
-        "chunk_features": list(chunk_features),
-        "set_features": list(set_features),
-        "self_calibration_queries": queries if self_calibrate else 0,
-        "prior_c": prior_c,
-        "self_variants": [
-            {
-                "label": v.label,
-                "styles": list(v.styles),
-                "queries": v.queries,
-                "prior_c": v.prior_c,
-            }
-            for v in variants
-        ],
-        "collections": rows,
-        "summary": summary,
-        "seconds": time.perf_counter() - started,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "loco.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    (out / "loco.md").write_text(render(results), encoding="utf-8")
-    log(f"wrote {out / 'loco.md'} in {results['seconds']:.0f} s")
-    return results
-
-
 def paired_bootstrap(
-    failure: FailureResult, gate: str, baseline: str, *, rounds: int = 1000, seed: int = 0
+    groups: Sequence[str],
+    failed: np.ndarray,
+    ours: np.ndarray,
+    theirs: np.ndarray,
+    *,
+    rounds: int = 1000,
+    seed: int = 0,
 ) -> tuple[float, float]:
-    """A 95 % interval for (the gate's AUC - the baseline's AUC), resampling queries
-    (a query's natural retrieval and its probe together) with replacement."""
+    """A 95 % interval for (our AUC - their AUC), resampling queries (a query's
+    natural retrieval and its probe together) with replacement."""
     from sklearn.metrics import roc_auc_score
 
-    groups = np.array([r.group for r in failure.retrievals])
-    failed = np.array([r.failed for r in failure.retrievals])
-    ours, theirs = failure.scores[gate], failure.scores[baseline]
-    members = {g: np.flatnonzero(groups == g) for g in dict.fromkeys(groups.tolist())}
+    labels = np.asarray(groups)
+    members = {g: np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())}
     keys = list(members)
     rng = np.random.default_rng(seed)
     diffs = []
@@ -225,140 +138,530 @@ def paired_bootstrap(
     return float(low), float(high)
 
 
-def _row(summary: dict[str, Any], gates: list[str]) -> dict[str, Any]:
-    auc = summary["auc"]
-    baselines = {b: auc[b]["natural+probes"] for b in BASELINES}
-    best = max(baselines, key=lambda b: baselines[b] or 0.0)
-    row: dict[str, Any] = {
-        "queries": summary["natural"],
-        "natural_failed": summary["natural_failed"],
-        "baselines": baselines,
-        "best_baseline": best,
-        "best_baseline_auc": baselines[best],
-        "gates": {},
+class _SelfCalibration:
+    """Simulations per (collection, variant), run once; fits with any prior."""
+
+    def __init__(self, datasets: Mapping[str, CollectionData], k: int) -> None:
+        self.datasets = datasets
+        self.k = k
+        self._runs: dict[tuple[str, str], tuple[Simulation, list[Any]]] = {}
+
+    def run(self, name: str, variant: SelfVariant) -> tuple[Simulation, list[Any]]:
+        from .._calibrate import evaluate_examples
+        from .retrievals import chunks_of
+
+        key = (name, variant.label)
+        if key not in self._runs:
+            data = self.datasets[name]
+            prepared = data.prepared
+            collection = prepared.collection
+            retriever = HarnessRetriever(prepared)
+            simulation = simulate(
+                retriever,
+                list(chunks_of(collection, [(d, 0.0) for d in collection.doc_ids])),
+                k=self.k,
+                queries=variant.queries,
+                styles=variant.styles,
+                corpus_stats=prepared.stats,
+                analyzer=prepared.analyzer,
+                neighbours=retriever.neighbours,
+                progress=progress,
+            )
+            evaluations = evaluate_examples(simulation.examples, data.base, prepared.stats)
+            self._runs[key] = (simulation, evaluations)
+        return self._runs[key]
+
+    def fit(
+        self, name: str, variant: SelfVariant, prior: EvaluatorConfig
+    ) -> tuple[EvaluatorConfig, dict[str, Any]]:
+        simulation, evaluations = self.run(name, variant)
+        result = fit_simulation(
+            simulation,
+            prior=None if variant.prior_c is None else prior,
+            prior_c=DEFAULT_PRIOR_C if variant.prior_c is None else variant.prior_c,
+            fallbacks=False,
+            evaluations=evaluations,
+        )
+        report = {
+            **result.report,
+            "prior_fitted_on": None
+            if variant.prior_c is None or prior.model is None
+            else prior.model.fitted_on,
+        }
+        return result.config, report
+
+
+def run_loco(
+    data_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    k: int = 10,
+    evidence: Sequence[GateVariant] = EVIDENCE_VARIANTS,
+    bands: Sequence[Mapping[str, float]] = BAND_VARIANTS,
+    self_calibrate: bool = True,
+    queries: int = DEFAULT_SELF_QUERIES,
+    prior_c: float = DEFAULT_PRIOR_C,
+    self_variants: Sequence[SelfVariant] | None = None,
+    cache_dir: str | Path | None = None,
+    encode: bool = True,
+    command: str = "",
+    log: Callable[[str], None] = _log,
+) -> dict[str, Any]:
+    """Run the protocol of the module doc; write ``loco.md``, ``loco.json`` and
+    ``ledger.md`` to ``out``.
+
+    ``self_variants`` replaces the one self-calibrated gate (``queries``,
+    ``prior_c``, the default styles) by several: each collection's
+    self-calibration variant is then chosen nested too (by the mean gain over
+    the nested gate on the inner held-out collections, each self-calibrated
+    with a prior fitted without the outer one), which is how
+    ``benchmarks/self_calibration.py`` compares them.
+    """
+    out = Path(out)
+    started = time.perf_counter()
+    datasets: dict[str, CollectionData] = {}
+    for folder in collection_folders(data_dirs):
+        log(f"loading {folder}")
+        p = prepare(folder, cache_dir=Path(cache_dir or out / "cache") / folder.name, encode=encode)
+        datasets[p.collection.name] = CollectionData.of(p, k)
+    if len(datasets) < 3:
+        from .._exceptions import InputError
+
+        raise InputError(
+            f"nested leave-one-collection-out needs at least 3 collections, got {len(datasets)}"
+        )
+    names = sorted(datasets)
+    cache = FitCache(datasets)
+    nested = nested_loco(evidence, bands, cache, meets_goal=meets_goal, log=log)
+
+    variants = list(
+        self_variants or [SelfVariant(label=SELF_GATE, queries=queries, prior_c=prior_c)]
+    )
+    selfcal = _SelfCalibration(datasets, k)
+    self_choice: dict[str, Any] = {}
+    rows: dict[str, Any] = {}
+    plain = {n: baseline_scores(datasets[n].prepared, datasets[n].retrievals) for n in names}
+    plain_auc = {n: {b: datasets[n].auc(plain[n][b]) for b in BASELINES} for n in names}
+    for name in names:
+        data = datasets[name]
+        others = [n for n in names if n != name]
+        scores: dict[str, np.ndarray] = {LOCO_GATE: nested.scores[name]}
+        verdicts: dict[str, list[str]] = {LOCO_GATE: nested.verdicts[name]}
+        lr_config = cache.fit(LR_BASELINE, others)
+        scores[LR_GATE], verdicts[LR_GATE] = gate_scores(lr_config, data)
+        fixed = max(BASELINES, key=lambda b: _mean(plain_auc[o][b][0] for o in others))
+        scores[FIXED] = plain[name][fixed]
+        oracle = max(BASELINES, key=lambda b: plain_auc[name][b][0] or 0.0)
+        scores[ORACLE] = plain[name][oracle]
+        scores.update({b: plain[name][b] for b in BASELINES})
+        llm = llm_gate_scores(data.prepared, data.retrievals)
+        self_report: dict[str, Any] | None = None
+        if self_calibrate:
+            chosen = variants[0]
+            if len(variants) > 1:
+                chosen, self_choice[name] = _choose_self(variants, name, nested, cache, selfcal)
+            log(f"{name}: self-calibrating on its corpus ({chosen.label})")
+            config, self_report = selfcal.fit(name, chosen, nested.configs[name])
+            scores[SELF_GATE], verdicts[SELF_GATE] = gate_scores(config, data)
+        rows[name] = _row(data, scores, verdicts, llm, fixed, oracle, nested, self_report)
+    results = {
+        "command": command,
+        "library_version": __version__,
+        "k": k,
+        "rule": RULE,
+        "goal": GOAL,
+        "min_natural_failures": MIN_NATURAL_FAILURES,
+        "evidence_variants": [v.describe() for v in evidence],
+        "band_variants": [dict(b) for b in bands],
+        "picks": {n: nested.picks[n].describe() for n in names},
+        "inner": nested.inner,
+        "plain_loco": {v: {n: list(a) for n, a in per.items()} for v, per in nested.loco.items()},
+        "self_calibration_queries": queries if self_calibrate else 0,
+        "prior_c": prior_c,
+        "self_variants": [dataclasses.asdict(v) for v in variants] if self_calibrate else [],
+        "self_choice": self_choice,
+        "collections": rows,
+        "summary": _summary(rows),
+        "seconds": time.perf_counter() - started,
     }
-    for gate in gates:
-        v = summary["verdicts"][gate]
-        row["gates"][gate] = {
-            "auc_mix": auc[gate]["natural+probes"],
-            "auc_natural": auc[gate]["natural"],
-            "over_best_baseline": (auc[gate]["natural+probes"] or 0.0) - (baselines[best] or 0.0),
-            "good_natural_fast_path": v["good_natural_fast_path"],
-            "fast_path_precision": v["fast_path_precision"],
-            "natural_fast_path_precision": v["natural_fast_path_precision"],
-            "good_natural_in_irrelevant": v["good_natural_in_irrelevant"],
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "loco.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / "loco.md").write_text(render(results), encoding="utf-8")
+    (out / "ledger.md").write_text(ledger(results), encoding="utf-8")
+    log(f"wrote {out / 'loco.md'} in {results['seconds']:.0f} s")
+    return results
+
+
+def _mean(values: Any) -> float:
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else float("nan")
+
+
+def _choose_self(
+    variants: Sequence[SelfVariant],
+    outer: str,
+    nested: NestedResult,
+    cache: FitCache,
+    selfcal: _SelfCalibration,
+) -> tuple[SelfVariant, dict[str, Any]]:
+    """The self-calibration variant for ``outer``, chosen on the other collections:
+    each inner collection self-calibrated with the outer pick fitted without both."""
+    names = sorted(cache.datasets)
+    others = [n for n in names if n != outer]
+    gains: dict[str, list[float]] = {v.label: [] for v in variants}
+    for inner in others:
+        train = [n for n in names if n not in (outer, inner)]
+        prior = cache.fit(nested.picks[outer], train)
+        data = cache.datasets[inner]
+        base_auc = data.auc(gate_scores(prior, data)[0])[0] or 0.0
+        for v in variants:
+            config, _ = selfcal.fit(inner, v, prior)
+            gains[v.label].append((data.auc(gate_scores(config, data)[0])[0] or 0.0) - base_auc)
+    mean_gain = {label: float(np.mean(g)) for label, g in gains.items()}
+    chosen = max(variants, key=lambda v: mean_gain[v.label])
+    return chosen, {"chosen": chosen.label, "inner_mean_gain": mean_gain}
+
+
+def _row(
+    data: CollectionData,
+    scores: dict[str, np.ndarray],
+    verdicts: dict[str, list[str]],
+    llm: dict[str, np.ndarray],
+    fixed: str,
+    oracle: str,
+    nested: NestedResult,
+    self_report: dict[str, Any] | None,
+) -> dict[str, Any]:
+    groups = [r.group for r in data.retrievals]
+    auc = {name: data.auc(s) for name, s in scores.items()}
+    llm_auc = {name: data.auc(s) for name, s in llm.items()}
+    config = nested.configs[data.name]
+    row: dict[str, Any] = {
+        "queries": int(data.natural.sum()),
+        "natural_failed": int((data.failed & data.natural).sum()),
+        "pick": nested.picks[data.name].label,
+        "gate_fitted_on": None if config.model is None else config.model.fitted_on,
+        "fixed_baseline": fixed,
+        "oracle_baseline": oracle,
+        "auc": {name: {"mix": a[0], "natural": a[1]} for name, a in auc.items()},
+        "llm": {name: {"mix": a[0], "natural": a[1]} for name, a in llm_auc.items()},
+        "verdicts": {
+            name: verdict_table(v, data.failed, data.natural) for name, v in verdicts.items()
+        },
+        "intervals": {},
+    }
+    if llm_auc:
+        mixes = [a[0] for a in llm_auc.values() if a[0] is not None]
+        row["auc"][LLM_MEDIAN] = {"mix": float(np.median(mixes)), "natural": None}
+        row["auc"][LLM_BEST] = {"mix": float(np.max(mixes)), "natural": None}
+    pairs = [(LOCO_GATE, LR_GATE), (LOCO_GATE, "top-1 score"), (LOCO_GATE, FIXED)]
+    if SELF_GATE in scores:
+        pairs.append((SELF_GATE, LOCO_GATE))
+    for ours, theirs in pairs:
+        low, high = paired_bootstrap(groups, data.failed, scores[ours], scores[theirs])
+        row["intervals"][f"{ours} - {theirs}"] = [low, high]
+    if self_report is not None:
+        row["self_calibration"] = {
+            key: self_report.get(key)
+            for key in (
+                "bands",
+                "bands_met_targets",
+                "warnings",
+                "oof_good_natural_fast_path",
+                "prior_fitted_on",
+            )
         }
     return row
 
 
 def _summary(rows: dict[str, Any]) -> dict[str, Any]:
-    gates = next(iter(rows.values()))["gates"] if rows else {}
+    names = list(rows)
+    gates = list(dict.fromkeys(g for r in rows.values() for g in r["auc"]))
     out: dict[str, Any] = {}
     for gate in gates:
-        diffs = [r["gates"][gate]["over_best_baseline"] for r in rows.values()]
-        aucs = [r["gates"][gate]["auc_mix"] or 0.0 for r in rows.values()]
+        mix = [rows[n]["auc"][gate]["mix"] for n in names if gate in rows[n]["auc"]]
+        natural = [
+            rows[n]["auc"][gate]["natural"]
+            for n in names
+            if gate in rows[n]["auc"] and rows[n]["auc"][gate]["natural"] is not None
+        ]
         out[gate] = {
-            "mean_auc_mix": float(np.mean(aucs)),
-            "mean_over_best_baseline": float(np.mean(diffs)),
-            "min_over_best_baseline": float(np.min(diffs)),
-            "collections_at_or_above_best_baseline": int(sum(d >= 0 for d in diffs)),
-            "collections_at_or_above_0.80": int(sum(a >= 0.80 for a in aucs)),
+            "mean_mix": _mean(mix),
+            "collections": len(mix),
+            "mean_natural": _mean(natural),
+            "natural_collections": len(natural),
         }
-    out["best baseline"] = {
-        "mean_auc_mix": float(np.mean([r["best_baseline_auc"] or 0.0 for r in rows.values()]))
+    for gate in (LOCO_GATE, SELF_GATE, LR_GATE):
+        if gate not in gates:
+            continue
+        met = [n for n in names if meets_goal(rows[n]["verdicts"][gate])]
+        out[gate]["goal_met"] = met
+    top1 = [rows[n]["intervals"][f"{LOCO_GATE} - top-1 score"][1] >= 0 for n in names]
+    out["goals"] = {
+        "nested >= LR(top-1, max BM25), mean": out[LOCO_GATE]["mean_mix"]
+        >= out[LR_GATE]["mean_mix"],
+        "nested >= top-1 on every collection (within its interval)": all(top1),
+        "nested >= the oracle's mean": out[LOCO_GATE]["mean_mix"] >= out[ORACLE]["mean_mix"],
+        "nested natural >= the score gap's": out[LOCO_GATE]["mean_natural"]
+        >= out["score gap (top-1 - top-k)"]["mean_natural"],
     }
+    if SELF_GATE in gates:
+        out["goals"]["self-calibrated >= nested + 0.02, mean"] = (
+            out[SELF_GATE]["mean_mix"] >= out[LOCO_GATE]["mean_mix"] + 0.02
+        )
     return out
 
 
 def _f(value: Any, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def _natural_cell(row: dict[str, Any], gate: str) -> str:
+    value = row["auc"].get(gate, {}).get("natural")
+    return _f(value) if value is not None else f"n/a ({row['natural_failed']} failed)"
+
+
+def _interval(row: dict[str, Any], key: str) -> str:
+    low, high = row["intervals"][key]
+    return f"{low:+.3f} to {high:+.3f}"
 
 
 def render(results: dict[str, Any]) -> str:
-    """The Markdown table."""
+    """``loco.md``: the tables."""
     rows = results["collections"]
-    gates = list(next(iter(rows.values()))["gates"]) if rows else []
+    names = list(rows)
+    summary = results["summary"]
+    has_self = any(SELF_GATE in r["auc"] for r in rows.values())
+    has_llm = any(LLM_BEST in r["auc"] for r in rows.values())
     lines = [
-        "# Leave one collection out",
+        "# Leave one collection out, nested",
         "",
         f"k = {results['k']}; crag-heuristic {results['library_version']}; "
-        f"{results['seconds']:.0f} s. Each collection is scored by a gate fitted on the "
-        "others' labelled test retrievals (chunk features "
-        f"{', '.join(results['chunk_features'])}; set features "
-        f"{', '.join(results['set_features'])}) and by that gate self-calibrated on the "
-        "collection's own corpus ("
-        + (
-            "each variant below"
-            if len(results.get("self_variants", [])) > 1
-            else f"{results['self_calibration_queries']} simulated queries"
-        )
-        + ", no qrels). Failure ROC-AUC over natural retrievals + leave-relevant-out probes; "
-        "baselines from the same run; the interval is a paired bootstrap over queries (1,000 "
-        "resamples) of the difference to the best baseline.",
+        f"{results['seconds']:.0f} s. For each collection the gate's evidence and bands were "
+        "chosen on the other collections by an inner leave-one-collection-out "
+        f"({len(results['evidence_variants'])} evidence variants x "
+        f"{len(results['band_variants'])} band targets; rule: {results['rule']}; every variant "
+        "and inner score in [ledger.md](ledger.md)), fitted on them (each weighing the same) and "
+        "scored here. Failure ROC-AUC over natural retrievals + leave-relevant-out probes "
+        '("mix") and over natural retrievals alone (n/a below '
+        f"{results['min_natural_failures']} failed ones); every baseline from the same run; "
+        "intervals: paired bootstrap over queries (1,000 resamples) of the difference.",
         "",
         f"Command: `{results['command']}`" if results["command"] else "",
         "",
-    ]
-    variants = results.get("self_variants", [])
-    if len(variants) > 1:
-        lines += ["Self-calibration variants:", ""]
-        lines += [
-            f"- {v['label']}: {v['queries']} queries, styles {', '.join(v['styles'])}, "
-            + (
-                "fitted from the simulated queries alone (no prior)"
-                if v["prior_c"] is None
-                else f"pulled towards the gate fitted on the others (prior_c {v['prior_c']})"
-            )
-            for v in variants
-        ]
-        lines.append("")
-    lines += [
-        "| collection | queries (failed) | best baseline | "
-        + " | ".join(f"{g}: AUC (vs best; 95 % interval)" for g in gates)
+        "## Failure AUC (natural + probes)",
+        "",
+        "| collection | queries (failed) | nested gate | LR(top-1, max BM25) | "
+        "best simple, chosen on the others | top-1 | oracle: best simple here"
+        + (" | self-calibrated" if has_self else "")
+        + (" | LLM as gate: median / best" if has_llm else "")
         + " |",
-        "|---|---|---|" + "---|" * len(gates),
+        "|---|---|---|---|---|---|---|"
+        + ("---|" if has_self else "")
+        + ("---|" if has_llm else ""),
     ]
-    for name, row in rows.items():
-        cells = []
-        for g in gates:
-            gate = row["gates"][g]
-            low, high = gate.get("over_best_baseline_95ci", (float("nan"), float("nan")))
-            diff = gate["over_best_baseline"]
-            cells.append(f"{_f(gate['auc_mix'])} ({diff:+.3f}; {low:+.3f} to {high:+.3f})")
-        lines.append(
-            f"| {name} | {row['queries']} ({row['natural_failed']}) | "
-            f"{row['best_baseline']} {_f(row['best_baseline_auc'])} | " + " | ".join(cells) + " |"
-        )
-    summary = results["summary"]
+    for name in names:
+        r = rows[name]
+        a = r["auc"]
+        cells = [
+            f"{name}",
+            f"{r['queries']} ({r['natural_failed']})",
+            f"{_f(a[LOCO_GATE]['mix'])}",
+            f"{_f(a[LR_GATE]['mix'])} ({_interval(r, f'{LOCO_GATE} - {LR_GATE}')})",
+            f"{r['fixed_baseline']} {_f(a[FIXED]['mix'])}",
+            f"{_f(a['top-1 score']['mix'])} ({_interval(r, f'{LOCO_GATE} - top-1 score')})",
+            f"{r['oracle_baseline']} {_f(a[ORACLE]['mix'])}",
+        ]
+        if has_self:
+            cells.append(
+                f"{_f(a.get(SELF_GATE, {}).get('mix'))} "
+                f"({_interval(r, f'{SELF_GATE} - {LOCO_GATE}')})"
+                if SELF_GATE in a
+                else "-"
+            )
+        if has_llm:
+            cells.append(
+                f"{_f(a[LLM_MEDIAN]['mix'])} / {_f(a[LLM_BEST]['mix'])}" if LLM_BEST in a else "-"
+            )
+        lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Mean best baseline {_f(summary['best baseline']['mean_auc_mix'])}.",
+        "Intervals: the nested gate minus LR(top-1, max BM25), the nested gate minus top-1"
+        + (", the self-calibrated gate minus the nested gate" if has_self else "")
+        + ".",
         "",
-        "| gate | mean AUC | mean vs best baseline | worst vs best baseline | "
-        "collections >= best baseline | collections >= 0.80 |",
-        "|---|---|---|---|---|---|",
+        "## Failure AUC, natural retrievals alone",
+        "",
+        "| collection | natural failed | nested gate | LR(top-1, max BM25) | top-1 | score gap | "
+        "oracle: best simple here" + (" | self-calibrated" if has_self else "") + " |",
+        "|---|---|---|---|---|---|---|" + ("---|" if has_self else ""),
     ]
-    for gate in gates:
+    for name in names:
+        r = rows[name]
+        cells = [
+            name,
+            str(r["natural_failed"]),
+            _natural_cell(r, LOCO_GATE),
+            _natural_cell(r, LR_GATE),
+            _natural_cell(r, "top-1 score"),
+            _natural_cell(r, "score gap (top-1 - top-k)"),
+            _natural_cell(r, ORACLE),
+        ]
+        if has_self:
+            cells.append(_natural_cell(r, SELF_GATE))
+        lines.append("| " + " | ".join(cells) + " |")
+    shown = [LOCO_GATE, LR_GATE, FIXED, ORACLE, *BASELINES]
+    if has_self:
+        shown.insert(1, SELF_GATE)
+    if has_llm:
+        shown += [LLM_MEDIAN, LLM_BEST]
+    lines += [
+        "",
+        "## Means",
+        "",
+        "| gate or predictor | mean AUC, mix (collections) | mean AUC, natural (collections) |",
+        "|---|---|---|",
+    ]
+    for gate in shown:
         s = summary[gate]
         lines.append(
-            f"| {gate} | {_f(s['mean_auc_mix'])} | {s['mean_over_best_baseline']:+.3f} | "
-            f"{s['min_over_best_baseline']:+.3f} | "
-            f"{s['collections_at_or_above_best_baseline']} / {len(rows)} | "
-            f"{s['collections_at_or_above_0.80']} / {len(rows)} |"
+            f"| {gate} | {_f(s['mean_mix'])} ({s['collections']}) | "
+            f"{_f(s['mean_natural'])} ({s['natural_collections']}) |"
         )
+    lines += ["", "Goals:", ""]
+    lines += [f"- {goal}: {'met' if met else 'NOT met'}" for goal, met in summary["goals"].items()]
     lines += [
         "",
-        "Verdicts on natural traffic (good = a relevant document in the top k):",
+        "## Verdicts on natural traffic",
+        "",
+        f"Goal: a fast path of >= {GOAL['min_good_natural_fast_path']:.2f} of good natural "
+        f"retrievals at >= {GOAL['min_natural_fast_path_precision']:.2f} precision on natural "
+        f"retrievals, <= {GOAL['max_good_natural_in_irrelevant']:.2f} of them sent to IRRELEVANT. "
+        "n/a: nothing to measure.",
         "",
         "| collection | gate | good on the fast path | fast-path precision, natural (with probes) "
-        "| good sent to IRRELEVANT |",
-        "|---|---|---|---|---|",
+        "| good sent to IRRELEVANT | goal |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, row in rows.items():
-        for gate, g in row["gates"].items():
+    for name in names:
+        for gate in (LOCO_GATE, SELF_GATE, LR_GATE):
+            v = rows[name]["verdicts"].get(gate)
+            if v is None:
+                continue
             lines.append(
-                f"| {name} | {gate} | {_f(g['good_natural_fast_path'])} | "
-                f"{_f(g['natural_fast_path_precision'])} ({_f(g['fast_path_precision'])}) | "
-                f"{_f(g['good_natural_in_irrelevant'])} |"
+                f"| {name} | {gate} | {_f(v['good_natural_fast_path'])} | "
+                f"{_f(v['natural_fast_path_precision'])} ({_f(v['fast_path_precision'])}) | "
+                f"{_f(v['good_natural_in_irrelevant'])} | {'met' if meets_goal(v) else 'not met'} |"
             )
+    warned = {n: r["self_calibration"] for n, r in rows.items() if r.get("self_calibration")}
+    if warned:
+        lines += [
+            "",
+            "## Self-calibration",
+            "",
+            "| collection | bands | warnings |",
+            "|---|---|---|",
+        ]
+        for name, s in warned.items():
+            lines.append(f"| {name} | {s['bands']} | {'; '.join(s['warnings']) or 'none'} |")
+    lines += [
+        "",
+        "## Picks",
+        "",
+        "| collection left out | evidence and bands picked on the others |",
+    ]
+    lines += ["|---|---|"]
+    lines += [f"| {n} | {rows[n]['pick']} |" for n in names]
+    return "\n".join(lines) + "\n"
+
+
+def ledger(results: dict[str, Any]) -> str:
+    """``ledger.md``: every variant compared, on which folds, and the rule that picked."""
+    names = list(results["collections"])
+    lines = [
+        "# Ledger: every gate variant compared",
+        "",
+        f"Written by `{results['command'] or 'crag-heuristic bench --loco'}` "
+        f"(crag-heuristic {results['library_version']}). Rule, fixed before the run: "
+        f"{results['rule']}. For the collection left out (outer fold), each variant is fitted "
+        "without it and without one inner collection, and scored on that inner one; the outer "
+        "collection's labels are read only to score the pick.",
+        "",
+        "## Evidence variants",
+        "",
+        "| variant | chunk stage | set stage | why |",
+        "|---|---|---|---|",
+    ]
+    for v in results["evidence_variants"]:
+        lines.append(
+            f"| {v['label']} | {', '.join(v['chunk_features'])} | {', '.join(v['set_features'])} "
+            f"| {v['note']} |"
+        )
+    lines += ["", "Band targets tried on each evidence pick:", ""]
+    lines += [
+        "- " + ", ".join(f"{k} {val:g}" for k, val in b.items()) for b in results["band_variants"]
+    ]
+    lines += [
+        "",
+        "## Step 1: mean inner AUC per outer fold (the pick in bold)",
+        "",
+        "| variant | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    picks = {n: results["picks"][n]["label"] for n in names}
+    for v in results["evidence_variants"]:
+        cells = []
+        for n in names:
+            value = results["inner"][n]["evidence"][v["label"]]
+            text = _f(value)
+            cells.append(f"**{text}**" if picks[n].startswith(v["label"] + " | ") else text)
+        lines.append(f"| {v['label']} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Step 2: inner collections meeting the goal, mean fast-path share (the pick in bold)",
+        "",
+        "| outer fold | "
+        + " | ".join(
+            ", ".join(f"{k} {val:g}" for k, val in b.items()) for b in results["band_variants"]
+        )
+        + " |",
+        "|---|" + "---|" * len(results["band_variants"]),
+    ]
+    for n in names:
+        cells = []
+        for label, (met, share) in results["inner"][n]["bands"].items():
+            text = f"{met}, {share:.2f}"
+            cells.append(f"**{text}**" if label == picks[n] else text)
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## For reference only: each variant's plain LOCO AUC (mix)",
+        "",
+        "Chosen by looking at this table, a variant's mean would be a number chosen on the "
+        "folds it is reported on: it is not a result.",
+        "",
+        "| variant | " + " | ".join(names) + " | mean |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for label, per in results["plain_loco"].items():
+        values = [per[n][0] for n in names]
+        lines.append(
+            f"| {label} | " + " | ".join(_f(v) for v in values) + f" | {_f(_mean(values))} |"
+        )
+    if results.get("self_choice"):
+        labels = [v["label"] for v in results["self_variants"]]
+        lines += [
+            "",
+            "## Self-calibration variants: mean inner gain over the nested gate (the pick in bold)",
+            "",
+            "| variant | " + " | ".join(names) + " |",
+            "|---|" + "---|" * len(names),
+        ]
+        for label in labels:
+            cells = []
+            for n in names:
+                choice = results["self_choice"][n]
+                text = f"{choice['inner_mean_gain'][label]:+.3f}"
+                cells.append(f"**{text}**" if choice["chosen"] == label else text)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -1,17 +1,26 @@
-"""Relevance thresholds, leave-one-collection-out and self-calibration from the command line."""
+"""Relevance thresholds, nested leave-one-collection-out and self-calibration from the command line."""
 
 from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crag_heuristic import EvaluatorConfig, InputError
+from crag_heuristic._bench import loco
 from crag_heuristic._bench.data import load_collection, relevance_threshold
-from crag_heuristic._bench.loco import SelfVariant, collection_folders, render, run_loco
+from crag_heuristic._bench.loco import LOCO_GATE, LR_GATE, collection_folders, run_loco
+from crag_heuristic._bench.pipeline import prepare
+from crag_heuristic._bench.selection import CollectionData, FitCache, gate_scores
+from crag_heuristic._bench.variants import BAND_VARIANTS, EVIDENCE_VARIANTS, LR_BASELINE
 from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+from crag_heuristic._cli.common import EXIT_SERVICE
+
+TWO_VARIANTS = (EVIDENCE_VARIANTS[0], LR_BASELINE)
 
 
 def _copy(folder: Path, to: Path) -> Path:
@@ -45,49 +54,147 @@ def test_a_folder_declares_its_threshold(beir_folder: Path, tmp_path: Path) -> N
     assert load_collection(folder, relevant_min=1).relevant_min == 1
 
 
-def test_leave_one_collection_out(beir_folder: Path, tmp_path: Path) -> None:
-    parent = tmp_path / "collections"
-    parent.mkdir()
-    _copy(beir_folder, parent / "alpha")
-    _copy(beir_folder, parent / "beta")
-    assert [p.name for p in collection_folders([parent])] == ["alpha", "beta"]
+@pytest.fixture(scope="module")
+def nested_run(three_collections: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("loco")
     results = run_loco(
-        [parent], tmp_path / "out", k=5, self_calibrate=False, encode=False, log=lambda m: None
+        [three_collections],
+        out,
+        k=5,
+        evidence=TWO_VARIANTS,
+        bands=BAND_VARIANTS[:2],
+        self_calibrate=False,
+        encode=False,
+        log=lambda m: None,
     )
-    assert set(results["collections"]) == {"alpha", "beta"}
-    row = results["collections"]["alpha"]
-    gate = row["gates"]["gate fitted on the other collections"]
-    assert gate["over_best_baseline"] == pytest.approx(gate["auc_mix"] - row["best_baseline_auc"])
-    assert row["best_baseline"] in row["baselines"]
-    table = (tmp_path / "out" / "loco.md").read_text()
-    assert "| alpha |" in table and "| beta |" in table
-    assert json.loads((tmp_path / "out" / "loco.json").read_text())["k"] == 5
-    assert results["self_variants"] == []  # self_calibrate=False: none ran
+    results["out"] = out
+    return results
 
 
-def test_self_calibration_variants_are_listed() -> None:
-    variants = [
-        SelfVariant(label="a", styles=("title", "sentence", "terms", "topic")),
-        SelfVariant(label="b", styles=("terms",), prior_c=None),
-    ]
-    results = {
-        "k": 5,
-        "library_version": "0",
-        "seconds": 1.0,
-        "chunk_features": ["similarity"],
-        "set_features": ["best_chunk"],
-        "self_calibration_queries": 300,
-        "command": "",
-        "collections": {},
-        "summary": {"best baseline": {"mean_auc_mix": 0.5}},
-        "self_variants": [
-            {"label": v.label, "styles": list(v.styles), "queries": v.queries, "prior_c": v.prior_c}
-            for v in variants
-        ],
+def test_nested_leave_one_collection_out_writes_its_tables(
+    nested_run: dict[str, Any], three_collections: Path
+) -> None:
+    assert [p.name for p in collection_folders([three_collections])] == ["alpha", "beta", "gamma"]
+    assert set(nested_run["collections"]) == {"alpha", "beta", "gamma"}
+    out = nested_run["out"]
+    table = (out / "loco.md").read_text()
+    assert "| alpha |" in table and "| gamma |" in table
+    assert "## Failure AUC, natural retrievals alone" in table
+    ledger = (out / "ledger.md").read_text()
+    for variant in TWO_VARIANTS:  # every variant compared is in the ledger
+        assert f"| {variant.label} |" in ledger
+    assert json.loads((out / "loco.json").read_text())["k"] == 5
+    assert nested_run["self_variants"] == []  # self_calibrate=False: none ran
+    beta = nested_run["collections"]["beta"]  # the one with an LLM label set
+    assert "noisy-grader" in beta["llm"] and "LLM label sets as gates: best" in beta["auc"]
+
+
+def test_natural_only_auc_is_not_reported_below_five_failures(nested_run: dict[str, Any]) -> None:
+    for row in nested_run["collections"].values():
+        natural = row["auc"][LOCO_GATE]["natural"]
+        assert (natural is None) == (row["natural_failed"] < 5)
+
+
+def test_the_held_out_collection_is_never_fitted_on(nested_run: dict[str, Any]) -> None:
+    names = set(nested_run["collections"])
+    for name, row in nested_run["collections"].items():
+        fitted_on = row["gate_fitted_on"]
+        assert name not in fitted_on
+        assert all(other in fitted_on for other in names - {name})
+        # the picks are made on inner folds that never include the outer collection
+        assert set(nested_run["inner"][name]["evidence"]) == {v.label for v in TWO_VARIANTS}
+
+
+def test_a_leak_would_change_the_numbers(
+    nested_run: dict[str, Any], three_collections: Path
+) -> None:
+    """The same pick fitted on every collection, the held-out one included, scores
+    the held-out one differently: a LOCO that leaked would not reproduce the run."""
+    datasets = {
+        p.name: CollectionData.of(prepare(p, encode=False), 5)
+        for p in collection_folders([three_collections])
     }
-    table = render(results)
-    assert "- a: 300 queries, styles title, sentence, terms, topic, pulled towards" in table
-    assert "- b: 300 queries, styles terms, fitted from the simulated queries alone" in table
+    cache = FitCache(datasets)
+    differs = 0
+    for name, row in nested_run["collections"].items():
+        pick = next(v for v in TWO_VARIANTS if row["pick"].startswith(v.label + " | "))
+        others = [n for n in datasets if n != name]
+        honest = datasets[name].auc(gate_scores(cache.fit(pick, others), datasets[name])[0])[0]
+        leaked = datasets[name].auc(
+            gate_scores(cache.fit(pick, list(datasets)), datasets[name])[0]
+        )[0]
+        assert honest == pytest.approx(row["auc"][LOCO_GATE]["mix"])  # the run reproduces
+        differs += honest != pytest.approx(leaked)
+    assert differs >= 1
+
+
+def test_the_lr_baseline_is_fitted_without_the_held_out_collection(
+    nested_run: dict[str, Any],
+) -> None:
+    for row in nested_run["collections"].values():
+        assert row["auc"][LR_GATE]["mix"] is not None
+        low, high = row["intervals"][f"{LOCO_GATE} - {LR_GATE}"]
+        assert low <= high
+
+
+def test_the_self_calibration_prior_never_saw_the_collection(
+    three_collections: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prior of each collection's self-calibration is the nested gate fitted
+    without it (the simulation itself is stubbed: it needs MiniLM)."""
+    seen: dict[str, str] = {}
+
+    def fit(self: Any, name: str, variant: Any, prior: EvaluatorConfig) -> Any:
+        assert prior.model is not None
+        seen[name] = prior.model.fitted_on
+        return prior, {
+            "bands": "the prior's",
+            "warnings": [],
+            "prior_fitted_on": prior.model.fitted_on,
+        }
+
+    monkeypatch.setattr(loco._SelfCalibration, "fit", fit)
+    run_loco(
+        [three_collections],
+        tmp_path / "out",
+        k=5,
+        evidence=TWO_VARIANTS[:1],
+        bands=BAND_VARIANTS[:1],
+        encode=False,
+        log=lambda m: None,
+    )
+    assert set(seen) == {"alpha", "beta", "gamma"}
+    for name, fitted_on in seen.items():
+        assert name not in fitted_on
+
+
+def test_nested_loco_needs_three_collections(beir_folder: Path, tmp_path: Path) -> None:
+    parent = tmp_path / "two"
+    parent.mkdir()
+    _copy(beir_folder, parent / "a")
+    _copy(beir_folder, parent / "b")
+    with pytest.raises(InputError, match="at least 3 collections"):
+        run_loco([parent], tmp_path / "out", k=5, encode=False, log=lambda m: None)
+
+
+def test_calibrate_self_reads_no_qrels_and_no_queries(
+    beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus_only = tmp_path / "corpus-only"
+    corpus_only.mkdir()
+    for name in ("corpus.jsonl", "corpus_minilm_l6_v2.npy", "corpus_minilm_l6_v2.ids.txt"):
+        shutil.copy(beir_folder / name, corpus_only / name)
+    prepared = prepare(corpus_only, encode=False, corpus_only=True)
+    assert len(prepared.collection.doc_ids) == 64 and prepared.collection.qrels == {}
+    with pytest.raises(InputError, match=r"queries\.jsonl is missing"):
+        prepare(corpus_only, encode=False)
+    out = io.StringIO()
+    args = ["calibrate", "--self", "--data-dir", str(corpus_only), "--no-encode"]
+    code = main([*args, "--out", str(tmp_path / "p.toml")], out=out)
+    # it loads the folder and gets as far as searching the simulated queries, which
+    # need MiniLM to be encoded (the folder's vectors are the fixture's LSA ones)
+    assert code == EXIT_SERVICE
+    assert "encoding is off" in capsys.readouterr().err
 
 
 def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:

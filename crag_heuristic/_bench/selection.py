@@ -1,0 +1,306 @@
+"""Nested leave-one-collection-out: a gate's design chosen without the collection it is scored on.
+
+A *variant* is one way to make the gate (:class:`GateVariant`: the evidence
+each stage reads, the band targets). Choosing among variants by their
+leave-one-collection-out (LOCO) scores and then reporting those scores
+reports a number chosen on the folds it is reported on. The nested protocol
+(Varma and Simon, 2006; Cawley and Talbot, 2010, for the bias it removes)
+keeps the choice inside the training collections:
+
+    for each collection c (the outer fold):
+        for each variant v:
+            inner(v, c) = mean over the other collections i of
+                          AUC_i(v fitted on the collections other than c and i)
+        pick(c) = the variant with the highest inner(v, c)       (:data:`RULE`)
+        nested(c) = AUC_c(pick(c) fitted on the collections other than c)
+
+``nested(c)`` is the number to expect on a collection nobody tuned to; its
+mean over ``c`` is the claim. A gate is fitted by
+:func:`crag_heuristic._calibrate.fit_gate` (each collection weighing the
+same); every fit on the same set of collections is made once
+(:class:`FitCache`). The ledger (:func:`ledger`) lists every variant with its
+inner scores per outer fold, the picks and the plain LOCO score of each
+variant (for reference: a plain LOCO score of the best variant is not a result).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._calibrate import ChunkStage, GateExample, evaluate_examples, fit_chunk_stage, fit_gate
+from .._config import EvaluatorConfig
+from .._evaluator import Evaluator
+from .._types import Evaluation
+from .failure import _auc, natural_auc
+from .pipeline import Prepared, labels_for, retrievals_for
+
+__all__ = [
+    "RULE",
+    "CollectionData",
+    "FitCache",
+    "GateVariant",
+    "Inner",
+    "NestedResult",
+    "gate_scores",
+    "nested_loco",
+]
+
+RULE = (
+    "evidence: the variant with the highest mean failure AUC (natural + probes) over the inner "
+    "held-out collections; bands: the targets under which the most inner held-out collections "
+    "meet the natural-traffic goal, ties by the mean share of good natural retrievals on the "
+    "fast path"
+)
+"""How a variant is picked from the training collections (fixed before any run)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateVariant:
+    """One way to make the gate.
+
+    Attributes:
+        label: its name in the ledger.
+        chunk_features, set_features: the evidence of each stage.
+        target_precision, min_failure_recall, max_good_irrelevant: the band
+            targets (see :func:`~crag_heuristic._calibrate.fit_gate`).
+        note: why it is in the comparison.
+    """
+
+    label: str
+    chunk_features: tuple[str, ...]
+    set_features: tuple[str, ...]
+    target_precision: float = 0.90
+    min_failure_recall: float = 0.80
+    max_good_irrelevant: float = 0.15
+    note: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class CollectionData:
+    """One collection's labelled retrievals (natural + probes), graded once.
+
+    Attributes:
+        name: the collection.
+        prepared: its index, statistics and analyzer.
+        retrievals: the labelled retrievals as the failure benchmark makes them
+            (grouped by query id).
+        examples: the same for fitting several collections together: each
+            weighing ``1 / n``, grouped under ``collection:query``, carrying
+            the collection's statistics.
+        evaluations: each example graded by the base profile with every
+            feature recorded (what a fit reads).
+        failed, natural: per retrieval.
+    """
+
+    name: str
+    prepared: Prepared
+    retrievals: list[GateExample]
+    examples: list[GateExample] = field(init=False)
+    evaluations: list[Evaluation] = field(init=False)
+    base: EvaluatorConfig = field(default_factory=lambda: EvaluatorConfig.from_profile("synapse"))
+    failed: np.ndarray = field(init=False)
+    natural: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.retrievals)
+        self.examples = [
+            dataclasses.replace(
+                ex,
+                group=f"{self.name}:{ex.group}",
+                weight=1.0 / n,
+                corpus_stats=self.prepared.stats,
+            )
+            for ex in self.retrievals
+        ]
+        self.evaluations = evaluate_examples(self.examples, self.base, self.prepared.stats)
+        self.failed = np.array([ex.failed for ex in self.retrievals])
+        self.natural = np.array([ex.kind == "natural" for ex in self.retrievals])
+
+    @classmethod
+    def of(cls, prepared: Prepared, k: int, base: EvaluatorConfig | None = None) -> CollectionData:
+        """The test split's natural and probe retrievals of depth ``k``."""
+        retrievals = retrievals_for(prepared, labels_for(prepared.collection, "qrels", "test"), k)
+        if base is None:
+            return cls(prepared.collection.name, prepared, retrievals)
+        return cls(prepared.collection.name, prepared, retrievals, base)
+
+    def auc(self, scores: np.ndarray) -> tuple[float | None, float | None]:
+        """(AUC over natural + probes, AUC over natural retrievals or ``None``)."""
+        return _auc(self.failed, scores), natural_auc(self.failed, self.natural, scores)
+
+
+def gate_scores(config: EvaluatorConfig, data: CollectionData) -> tuple[np.ndarray, list[str]]:
+    """The gate's P(good) and verdict for each of ``data``'s retrievals."""
+    evaluator = Evaluator(config, analyzer=data.prepared.analyzer)
+    evaluations = [
+        evaluator.evaluate(ex.query, ex.chunks, data.prepared.stats) for ex in data.retrievals
+    ]
+    return np.array([e.score for e in evaluations]), [e.verdict.value for e in evaluations]
+
+
+class FitCache:
+    """Fits of variants on sets of collections, each made once."""
+
+    def __init__(self, datasets: Mapping[str, CollectionData]) -> None:
+        self.datasets = datasets
+        bases = [d.base for d in datasets.values()]
+        if not bases or any(b.fingerprint() != bases[0].fingerprint() for b in bases):
+            raise ValueError("the collections must be graded with one base profile")
+        self.base = bases[0]
+        self._fits: dict[tuple[str, frozenset[str]], EvaluatorConfig] = {}
+        self._chunk_stages: dict[tuple[tuple[str, ...], frozenset[str]], ChunkStage] = {}
+        self._scores: dict[tuple[str, frozenset[str], str], np.ndarray] = {}
+
+    def fit(self, variant: GateVariant, names: Sequence[str]) -> EvaluatorConfig:
+        """``variant`` fitted on the collections ``names`` (each weighing the same)."""
+        key = (variant.label, frozenset(names))
+        if key not in self._fits:
+            chosen = sorted(names)
+            examples = [ex for n in chosen for ex in self.datasets[n].examples]
+            evaluations = [ev for n in chosen for ev in self.datasets[n].evaluations]
+            stage_key = (variant.chunk_features, frozenset(names))
+            if (
+                stage_key not in self._chunk_stages
+            ):  # variants that differ in their set stage share it
+                self._chunk_stages[stage_key] = fit_chunk_stage(
+                    examples, evaluations=evaluations, chunk_features=variant.chunk_features
+                )
+            self._fits[key] = fit_gate(
+                examples,
+                base=self.base,
+                chunk_features=variant.chunk_features,
+                set_features=variant.set_features,
+                target_precision=variant.target_precision,
+                min_failure_recall=variant.min_failure_recall,
+                max_good_irrelevant=variant.max_good_irrelevant,
+                fallbacks=False,
+                name=variant.label,
+                fitted_on=f"the test splits of {', '.join(chosen)}",
+                evaluations=evaluations,
+                chunk_stage=self._chunk_stages[stage_key],
+            ).config
+        return self._fits[key]
+
+    def scores(self, variant: GateVariant, names: Sequence[str], held_out: str) -> np.ndarray:
+        """P(good) on ``held_out`` of ``variant`` fitted on ``names``."""
+        key = (variant.label, frozenset(names), held_out)
+        if key not in self._scores:
+            self._scores[key] = gate_scores(self.fit(variant, names), self.datasets[held_out])[0]
+        return self._scores[key]
+
+
+@dataclass(frozen=True)
+class Inner:
+    """One variant fitted without two collections and scored on one of them."""
+
+    auc: float
+    verdicts: dict[str, Any]
+
+
+@dataclass
+class NestedResult:
+    """What :func:`nested_loco` found.
+
+    Attributes:
+        picks: outer collection -> the variant picked on the others (its band
+            targets included).
+        inner: outer collection -> step -> variant label -> the key it was
+            ranked by (step ``"evidence"``: mean inner AUC; ``"bands"``: the
+            number of inner collections meeting the goal, then the mean
+            fast-path share).
+        configs: outer collection -> the pick fitted on the others.
+        scores, verdicts: outer collection -> the pick's P(good) and verdicts there.
+        loco: variant -> collection -> (AUC mix, AUC natural) fitted on the
+            others (plain LOCO, for reference: not a result).
+    """
+
+    picks: dict[str, GateVariant]
+    inner: dict[str, dict[str, dict[str, Any]]]
+    configs: dict[str, EvaluatorConfig]
+    scores: dict[str, np.ndarray]
+    verdicts: dict[str, list[str]]
+    loco: dict[str, dict[str, tuple[float | None, float | None]]]
+
+
+def nested_loco(
+    evidence: Sequence[GateVariant],
+    bands: Sequence[Mapping[str, float]],
+    cache: FitCache,
+    *,
+    meets_goal: Callable[[Mapping[str, Any]], bool],
+    log: Callable[[str], None] = lambda message: None,
+) -> NestedResult:
+    """The protocol of the module doc over ``cache``'s collections: per outer fold,
+    step 1 picks the evidence variant by mean inner AUC, step 2 its band targets
+    (``bands``, each a dict of :class:`GateVariant` band fields) by the number of
+    inner collections where ``meets_goal`` holds for the natural-traffic verdicts."""
+    from .failure import verdict_table
+
+    if len({v.label for v in evidence}) != len(evidence):
+        raise ValueError("variant labels must be unique")
+    names = sorted(cache.datasets)
+    done: dict[tuple[str, str, str], Inner] = {}
+
+    def inner_result(variant: GateVariant, outer: str, held: str) -> Inner:
+        key = (variant.label, outer, held)
+        if key not in done:
+            train = [n for n in names if n not in (outer, held)]
+            data = cache.datasets[held]
+            config = cache.fit(variant, train)
+            scores, verdicts = gate_scores(config, data)
+            auc = data.auc(scores)[0]
+            done[key] = Inner(
+                float("nan") if auc is None else auc,
+                verdict_table(verdicts, data.failed, data.natural),
+            )
+        return done[key]
+
+    picks: dict[str, GateVariant] = {}
+    inner: dict[str, dict[str, dict[str, Any]]] = {}
+    configs: dict[str, EvaluatorConfig] = {}
+    scores: dict[str, np.ndarray] = {}
+    verdicts: dict[str, list[str]] = {}
+    for outer in names:
+        others = [n for n in names if n != outer]
+        step1 = {
+            v.label: float(np.nanmean([inner_result(v, outer, i).auc for i in others]))
+            for v in evidence
+        }
+        chosen = max(evidence, key=lambda v: step1[v.label])  # the first on ties
+        banded = [
+            dataclasses.replace(chosen, label=f"{chosen.label} | {_band_label(b)}", **dict(b))  # type: ignore[arg-type]
+            for b in bands
+        ]
+        step2 = {}
+        for v in banded:
+            results = [inner_result(v, outer, i) for i in others]
+            met = sum(meets_goal(r.verdicts) for r in results)
+            share = float(np.mean([r.verdicts["good_natural_fast_path"] or 0.0 for r in results]))
+            step2[v.label] = (met, share)
+        pick = max(banded, key=lambda v: step2[v.label])
+        picks[outer] = pick
+        inner[outer] = {"evidence": step1, "bands": {k: list(v) for k, v in step2.items()}}
+        configs[outer] = cache.fit(pick, others)
+        scores[outer], verdicts[outer] = gate_scores(configs[outer], cache.datasets[outer])
+        log(f"{outer}: picked {pick.label!r} (inner mean AUC {step1[chosen.label]:.3f})")
+    loco = {
+        v.label: {
+            n: cache.datasets[n].auc(cache.scores(v, [m for m in names if m != n], n))
+            for n in names
+        }
+        for v in evidence
+    }
+    return NestedResult(picks, inner, configs, scores, verdicts, loco)
+
+
+def _band_label(targets: Mapping[str, float]) -> str:
+    short = {"target_precision": "precision", "max_good_irrelevant": "good->irrelevant"}
+    return ", ".join(f"{short.get(k, k)} {v:g}" for k, v in targets.items())

@@ -1,0 +1,148 @@
+"""The gate variants the nested protocol chooses among, fixed before it runs.
+
+Every variant ever compared for the shipped gate is listed here with why it
+is in the comparison; ``crag-heuristic bench --loco`` scores all of them by
+nested leave-one-collection-out (:mod:`crag_heuristic._bench.selection`) and
+writes the ledger (``benchmarks/results/loco/ledger.md``). A variant dropped
+from a later comparison stays in the ledger's history section, not here.
+
+Two choices are made, each inside the training collections of an outer fold:
+
+1. **Evidence** (:data:`EVIDENCE_VARIANTS`): the chunk and set features, by
+   the mean failure AUC over the inner held-out collections.
+2. **Bands** (:data:`BAND_VARIANTS`): the band targets of the evidence pick,
+   by how many inner held-out collections meet the natural-traffic goal
+   (:func:`meets_goal`), ties by the mean share of good natural retrievals on
+   the fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._calibrate import DEFAULT_CHUNK_FEATURES
+from .selection import GateVariant
+
+__all__ = [
+    "BAND_VARIANTS",
+    "EVIDENCE_VARIANTS",
+    "GOAL",
+    "LR_BASELINE",
+    "meets_goal",
+]
+
+_CHUNK = DEFAULT_CHUNK_FEATURES
+_CHUNK_BM25 = (*DEFAULT_CHUNK_FEATURES, "bm25")
+_CHUNK_LEAN = ("similarity", "keyword_overlap", "rank")
+
+LR_BASELINE = GateVariant(
+    label="LR(top-1, max BM25)",
+    chunk_features=_CHUNK,
+    set_features=("similarity_top", "bm25_raw_max"),
+    note="the audit's strongest fitted baseline: logistic regression on the top-1 cosine "
+    "and the best chunk's BM25",
+)
+"""A baseline as well as a candidate: the nested gate is held against it."""
+
+EVIDENCE_VARIANTS: tuple[GateVariant, ...] = (
+    GateVariant(
+        label="two-stage (issue 9 default)",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "best_chunk", "keyword_overlap"),
+        note="the default shipped before this comparison",
+    ),
+    LR_BASELINE,
+    GateVariant(
+        label="top-1 + BM25 (first, best)",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "bm25_top", "bm25_raw_max"),
+        note="the two BM25 predictors that win on SciFact and NFCorpus, beside the cosine",
+    ),
+    GateVariant(
+        label="top-1, mean + BM25",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "similarity_mean", "bm25_top", "bm25_raw_max"),
+        note="the mean cosine wins on Medline (many relevant documents per query)",
+    ),
+    GateVariant(
+        label="two-stage + BM25",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "best_chunk", "keyword_overlap", "bm25_raw_max"),
+        note="the issue 9 default with the chunks' BM25",
+    ),
+    GateVariant(
+        label="two-stage + BM25 + mean",
+        chunk_features=_CHUNK,
+        set_features=(
+            "similarity_top",
+            "similarity_mean",
+            "best_chunk",
+            "keyword_overlap",
+            "bm25_top",
+            "bm25_raw_max",
+        ),
+        note="every predictor that wins somewhere, with the chunk stage",
+    ),
+    GateVariant(
+        label="wide",
+        chunk_features=_CHUNK,
+        set_features=(
+            "similarity_top",
+            "similarity_mean",
+            "similarity_std",
+            "best_chunk",
+            "keyword_overlap",
+            "keyword_coverage",
+            "bm25_top",
+            "bm25_raw_max",
+            "lexical_coherence",
+        ),
+        note="nine set features: does more evidence transfer?",
+    ),
+    GateVariant(
+        label="two-stage, chunk BM25",
+        chunk_features=_CHUNK_BM25,
+        set_features=("similarity_top", "best_chunk", "keyword_overlap"),
+        note="the chunk stage also reads the chunk's BM25",
+    ),
+    GateVariant(
+        label="two-stage, lean chunk stage",
+        chunk_features=_CHUNK_LEAN,
+        set_features=("similarity_top", "best_chunk", "keyword_overlap"),
+        note="a chunk stage of three features",
+    ),
+)
+"""Step 1: the evidence of each stage (band targets at their defaults)."""
+
+BAND_VARIANTS: tuple[Mapping[str, float], ...] = (
+    {"target_precision": 0.90, "max_good_irrelevant": 0.15},
+    {"target_precision": 0.95, "max_good_irrelevant": 0.15},
+    {"target_precision": 0.90, "max_good_irrelevant": 0.10},
+    {"target_precision": 0.95, "max_good_irrelevant": 0.10},
+)
+"""Step 2: the band targets tried on the evidence pick (fitted on out-of-fold
+predictions: the fast path's precision on natural retrievals, the share of good
+natural retrievals allowed below the PARTIAL band)."""
+
+GOAL: dict[str, Any] = {
+    "min_good_natural_fast_path": 0.30,
+    "min_natural_fast_path_precision": 0.90,
+    "max_good_natural_in_irrelevant": 0.15,
+}
+"""The natural-traffic goal a collection meets or not."""
+
+
+def meets_goal(verdicts: Mapping[str, Any]) -> bool:
+    """Whether a verdict table (:func:`~crag_heuristic._bench.failure.verdict_table`)
+    meets :data:`GOAL` (a rate with nothing to measure does not)."""
+    fast = verdicts.get("good_natural_fast_path")
+    precision = verdicts.get("natural_fast_path_precision")
+    irrelevant = verdicts.get("good_natural_in_irrelevant")
+    if fast is None or precision is None or irrelevant is None:
+        return False
+    return bool(
+        fast >= GOAL["min_good_natural_fast_path"]
+        and precision >= GOAL["min_natural_fast_path_precision"]
+        and irrelevant <= GOAL["max_good_natural_in_irrelevant"]
+    )
