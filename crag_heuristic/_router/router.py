@@ -320,8 +320,14 @@ class CRAG:
             InvalidQueryError, InputError: at once, as :meth:`retrieve`.
             RetrieverError: while iterating, when the first retrieval failed.
         """
+        return self._stream(query, k)
+
+    def _stream(
+        self, query: str, k: int | None = None, observe: Observer | None = None
+    ) -> Iterator[StageEvent]:
+        """:meth:`stream`, each request run through ``observe`` when given."""
         check_query(query)
-        return self._steps(self._context(query, stream=True), query, self._k(k))
+        return self._steps(self._context(query, stream=True), query, self._k(k), observe)
 
     def _steps(
         self, ctx: Context, query: str, k: int, observe: Observer | None = None
@@ -393,8 +399,14 @@ class CRAG:
     def astream(self, query: str, k: int | None = None) -> AsyncIterator[StageEvent]:
         """The async :meth:`stream` (``async for event in crag.astream(query)``):
         the stages of :meth:`aretrieve` as they end, ``done`` last."""
+        return self._astream(query, k)
+
+    def _astream(
+        self, query: str, k: int | None = None, observe: AsyncObserver | None = None
+    ) -> AsyncIterator[StageEvent]:
+        """:meth:`astream`, each request run through ``observe`` when given."""
         check_query(query)
-        return self._asteps(self._context(query, stream=True), query, self._k(k))
+        return self._asteps(self._context(query, stream=True), query, self._k(k), observe)
 
     async def _asteps(
         self, ctx: Context, query: str, k: int, observe: AsyncObserver | None = None
