@@ -62,6 +62,10 @@ try:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import RunnableConfig
+
+    # LangChain imports its tracing machinery on a retriever's first invoke (tenacity,
+    # langsmith: 18 ms measured); imported with this module, the first query is spared it.
+    from langchain_core.tracers import context as _tracing_context  # noqa: F401
     from langchain_core.vectorstores import VectorStore
     from pydantic import ConfigDict, PrivateAttr, SkipValidation, ValidationError
     from typing_extensions import Self
