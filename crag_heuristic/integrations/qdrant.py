@@ -52,7 +52,7 @@ import math
 import os
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -234,6 +234,7 @@ class _Read:
 
 
 Setup = Generator[_Read, Any, None]
+T = TypeVar("T")
 
 
 class QdrantRetriever:
@@ -304,15 +305,11 @@ class QdrantRetriever:
             client, aclient, collection_name, embed, text_key, source_key, query_filter,
             search_params, analyzer, name,
         )  # fmt: skip
-        setup = self._setup(
-            vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
+        self._run(
+            self._setup(
+                vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
+            )
         )
-        try:
-            read = next(setup)
-            while True:
-                read = setup.send(self._sync_read(read))
-        except StopIteration:
-            pass
         self._async_checked = aclient is None
 
     @classmethod
@@ -349,15 +346,11 @@ class QdrantRetriever:
             None, aclient, collection_name, embed, text_key, source_key, query_filter,
             search_params, analyzer, name,
         )  # fmt: skip
-        setup = self._setup(
-            vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
+        await self._arun(
+            self._setup(
+                vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
+            )
         )
-        try:
-            read = next(setup)
-            while True:
-                read = setup.send(await self._async_read(read))
-        except StopIteration:
-            pass
         self._async_checked = True
         return self
 
@@ -470,19 +463,35 @@ class QdrantRetriever:
             if offset is None:
                 return texts
 
-    def _sync_read(self, read: _Read) -> Any:
+    def _run(self, reads: Generator[_Read, Any, T]) -> T:
+        """Run ``reads`` (a set-up's) on the sync client; their result."""
         assert self.client is not None
         try:
-            return getattr(self.client, read.method)(**read.kwargs)
-        except Exception as exc:
-            raise self._read_error(read, exc) from exc
+            read = next(reads)
+            while True:
+                try:
+                    outcome = getattr(self.client, read.method)(**read.kwargs)
+                except Exception as exc:
+                    raise self._read_error(read, exc) from exc
+                read = reads.send(outcome)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
 
-    async def _async_read(self, read: _Read) -> Any:
+    async def _arun(self, reads: Generator[_Read, Any, T]) -> T:
+        """Run ``reads`` on the async client; their result."""
         assert self.aclient is not None
         try:
-            return await getattr(self.aclient, read.method)(**read.kwargs)
-        except Exception as exc:
-            raise self._read_error(read, exc) from exc
+            read = next(reads)
+            while True:
+                try:
+                    outcome = await getattr(self.aclient, read.method)(**read.kwargs)
+                except Exception as exc:
+                    raise self._read_error(read, exc) from exc
+                read = reads.send(outcome)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
 
     def _read_error(self, read: _Read, exc: Exception) -> RetrieverError:
         return RetrieverError(f"{read.what} {self.collection_name!r}: {exc}", retriever=self.name)
@@ -512,7 +521,7 @@ class QdrantRetriever:
         """Scroll the whole collection once and build document frequencies from
         the text payloads (kept for :meth:`corpus_stats`; ``None`` when empty): the
         warm-up after ``stats_from_collection=False``, or a refresh after writes."""
-        texts = self._read_all(self._texts(batch_size))
+        texts = self._run(self._texts(batch_size))
         self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
         return self._stats
 
@@ -520,24 +529,9 @@ class QdrantRetriever:
         """The async :meth:`build_corpus_stats` (through ``aclient``, else a thread)."""
         if self.aclient is None:
             return await asyncio.to_thread(self.build_corpus_stats, batch_size=batch_size)
-        reads = self._texts(batch_size)
-        try:
-            read = next(reads)
-            while True:
-                read = reads.send(await self._async_read(read))
-        except StopIteration as stop:
-            texts: list[str] = stop.value
+        texts = await self._arun(self._texts(batch_size))
         self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
         return self._stats
-
-    def _read_all(self, reads: Generator[_Read, Any, list[str]]) -> list[str]:
-        try:
-            read = next(reads)
-            while True:
-                read = reads.send(self._sync_read(read))
-        except StopIteration as stop:
-            texts: list[str] = stop.value
-            return texts
 
     def corpus_stats(self) -> CorpusStats | None:
         """The document frequencies given, or built at construction (or with
