@@ -351,6 +351,8 @@ class CRAG:
 
     def _call(self, request: Request) -> Any:
         """Run one request; return its value or the exception it raised."""
+        if isinstance(request, Emit):  # no I/O (the drivers hand its event over)
+            return None
         if isinstance(request, CacheGet | CacheSet):
             return _cache_call(self.cache, request, "aretrieve()")
         if isinstance(request, GradeCall):
@@ -380,7 +382,6 @@ class CRAG:
                 return retrieved_chunks(search(request.query, request.k), request.retriever)
             except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
                 return retriever_error(exc, request.retriever)
-        assert isinstance(request, WebCall)
         web_search = getattr(self.web, "search", None)
         if web_search is None:
             return WebSearchError(f"{type(self.web).__name__} is async-only: use aretrieve()")
