@@ -21,6 +21,7 @@ module                         what
                                ...) and the fitted model's parts
 ``crag_heuristic.web``         ``CircuitState``, ``WebResults``, ``WebSearchInfo``,
                                ``keyword_query``
+``crag_heuristic.events``      the stage events ``CRAG.stream`` / ``astream`` yield
 ``crag_heuristic.expansion``   the query expanders, synonym sets, ``reciprocal_rank_fusion``
 ``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
 ``crag_heuristic.grading``     the cascade: expensive graders (cross-encoder, any callable),

@@ -479,24 +479,31 @@ def resolve_corpus_stats(
     A :class:`CorpusStats` is used as is; a path is loaded (refused if built
     with another analyzer); ``None`` builds from ``texts()`` when given, or
     gives ``None``. Building and loading log a ``crag.corpus_stats`` event.
+    The statistics' fingerprint (the router's cache keys hold it) is computed
+    here too: a digest of every count, milliseconds the first query would pay.
 
     Raises:
         InputError: a value of another type; see also :meth:`CorpusStats.load`.
     """
+    stats: CorpusStats | None
     if given is None:
-        return (
+        stats = (
             None
             if texts is None
             else CorpusStats.build(texts(), analyzer=analyzer, workers=workers)
         )
-    if isinstance(given, CorpusStats):
-        return given
-    if isinstance(given, str | os.PathLike):
-        return CorpusStats.load(given, analyzer=analyzer)
-    raise InputError(
-        "corpus_stats must be a CorpusStats, a path to a saved one or None, "
-        f"got {type(given).__name__}"
-    )
+    elif isinstance(given, CorpusStats):
+        stats = given
+    elif isinstance(given, str | os.PathLike):
+        stats = CorpusStats.load(given, analyzer=analyzer)
+    else:
+        raise InputError(
+            "corpus_stats must be a CorpusStats, a path to a saved one or None, "
+            f"got {type(given).__name__}"
+        )
+    if stats is not None:
+        stats.fingerprint()
+    return stats
 
 
 # -- counting ---------------------------------------------------------------------------------

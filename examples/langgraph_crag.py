@@ -101,7 +101,7 @@ def build_graph(store: InMemoryVectorStore, *, web: Any = None, k: int = 4) -> A
 
     # InMemoryVectorStore scores are cosine similarities: declare them, so the
     # gate has similarity evidence (undeclared scores would count as UNKNOWN).
-    grader = CRAGGradeNode(score_kind="cosine")
+    grader = CRAGGradeNode(score_kind="cosine", evaluation_key="crag", state_schema=GraphState)
 
     def grade_documents(state: GraphState) -> dict[str, Any]:
         return {**grader(state), "steps": ["grade_documents"]}

@@ -100,6 +100,17 @@ SUBMODULES = {
         "available_profiles",
         "load_config",
     ],
+    "crag_heuristic.events": [
+        "Corrected",
+        "Done",
+        "Evaluated",
+        "ParentsExpanded",
+        "Refined",
+        "Retrieved",
+        "Stage",
+        "StageEvent",
+        "WebSearched",
+    ],
     "crag_heuristic.expansion": [
         "Expansion",
         "PRFExpander",

@@ -10,9 +10,11 @@ same, with ``web_error`` / ``cache_error``, and names the failure on stderr);
 
 The command line is an application, so unlike the library it sets up
 logging: warnings to stderr, and the library's events too with ``--verbose``
-(given before or after the sub-command). ``--verbose`` lowers only the
-library's logger: the HTTP clients' loggers would print each request's URL,
-the query text with it.
+(given before or after the sub-command), each with its fields (redacted, see
+``crag_heuristic._cli.verbose``); ``retrieve --verbose`` prints the router's
+stage events as they happen. ``--verbose`` lowers only the library's logger:
+the HTTP clients' loggers would print each request's URL, the query text with
+it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .common import (
     EXIT_SERVICE,
     read_chunks,
 )
+from .verbose import EventFormatter
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -80,7 +83,8 @@ def _add_global_options(parser: argparse.ArgumentParser, *, default: object) -> 
         "-v",
         action="store_true",
         default=default,
-        help="log the library's events (crag.*) to stderr; never other libraries' logs",
+        help="log the library's events (crag.*) with their fields to stderr; never other "
+        "libraries' logs",
     )
 
 
@@ -118,9 +122,9 @@ def _configure_logging(*, verbose: bool) -> None:
     too. Only the ``crag_heuristic`` logger is lowered to DEBUG: httpx and httpcore
     log each request's URL, query text included, which the library's events
     replace by a hash."""
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(EventFormatter())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     if verbose:
         logging.getLogger(LOGGER_NAME).setLevel(logging.DEBUG)
 

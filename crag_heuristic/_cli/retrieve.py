@@ -13,9 +13,11 @@ from typing import Any, TextIO
 
 from .._evaluator import Evaluator
 from .._exceptions import InputError
+from .._logging import get_logger
 from .._retrievers import BM25Retriever, FaissRetriever
 from .._retrievers.documents import to_chunk
 from .._router import CRAG, CRAGResult
+from .._router.events import Done
 from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever
 from .._types import Chunk, ScoreKind
 from .common import (
@@ -112,7 +114,14 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
 
         cache = RedisCache(url=args.redis)
     crag = CRAG(retriever, evaluator, lexical=lexical, web=web, cache=cache, config=router_config)
-    result = crag.retrieve(args.query, args.k)
+    if getattr(args, "verbose", False):
+        log = get_logger()
+        for event in crag.stream(args.query, args.k):  # each stage's fields as it ends
+            log.debug("crag.stage", **event.summary())
+        assert isinstance(event, Done)
+        result = event.result
+    else:
+        result = crag.retrieve(args.query, args.k)
     if args.pretty:
         out.write(render_table(result, retriever.score_semantics) + "\n")
     else:

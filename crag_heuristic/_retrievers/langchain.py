@@ -47,12 +47,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import threading
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .._checks import check_k, check_query
-from .._corpus import CorpusStats
+from .._corpus import CorpusStats, resolve_corpus_stats
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
@@ -278,12 +278,19 @@ class LangChainRetriever:
         normalized: for FAISS stores, whether the stored vectors are unit-normalised.
         search_kwargs: passed to every search (``filter``, ``fetch_k`` ...).
         require_scores: raise instead of degrading when there are no scores.
+        corpus_stats: document frequencies for the evaluator: a
+            :class:`CorpusStats`, the path of a saved one (loaded now), or
+            ``None``: built now from the store's in-process docstore (FAISS,
+            ``InMemoryVectorStore``; ``stats_from_docstore=False`` turns that
+            off), never on the first query. Other stores and plain retrievers
+            have none unless given.
         analyzer: for corpus statistics (use the evaluator's).
         name: the retriever's name in errors.
 
     Raises:
         InputError: ``base`` is neither a store nor a retriever; an unknown
-            ``score_kind``; ``require_scores`` over a retriever without ``score_key``.
+            ``score_kind``; ``require_scores`` over a retriever without
+            ``score_key``; unusable ``corpus_stats`` (see :meth:`CorpusStats.load`).
 
     Degraded results (documented, never silent): a store whose scores mean
     nothing known, a store that returns no scores and a plain retriever give
@@ -300,6 +307,8 @@ class LangChainRetriever:
         normalized: bool | None = None,
         search_kwargs: Mapping[str, Any] | None = None,
         require_scores: bool = False,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
+        stats_from_docstore: bool = True,
         analyzer: Analyzer | None = None,
         name: str = "langchain",
     ) -> None:
@@ -346,9 +355,10 @@ class LangChainRetriever:
                 what = f"metadata[{score_key!r}] declared by the caller: {kind.value}"
             self.scores = DeclaredScores(kind, what, kind.value)
         self._scoreless = False  # a store found to return no scores
-        self._analyzer = analyzer
-        self._stats: CorpusStats | None = None
-        self._stats_lock = threading.Lock()
+        texts = _store_texts(base) if stats_from_docstore else None
+        self._stats = resolve_corpus_stats(
+            corpus_stats, analyzer=analyzer, texts=None if texts is None else lambda: texts
+        )
 
     def __repr__(self) -> str:
         base = type(self.base).__name__
@@ -539,15 +549,8 @@ class LangChainRetriever:
     # -- corpus statistics ----------------------------------------------------------------
 
     def corpus_stats(self) -> CorpusStats | None:
-        """Document frequencies over the store's in-process docstore (FAISS,
-        ``InMemoryVectorStore``), computed once; ``None`` for other stores."""
-        if self._stats is None:
-            with self._stats_lock:
-                if self._stats is None:
-                    texts = _store_texts(self.base)
-                    if not texts:
-                        return None
-                    self._stats = CorpusStats.from_texts(texts, self._analyzer)
+        """The document frequencies given, or built at construction from the store's
+        in-process docstore; ``None`` for other stores (see the class doc)."""
         return self._stats
 
 
@@ -566,6 +569,8 @@ class LangChainFaissRetriever(LangChainRetriever):
             ``store._normalize_L2`` if set, else detected from the index.
         filter: a LangChain metadata filter passed to every search.
         fetch_k: how many candidates LangChain fetches before filtering.
+        corpus_stats: as for :class:`LangChainRetriever` (by default built now
+            from the store's docstore).
         analyzer: for corpus statistics (use the evaluator's).
 
     Raises:
@@ -579,6 +584,7 @@ class LangChainFaissRetriever(LangChainRetriever):
         normalized: bool | None = None,
         filter: Mapping[str, Any] | Any = None,
         fetch_k: int | None = None,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
         analyzer: Analyzer | None = None,
         name: str = "langchain-faiss",
     ) -> None:
@@ -596,6 +602,7 @@ class LangChainFaissRetriever(LangChainRetriever):
             store,
             normalized=normalized,
             search_kwargs=kwargs,
+            corpus_stats=corpus_stats,
             analyzer=analyzer,
             name=name,
         )

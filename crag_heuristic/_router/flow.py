@@ -15,6 +15,11 @@ decisions, timings and notes are the same for both, by construction.
                                           (no web, or it failed: expand as for PARTIAL)
              -> parents (optional: chunks graded PARTIAL re-graded as their parents)
              -> refine (optional) -> CRAGResult
+
+When the context asks for it (``Context.stream``: :meth:`CRAG.stream` /
+``astream``), the flow also yields each stage's event as it happens
+(``[Emit(event)]``, see :mod:`crag_heuristic._router.events`): the retrieval
+before it is graded, the evaluation before the route, and so on.
 """
 
 from __future__ import annotations
@@ -51,6 +56,15 @@ from .._grading import (
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .events import (
+    Corrected,
+    Evaluated,
+    ParentsExpanded,
+    Refined,
+    Retrieved,
+    StageEvent,
+    WebSearched,
+)
 from .parents import ParentGet, expand_parents
 from .result import CRAGResult, Strategy
 from .rewrite import keyword_query
@@ -62,6 +76,7 @@ __all__ = [
     "CacheGet",
     "CacheSet",
     "Context",
+    "Emit",
     "ParentGet",
     "Search",
     "WebCall",
@@ -114,7 +129,15 @@ class GradeCall:
     chunks: tuple[Chunk, ...]
 
 
-Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Hand a stage event to the caller (only when ``Context.stream``; always alone in
+    its list; the outcome is ``None``)."""
+
+    event: StageEvent
+
+
+Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet | Emit
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
 
@@ -143,6 +166,7 @@ class Context:
     grader_fingerprint: str = ""
     grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
     parent_error: str | None = None
+    stream: bool = False  # yield each stage's event (Emit) as it happens
 
     def cache_failed(self, error: BaseException, what: str) -> None:
         """Record a cache failure: the query goes on without the cache."""
@@ -216,6 +240,8 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
     retrieved = list(first[:k])
     ctx.counts["retrieved"] = len(retrieved)
     ctx.log("crag.retrieve", chunks=len(retrieved), depth=depth)
+    if ctx.stream:
+        yield [Emit(Retrieved(elapsed_ms=_ms(total_start), chunks=tuple(retrieved), depth=depth))]
 
     first_eval, cache_hit = yield from _first_evaluation(ctx, query, retrieved)
     cascade = None
@@ -224,31 +250,49 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         first_eval, cascade = yield from escalate(ctx, query, gated, first_eval)
     state = _State(chunks=retrieved, evaluation=first_eval)
     verdict = first_eval.verdict
+    if ctx.stream:
+        yield [
+            Emit(
+                Evaluated(
+                    elapsed_ms=_ms(total_start),
+                    evaluation=first_eval,
+                    cache_hit=cache_hit,
+                    cascade=cascade,
+                )
+            )
+        ]
 
     if verdict is Verdict.RELEVANT:
         _fast_path(ctx, query, state)
     elif cfg.max_retries == 0:
         ctx.notes.append("correction is off (max_retries = 0): the retrieval is returned as is")
     elif verdict is Verdict.PARTIAL:
-        yield from _expand(ctx, query, k, depth, first, state)
+        if (yield from _expand(ctx, query, k, depth, first, state)) and ctx.stream:
+            yield [Emit(_corrected(ctx, state, total_start))]
         after = state.evaluation.verdict
         wants_web = after is Verdict.IRRELEVANT or (
             cfg.web_on_partial and after is not Verdict.RELEVANT
         )
         if wants_web and state.retries < cfg.max_retries and ctx.has_web:
             yield from _web(ctx, query, retrieved, first_eval, state)
+            if ctx.stream:
+                yield [Emit(_web_searched(ctx, state, total_start))]
             if state.web_used:
                 state.strategy = Strategy.COMBINED
             elif state.web_miss is not None:
                 ctx.notes.append(f"{state.web_miss}: the chunks before it are kept")
     else:
         yield from _web(ctx, query, retrieved, first_eval, state)
+        if ctx.stream:
+            yield [Emit(_web_searched(ctx, state, total_start))]
         if state.web_miss is not None:
             expanded = False
             if cfg.expand_without_web and state.retries < cfg.max_retries:
                 expanded = yield from _expand(
                     ctx, query, k, depth, first, state, fallback=state.web_miss
                 )
+                if expanded and ctx.stream:
+                    yield [Emit(_corrected(ctx, state, total_start))]
             if not expanded:
                 ctx.notes.append(f"{state.web_miss}: the original chunks are kept")
 
@@ -266,6 +310,15 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         state.chunks, state.evaluation = yield from expand_parents(
             ctx, query, state.chunks, state.evaluation
         )
+        if ctx.stream:
+            parents = ParentsExpanded(
+                elapsed_ms=_ms(total_start),
+                chunks=tuple(state.chunks),
+                evaluation=state.evaluation,
+                used=ctx.counts.get("parents_used", 0),
+                error=ctx.parent_error,
+            )
+            yield [Emit(parents)]
 
     refinement = None
     if cfg.refine and state.chunks:
@@ -276,6 +329,8 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
             state.chunks = list(refinement.chunks)
         else:
             ctx.notes.append("refinement kept no strip: the chunks are passed unrefined")
+        if ctx.stream:
+            yield [Emit(Refined(elapsed_ms=_ms(total_start), refinement=refinement))]
 
     ctx.counts["final"] = len(state.chunks)
     ctx.timings["total"] = (time.perf_counter() - total_start) * 1000.0
@@ -302,6 +357,37 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         refinement=refinement,
         cascade=cascade,
         grader_error=None if cascade is None else cascade.error,
+    )
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0
+
+
+def _corrected(ctx: Context, state: _State, started: float) -> Corrected:
+    """The ``corrected`` event of the correction just done."""
+    return Corrected(
+        elapsed_ms=_ms(started),
+        strategy=state.strategy,
+        chunks=tuple(state.chunks),
+        evaluation=state.evaluation,
+        expanded_queries=state.expanded,
+        rankings=ctx.counts.get("expanded_rankings", 0),
+    )
+
+
+def _web_searched(ctx: Context, state: _State, started: float) -> WebSearched:
+    """The ``web`` event of the web stage just done."""
+    return WebSearched(
+        elapsed_ms=_ms(started),
+        web_query=state.web_query,
+        used=state.web_used,
+        results=ctx.counts.get("web_results", 0),
+        error=state.web_error,
+        miss=state.web_miss,
+        cache_hit=state.web_cache_hit,
+        chunks=tuple(state.chunks),
+        evaluation=state.evaluation,
     )
 
 

@@ -2,8 +2,10 @@
 
 It owns the parts (retriever, evaluator, expander, web searcher, cache,
 metrics) and drives :func:`crag_heuristic._router.flow.correct`, running its
-I/O requests either one after the other (:meth:`CRAG.retrieve`) or
-concurrently (:meth:`CRAG.aretrieve`).
+I/O requests either one after the other (:meth:`CRAG.retrieve`,
+:meth:`CRAG.stream`) or concurrently (:meth:`CRAG.aretrieve`,
+:meth:`CRAG.astream`). One driver per mode: ``retrieve`` is ``stream`` without
+the stage events, keeping only the last (``done``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import asyncio
 import hashlib
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._cache import MemoryCache
@@ -51,11 +54,12 @@ from .._protocols import (
     WebSearcher,
 )
 from .._types import Chunk
+from .events import Done, StageEvent
 from .flow import (
     CacheGet,
     CacheSet,
     Context,
-    Flow,
+    Emit,
     GradeCall,
     ParentGet,
     Request,
@@ -73,6 +77,13 @@ if TYPE_CHECKING:  # types only: the expansion package is imported when first us
     from .._metrics import MetricsSink
 
 __all__ = ["CRAG"]
+
+Call = Callable[[Request], Any]
+Observer = Callable[[Request, Call], Any]
+"""Runs one request through ``call`` and returns its outcome, doing what it likes
+around it (an integration's tracing: ``crag_heuristic.integrations.langchain``)."""
+AsyncCall = Callable[[Request], Awaitable[Any]]
+AsyncObserver = Callable[[Request, AsyncCall], Awaitable[Any]]
 
 
 class CRAG:
@@ -224,7 +235,7 @@ class CRAG:
         query_id = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         return self._log.bind(query_id=query_id)
 
-    def _context(self, query: str) -> Context:
+    def _context(self, query: str, *, stream: bool = False) -> Context:
         log = self._bound_log(query)
 
         def on_stage(stage: str, ms: float) -> None:
@@ -249,6 +260,7 @@ class CRAG:
             on_cache_error=on_cache_error,
             escalation=self.escalation,
             grader_fingerprint=self._grader_fingerprint,
+            stream=stream,
         )
 
     def _web_fingerprint(self) -> str:
@@ -302,19 +314,50 @@ class CRAG:
             RetrieverError: the first retrieval failed (nothing to correct).
         """
         check_query(query)
-        return self._finish(self._run(correct(self._context(query), query, self._k(k))))
+        return _result(self._steps(self._context(query), query, self._k(k)))
 
-    def _run(self, flow: Flow) -> CRAGResult:
+    def stream(self, query: str, k: int | None = None) -> Iterator[StageEvent]:
+        """:meth:`retrieve`, one stage event at a time as each stage ends (see
+        :mod:`crag_heuristic.events`): ``retrieved`` before the gate grades, ...,
+        ``done`` last, whose ``result`` is what :meth:`retrieve` returns.
+
+        Raises:
+            InvalidQueryError, InputError: at once, as :meth:`retrieve`.
+            RetrieverError: while iterating, when the first retrieval failed.
+        """
+        return self._stream(query, k)
+
+    def _stream(
+        self, query: str, k: int | None = None, observe: Observer | None = None
+    ) -> Iterator[StageEvent]:
+        """:meth:`stream`, each request run through ``observe`` when given."""
+        check_query(query)
+        return self._steps(self._context(query, stream=True), query, self._k(k), observe)
+
+    def _steps(
+        self, ctx: Context, query: str, k: int, observe: Observer | None = None
+    ) -> Iterator[StageEvent]:
+        """The sync driver: the flow's requests one after the other; yields the
+        flow's stage events (none unless ``ctx.stream``), then ``done``."""
+        flow = correct(ctx, query, k)
         try:
             requests = next(flow)
             while True:
-                requests = flow.send([self._call(request) for request in requests])
+                if isinstance(requests[0], Emit):
+                    yield requests[0].event
+                    requests = flow.send([None])
+                elif observe is None:
+                    requests = flow.send([self._call(request) for request in requests])
+                else:
+                    requests = flow.send([observe(request, self._call) for request in requests])
         except StopIteration as stop:
-            result: CRAGResult = stop.value
-            return result
+            result = self._finish(stop.value)
+        yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     def _call(self, request: Request) -> Any:
         """Run one request; return its value or the exception it raised."""
+        if isinstance(request, Emit):  # no I/O (the drivers hand its event over)
+            return None
         if isinstance(request, CacheGet | CacheSet):
             return _cache_call(self.cache, request, "aretrieve()")
         if isinstance(request, GradeCall):
@@ -357,15 +400,41 @@ class CRAG:
     async def aretrieve(self, query: str, k: int | None = None) -> CRAGResult:
         """The async :meth:`retrieve`: re-retrievals run concurrently."""
         check_query(query)
-        flow = correct(self._context(query), query, self._k(k))
+        return await _aresult(self._asteps(self._context(query), query, self._k(k)))
+
+    def astream(self, query: str, k: int | None = None) -> AsyncIterator[StageEvent]:
+        """The async :meth:`stream` (``async for event in crag.astream(query)``):
+        the stages of :meth:`aretrieve` as they end, ``done`` last."""
+        return self._astream(query, k)
+
+    def _astream(
+        self, query: str, k: int | None = None, observe: AsyncObserver | None = None
+    ) -> AsyncIterator[StageEvent]:
+        """:meth:`astream`, each request run through ``observe`` when given."""
+        check_query(query)
+        return self._asteps(self._context(query, stream=True), query, self._k(k), observe)
+
+    async def _asteps(
+        self, ctx: Context, query: str, k: int, observe: AsyncObserver | None = None
+    ) -> AsyncIterator[StageEvent]:
+        """The async driver: each batch of requests runs concurrently; yields as
+        :meth:`_steps` does."""
+        flow = correct(ctx, query, k)
         try:
             requests = next(flow)
             while True:
-                outcomes = await asyncio.gather(*(self._acall(r) for r in requests))
+                if isinstance(requests[0], Emit):
+                    yield requests[0].event
+                    requests = flow.send([None])
+                    continue
+                if observe is None:
+                    outcomes = await asyncio.gather(*(self._acall(r) for r in requests))
+                else:
+                    outcomes = await asyncio.gather(*(observe(r, self._acall) for r in requests))
                 requests = flow.send(list(outcomes))
         except StopIteration as stop:
-            result: CRAGResult = stop.value
-            return self._finish(result)
+            result = self._finish(stop.value)
+        yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     async def _acall(self, request: Request) -> Any:
         if isinstance(request, CacheGet | CacheSet):
@@ -405,6 +474,22 @@ class CRAG:
                 )
         except Exception as exc:  # noqa: BLE001
             return _web_error(exc)
+
+
+def _result(events: Iterator[StageEvent]) -> CRAGResult:
+    """The result of the last event (``done``) of a driver's events."""
+    (done,) = deque(events, maxlen=1)
+    assert isinstance(done, Done)
+    return done.result
+
+
+async def _aresult(events: AsyncIterator[StageEvent]) -> CRAGResult:
+    """The async :func:`_result`."""
+    done = None
+    async for event in events:
+        done = event
+    assert isinstance(done, Done)
+    return done.result
 
 
 def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> Awaitable[Any]:

@@ -8,7 +8,8 @@ retriever.ainvoke(q)``, ``retriever | format_docs`` in an LCEL chain). It wraps
 any LangChain vector store or retriever (see :class:`LangChainRetriever` for
 how scores are read and converted), runs the :class:`~crag_heuristic.CRAG`
 router on it and returns ``Document`` objects, web results included, each
-with the decision in ``metadata["crag"]``:
+with the decision in ``metadata["crag"]`` (and, for callbacks, child runs and
+custom events: see :class:`CRAGRetriever`):
 
 =====================  ==============================================================
 key                    value
@@ -34,26 +35,40 @@ key                    value
 :class:`CRAGGradeNode` replaces the LLM "grade documents" step of the usual
 CRAG graph in LangGraph (retrieve -> grade_documents -> decide (generate |
 transform_query -> web_search) -> generate). It reads ``question`` and
-``documents`` from the state and writes the documents it keeps, the
+``documents`` from the state and writes the documents it keeps and the
 ``web_search`` flag (``"Yes"`` / ``"No"``, as the usual ``decide_to_generate``
-edge reads it) and the evaluation; ``examples/langgraph_crag.py`` builds the
-whole graph.
+edge reads it); the evaluation too, under a key you name and the state
+declares (checked: LangGraph drops undeclared keys silently);
+``examples/langgraph_crag.py`` builds the whole graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+import copy
+import difflib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 try:
     from langchain_core.callbacks import (
+        AsyncCallbackManagerForChainRun,
         AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForChainRun,
         CallbackManagerForRetrieverRun,
+        adispatch_custom_event,
+        dispatch_custom_event,
     )
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableConfig
+
+    # LangChain imports its tracing machinery on a retriever's first invoke (tenacity,
+    # langsmith: 18 ms measured); imported with this module, the first query is spared it.
+    from langchain_core.tracers import context as _tracing_context  # noqa: F401
     from langchain_core.vectorstores import VectorStore
-    from pydantic import PrivateAttr
+    from pydantic import ConfigDict, PrivateAttr, SkipValidation, ValidationError
+    from typing_extensions import Self
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "crag_heuristic.integrations.langchain needs langchain-core: "
@@ -66,10 +81,24 @@ from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._exceptions import InputError, RetrieverError
 from .._expansion import QueryExpander
+from .._grading import AsyncGrader, Escalation, Grader
 from .._metrics import MetricsSink
-from .._protocols import AsyncCache, AsyncRetriever, AsyncWebSearcher, Cache, Retriever, WebSearcher
+from .._protocols import (
+    AsyncCache,
+    AsyncParentLookup,
+    AsyncRetriever,
+    AsyncWebSearcher,
+    Cache,
+    EventLogger,
+    ParentLookup,
+    Retriever,
+    StatsProvider,
+    WebSearcher,
+)
 from .._retrievers.langchain import LangChainRetriever, document_to_chunk
 from .._router import CRAG, CRAGResult
+from .._router.events import Done, Evaluated, Retrieved, StageEvent
+from .._router.flow import GradeCall, Request, Search, WebCall
 from .._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Verdict
 
 __all__ = ["CRAGGradeNode", "CRAGRetriever", "LangChainRetriever", "result_documents"]
@@ -125,81 +154,112 @@ def result_documents(result: CRAGResult) -> list[Document]:
 class CRAGRetriever(BaseRetriever):
     """The CRAG router as a LangChain retriever, over any vector store or retriever.
 
+    A pydantic model like every LangChain retriever: its fields are the
+    router's options, an unknown keyword is an :class:`InputError` (naming the
+    closest field), and LangChain can rebuild it from its fields
+    (``configurable_fields(k=ConfigurableField(id="k"))`` then
+    ``with_config(configurable={"k": 3})``).
+
     Args:
         base: a LangChain ``VectorStore`` (scores read with
             ``similarity_search_with_score`` and converted by the store's
             convention), a ``BaseRetriever`` (no scores unless ``score_key``),
             or a crag-heuristic retriever (``search``/``asearch`` returning chunks,
             e.g. :class:`~crag_heuristic.integrations.qdrant.QdrantRetriever`).
-        k: documents returned per query.
-        evaluator, expander, web, cache, config, lexical, metrics, logger: the
-            :class:`~crag_heuristic.CRAG` router's options, as there.
+        k: documents returned per query (per call: ``invoke(query, k=3)``).
+        evaluator, expander, web, cache, config, lexical, parents, grader,
+            escalation, metrics, logger: the :class:`~crag_heuristic.CRAG`
+            router's options, as there (the cascade: ``grader`` and
+            ``escalation``; parent expansion: ``parents``).
+        corpus_stats: document frequencies for the evaluator: a
+            :class:`~crag_heuristic.text.CorpusStats` or the path of a saved
+            one; by default built at construction from the store's in-process
+            docstore (FAISS, ``InMemoryVectorStore``), or asked of a
+            crag-heuristic ``base`` (``corpus_stats()``), never on the first query.
         score_kind, score_key, normalized, search_kwargs, require_scores: how
             the base's scores are read (see :class:`LangChainRetriever`).
-        **kwargs: ``BaseRetriever`` fields (``tags``, ``metadata``).
+        name, tags, metadata: ``BaseRetriever``'s own fields.
+
+    After construction the fields hold what the router uses (the
+    :class:`Evaluator`, the cache, the :class:`RouterConfig`, the statistics),
+    so a copy or a rebuild with another ``k`` shares them instead of building
+    them again. ``copy.deepcopy`` (and ``model_copy``) rebuild the retriever
+    from its fields: its own settings are copied, the store and the services
+    (cache, web client, grader, statistics) are shared, not duplicated.
+
+    Callbacks: the store search, the lexical re-retrieval and any other search,
+    the web search, the gate's grading (``crag_gate``) and a cascade's grader
+    are child runs of the retriever's run, and two custom events carry the
+    decision: ``crag_evaluation`` as soon as the gate has graded the retrieval
+    (verdict, score, each chunk's grade) and ``crag_result`` at the end (see
+    :func:`evaluation_event` and :func:`result_event`); ``astream_events``
+    shows them all.
 
     Attributes:
         router: the :class:`~crag_heuristic.CRAG` router (``router.retrieve(q)``
-            gives the whole :class:`~crag_heuristic.CRAGResult`).
+            gives the whole :class:`~crag_heuristic.CRAGResult`,
+            ``router.stream(q)`` its stages).
         retriever: the crag-heuristic view of ``base``.
 
     Raises:
-        InputError: ``base`` is not a store or a retriever; a bad ``k`` or option.
+        InputError: ``base`` is not a store or a retriever; an unknown keyword; a
+            bad ``k`` or option.
         RetrieverError: (on invoke) the first retrieval failed.
     """
 
-    k: int = 10
-    _base: Any = PrivateAttr()
-    _retriever: Retriever | AsyncRetriever = PrivateAttr()
-    _router: CRAG = PrivateAttr()
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    def __init__(
-        self,
-        *,
-        base: VectorStore | BaseRetriever | Retriever | AsyncRetriever,
-        k: int = 10,
-        evaluator: Evaluator | EvaluatorConfig | str | None = None,
-        expander: QueryExpander | Literal[False] | None = None,
-        web: WebSearcher | AsyncWebSearcher | None = None,
-        cache: Cache | AsyncCache | Literal[False] | None = None,
-        config: RouterConfig | Mapping[str, Any] | None = None,
-        lexical: Retriever | AsyncRetriever | None = None,
-        metrics: MetricsSink | None = None,
-        logger: Any = None,
-        score_kind: ScoreKind | str | None = None,
-        score_key: str | None = None,
-        normalized: bool | None = None,
-        search_kwargs: Mapping[str, Any] | None = None,
-        require_scores: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        check_k(k)
-        router_evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+    base: SkipValidation[VectorStore | BaseRetriever | Retriever | AsyncRetriever]
+    k: SkipValidation[int] = 10
+    evaluator: SkipValidation[Evaluator | EvaluatorConfig | str | None] = None
+    expander: SkipValidation[QueryExpander | Literal[False] | None] = None
+    web: SkipValidation[WebSearcher | AsyncWebSearcher | None] = None
+    cache: SkipValidation[Cache | AsyncCache | Literal[False] | None] = None
+    config: SkipValidation[RouterConfig | Mapping[str, Any] | None] = None
+    lexical: SkipValidation[Retriever | AsyncRetriever | None] = None
+    parents: SkipValidation[ParentLookup | AsyncParentLookup | None] = None
+    grader: SkipValidation[Grader | AsyncGrader | None] = None
+    escalation: SkipValidation[Escalation | Mapping[str, Any] | None] = None
+    metrics: SkipValidation[MetricsSink | None] = None
+    logger: SkipValidation[EventLogger | None] = None
+    corpus_stats: SkipValidation[CorpusStats | str | os.PathLike[str] | None] = None
+    score_kind: SkipValidation[ScoreKind | str | None] = None
+    score_key: SkipValidation[str | None] = None
+    normalized: SkipValidation[bool | None] = None
+    search_kwargs: SkipValidation[Mapping[str, Any] | None] = None
+    require_scores: SkipValidation[bool] = False
+    _retriever: Retriever | AsyncRetriever | None = PrivateAttr(default=None)
+    _router: CRAG | None = PrivateAttr(default=None)
+
+    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
+
+        def __init__(self, **fields: Any) -> None:
+            try:
+                super().__init__(**fields)
+            except ValidationError as exc:
+                raise InputError(_validation_message(type(self), exc)) from None
+            self._build()
+
+    def _build(self) -> CRAG:
+        """Make the router from the fields, then keep in the fields what it uses."""
+        check_k(self.k)
+        given = self.evaluator
+        evaluator = given if isinstance(given, Evaluator) else Evaluator(given)
         retriever: Retriever | AsyncRetriever
+        base = self.base
         if isinstance(base, VectorStore | BaseRetriever):
             retriever = LangChainRetriever(
                 base,
-                score_kind=score_kind,
-                score_key=score_key,
-                normalized=normalized,
-                search_kwargs=search_kwargs,
-                require_scores=require_scores,
-                analyzer=router_evaluator.analyzer,
+                score_kind=self.score_kind,
+                score_key=self.score_key,
+                normalized=self.normalized,
+                search_kwargs=self.search_kwargs,
+                require_scores=self.require_scores,
+                corpus_stats=self.corpus_stats,
+                analyzer=evaluator.analyzer,
             )
         elif isinstance(base, Retriever | AsyncRetriever):
-            given = {
-                "score_kind": score_kind,
-                "score_key": score_key,
-                "normalized": normalized,
-                "search_kwargs": search_kwargs,
-                "require_scores": require_scores or None,
-            }
-            if any(value is not None for value in given.values()):
-                names = ", ".join(name for name, value in given.items() if value is not None)
-                raise InputError(
-                    f"{names}: options for LangChain stores and retrievers; a crag-heuristic "
-                    f"retriever ({type(base).__name__}) declares its own scores"
-                )
+            _no_store_options(self, base)
             retriever = base
         else:
             raise InputError(
@@ -208,45 +268,336 @@ class CRAGRetriever(BaseRetriever):
             )
         router = CRAG(
             retriever,
-            router_evaluator,
-            expander,
-            web,
-            cache,
-            config,
-            lexical=lexical,
-            metrics=metrics,
-            logger=logger,
+            evaluator,
+            self.expander,
+            self.web,
+            self.cache,
+            self.config,
+            lexical=self.lexical,
+            parents=self.parents,
+            metrics=self.metrics,
+            logger=self.logger,
+            grader=self.grader,
+            escalation=self.escalation,
         )
-        fields: dict[str, Any] = {**kwargs, "k": k}  # BaseRetriever's own fields and ours
-        super().__init__(**fields)
-        self._base = base
-        self._retriever = retriever
-        self._router = router
+        self._retriever, self._router = retriever, router
+        self.evaluator, self.config = router.evaluator, router.config
+        self.cache = False if router.cache is None else router.cache
+        self.escalation = router.escalation
+        self.corpus_stats = router.corpus_stats()  # built or loaded now, not on a query
+        return router
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        """A new retriever built from this one's fields: plain settings (``k``,
+        ``tags``, ``metadata``, ``search_kwargs`` ...) deep-copied, the store and
+        the services shared (see the class doc)."""
+        shared = _SHARED_FIELDS
+        fields = {
+            name: getattr(self, name)
+            if name in shared
+            else copy.deepcopy(getattr(self, name), memo)
+            for name in type(self).model_fields
+        }
+        return type(self)(**fields)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy built from the fields, with ``update`` applied (the router is
+        rebuilt, so an updated option takes effect); ``deep`` as :meth:`__deepcopy__`."""
+        source = copy.deepcopy(self) if deep else self
+        fields = {name: getattr(source, name) for name in type(self).model_fields}
+        return type(self)(**{**fields, **(update or {})})
 
     @property
     def router(self) -> CRAG:
         """The CRAG router behind this retriever."""
-        return self._router
+        return self._router if self._router is not None else self._build()
 
     @property
     def retriever(self) -> Retriever | AsyncRetriever:
         """The crag-heuristic retriever the router searches."""
-        return self._retriever
+        router = self.router
+        return router.retriever
 
     @property
     def score_semantics(self) -> str:
         """How the base's scores are converted, in words."""
-        return str(getattr(self._retriever, "score_semantics", "declared by the retriever"))
+        return str(getattr(self.retriever, "score_semantics", "declared by the retriever"))
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
-        return result_documents(self._router.retrieve(query, self.k))
+        k = _call_k(self.k if k is None else k, kwargs)
+        if not _traced(run_manager):
+            return result_documents(self.router.retrieve(query, k))
+        tracer = _Tracer(run_manager, self.router)
+        return result_documents(tracer.follow(self.router._stream(query, k, tracer.observe)))
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
-        return result_documents(await self._router.aretrieve(query, self.k))
+        k = _call_k(self.k if k is None else k, kwargs)
+        if not _traced(run_manager):
+            return result_documents(await self.router.aretrieve(query, k))
+        tracer = _AsyncTracer(run_manager, self.router)
+        events = self.router._astream(query, k, tracer.observe)
+        return result_documents(await tracer.follow(events))
+
+
+_SHARED_FIELDS = frozenset(
+    {"base", "evaluator", "expander", "web", "cache", "lexical", "parents", "grader",
+     "metrics", "logger", "corpus_stats"}
+)  # fmt: skip
+_STORE_OPTIONS = ("score_kind", "score_key", "normalized", "search_kwargs", "require_scores")
+
+
+def _validation_message(cls: type[BaseRetriever], error: ValidationError) -> str:
+    """What pydantic refused, in the words of the class's own options."""
+    options = list(cls.model_fields)
+    problems = []
+    for item in error.errors():
+        name = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(name, options, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"unknown keyword {name!r}{hint}")
+        elif item["type"] == "missing":
+            problems.append(f"{name}= is required")
+        else:
+            problems.append(f"{name}: {item['msg']}")
+    return f"{cls.__name__}: {'; '.join(problems)}. Its options: {', '.join(options)}"
+
+
+def _no_store_options(retriever: CRAGRetriever, base: object) -> None:
+    """A crag-heuristic retriever declares its own scores and statistics."""
+    given = [name for name in _STORE_OPTIONS if getattr(retriever, name) not in (None, False)]
+    own = base.corpus_stats() if isinstance(base, StatsProvider) else None
+    if retriever.corpus_stats is not None and retriever.corpus_stats is not own:
+        given.append("corpus_stats")
+    if given:
+        raise InputError(
+            f"{', '.join(given)}: options for LangChain stores and retrievers; a "
+            f"crag-heuristic retriever ({type(base).__name__}) declares its own scores "
+            "and statistics"
+        )
+
+
+def _call_k(k: object, kwargs: Mapping[str, Any]) -> int:
+    """The per-call ``k``, checked; any other keyword but LangChain's ``verbose`` is refused."""
+    unknown = sorted(set(kwargs) - {"verbose"})
+    if unknown:
+        raise InputError(f"CRAGRetriever.invoke: unknown keyword(s) {unknown}; it takes k=")
+    return check_k(k)
+
+
+# -- callbacks --------------------------------------------------------------------------------
+
+GATE_RUN = "crag_gate"
+EVALUATION_EVENT = "crag_evaluation"
+RESULT_EVENT = "crag_result"
+
+
+def _traced(
+    run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
+) -> bool:
+    """Whether anyone listens (no handler: no child runs, the plain router)."""
+    return bool(run_manager.handlers or run_manager.inheritable_handlers)
+
+
+def _part_name(part: object) -> str:
+    inner = part.base if isinstance(part, LangChainRetriever) else part
+    return type(inner).__name__
+
+
+def _child_run(request: Request, router: CRAG) -> tuple[str, str, str] | None:
+    """(kind, name, tag) of the child run a request gets: ``retriever`` for a search or a
+    web call, ``chain`` for a grader call; ``None`` for the others (cache, parents)."""
+    if isinstance(request, Search):
+        tag = "crag:lexical" if request.lexical else "crag:search"
+        return "retriever", _part_name(request.retriever), tag
+    if isinstance(request, WebCall):
+        return "retriever", _part_name(router.web), "crag:web"
+    if isinstance(request, GradeCall):
+        return "chain", _part_name(router.grader), "crag:grader"
+    return None
+
+
+def _documents(chunks: Any) -> list[Document]:
+    """A search's chunks as documents for a child run's end."""
+    return [
+        Document(
+            id=chunk.id,
+            page_content=chunk.text,
+            metadata={"source": chunk.source, "score": chunk.score,
+                      "score_kind": chunk.score_kind.value},
+        )
+        for chunk in chunks
+        if isinstance(chunk, Chunk)
+    ]  # fmt: skip
+
+
+def _gate_inputs(event: Retrieved) -> dict[str, Any]:
+    return {"chunk_ids": [chunk.id for chunk in event.chunks]}
+
+
+def evaluation_event(event: Evaluated) -> dict[str, Any]:
+    """The data of the ``crag_evaluation`` custom event (and the gate run's outputs):
+    ``verdict``, ``score``, ``cache_hit`` and ``grades`` (each chunk's ``chunk_id``,
+    ``score``, ``verdict``, ``similarity``), as soon as the gate has graded the retrieval."""
+    evaluation = event.evaluation
+    return {
+        "verdict": evaluation.verdict.value,
+        "score": evaluation.score,
+        "cache_hit": event.cache_hit,
+        "grades": [{"chunk_id": g.chunk_id, **(_grade_dict(g) or {})} for g in evaluation.chunks],
+    }
+
+
+def result_event(result: CRAGResult) -> dict[str, Any]:
+    """The data of the ``crag_result`` custom event: the final ``verdict``,
+    ``initial_verdict``, ``set_score``, ``strategy``, the final ``chunk_ids``, and the
+    flags (``web_search_used``, ``web_error``, ``cache_error``, ``grader_error``,
+    ``parent_error``)."""
+    return {
+        "verdict": result.verdict.value,
+        "initial_verdict": result.initial_evaluation.verdict.value,
+        "set_score": result.evaluation.score,
+        "strategy": result.strategy.value,
+        "chunk_ids": [chunk.id for chunk in result.chunks],
+        "web_search_used": result.web_search_used,
+        "web_error": result.web_error,
+        "cache_error": result.cache_error,
+        "grader_error": result.grader_error,
+        "parent_error": result.parent_error,
+    }
+
+
+class _Tracer:
+    """LangChain child runs and custom events for one sync query (see
+    :class:`CRAGRetriever`): ``observe`` wraps the router's requests, ``follow``
+    reads its stage events."""
+
+    def __init__(self, run: CallbackManagerForRetrieverRun, router: CRAG) -> None:
+        self.run = run
+        self.router = router
+        self.gate: CallbackManagerForChainRun | None = None  # open from retrieved to evaluated
+
+    def observe(self, request: Request, call: Callable[[Request], Any]) -> Any:
+        spec = _child_run(request, self.router)
+        if spec is None:
+            return call(request)
+        kind, name, tag = spec
+        parent = (self.gate or self.run).get_child(tag)
+        if kind == "retriever":
+            assert isinstance(request, Search | WebCall)
+            retrieval = parent.on_retriever_start(None, request.query, name=name)
+            outcome = call(request)
+            if isinstance(outcome, BaseException):
+                retrieval.on_retriever_error(outcome)
+            else:
+                retrieval.on_retriever_end(_documents(outcome))
+            return outcome
+        assert isinstance(request, GradeCall)
+        grading = parent.on_chain_start(None, _grader_inputs(request), name=name)
+        outcome = call(request)
+        if isinstance(outcome, BaseException):
+            grading.on_chain_error(outcome)
+        else:
+            grading.on_chain_end({"grades": outcome})
+        return outcome
+
+    def follow(self, events: Iterator[StageEvent]) -> CRAGResult:
+        try:
+            for event in events:
+                if isinstance(event, Retrieved):
+                    start = self.run.get_child("crag:gate").on_chain_start
+                    self.gate = start(None, _gate_inputs(event), name=GATE_RUN)
+                elif isinstance(event, Evaluated):
+                    data = evaluation_event(event)
+                    if self.gate is not None:
+                        self.gate.on_chain_end(data)
+                        self.gate = None
+                    config: RunnableConfig = {"callbacks": self.run.get_child()}
+                    dispatch_custom_event(EVALUATION_EVENT, data, config=config)
+                elif isinstance(event, Done):
+                    config = {"callbacks": self.run.get_child()}
+                    dispatch_custom_event(RESULT_EVENT, result_event(event.result), config=config)
+                    return event.result
+        except BaseException as exc:
+            if self.gate is not None:
+                self.gate.on_chain_error(exc)
+            raise
+        raise AssertionError("the router's events end with done")  # pragma: no cover
+
+
+class _AsyncTracer:
+    """The async :class:`_Tracer`."""
+
+    def __init__(self, run: AsyncCallbackManagerForRetrieverRun, router: CRAG) -> None:
+        self.run = run
+        self.router = router
+        self.gate: AsyncCallbackManagerForChainRun | None = None
+
+    async def observe(self, request: Request, call: Callable[[Request], Awaitable[Any]]) -> Any:
+        spec = _child_run(request, self.router)
+        if spec is None:
+            return await call(request)
+        kind, name, tag = spec
+        parent = (self.gate or self.run).get_child(tag)
+        if kind == "retriever":
+            assert isinstance(request, Search | WebCall)
+            retrieval = await parent.on_retriever_start(None, request.query, name=name)
+            outcome = await call(request)
+            if isinstance(outcome, BaseException):
+                await retrieval.on_retriever_error(outcome)
+            else:
+                await retrieval.on_retriever_end(_documents(outcome))
+            return outcome
+        assert isinstance(request, GradeCall)
+        grading = await parent.on_chain_start(None, _grader_inputs(request), name=name)
+        outcome = await call(request)
+        if isinstance(outcome, BaseException):
+            await grading.on_chain_error(outcome)
+        else:
+            await grading.on_chain_end({"grades": outcome})
+        return outcome
+
+    async def follow(self, events: AsyncIterator[StageEvent]) -> CRAGResult:
+        try:
+            async for event in events:
+                if isinstance(event, Retrieved):
+                    start = self.run.get_child("crag:gate").on_chain_start
+                    self.gate = await start(None, _gate_inputs(event), name=GATE_RUN)
+                elif isinstance(event, Evaluated):
+                    data = evaluation_event(event)
+                    if self.gate is not None:
+                        await self.gate.on_chain_end(data)
+                        self.gate = None
+                    config: RunnableConfig = {"callbacks": self.run.get_child()}
+                    await adispatch_custom_event(EVALUATION_EVENT, data, config=config)
+                elif isinstance(event, Done):
+                    config = {"callbacks": self.run.get_child()}
+                    data = result_event(event.result)
+                    await adispatch_custom_event(RESULT_EVENT, data, config=config)
+                    return event.result
+        except BaseException as exc:
+            if self.gate is not None:
+                await self.gate.on_chain_error(exc)
+            raise
+        raise AssertionError("the router's events end with done")  # pragma: no cover
+
+
+def _grader_inputs(request: GradeCall) -> dict[str, Any]:
+    return {"chunk_ids": [chunk.id for chunk in request.chunks]}
 
 
 class CRAGGradeNode:
@@ -255,7 +606,8 @@ class CRAGGradeNode:
     It replaces the ``grade_documents`` step of the CRAG graph. It reads
     ``state[question_key]`` (a string) and ``state[documents_key]`` (LangChain
     documents, or strings), grades them with the :class:`Evaluator`, and
-    returns the update:
+    returns the update (the keys of the usual CRAG tutorial state: ``question``,
+    ``generation``, ``web_search``, ``documents``):
 
     ``documents_key``
         the documents whose own grade is at least ``min_chunk_verdict``
@@ -264,10 +616,19 @@ class CRAGGradeNode:
     ``flag_key`` (``"web_search"``)
         ``"Yes"`` when the set is not RELEVANT (the retrieval needs
         correcting: rewrite the query and search the web), else ``"No"``;
-    ``evaluation_key`` (``"crag"``)
+    ``evaluation_key`` (only when you name one, e.g. ``"crag"``)
         ``{"verdict", "score", "needs_correction", "reasoning", "kept",
         "dropped", "evaluation"}``, ``evaluation`` being the JSON-ready
         :meth:`Evaluation.to_dict` (state stays serialisable for checkpointers).
+
+    LangGraph drops, without a word, an update key its state does not declare.
+    So the evaluation is written only under a key you name, and naming one
+    needs ``state_schema`` (the graph's state class, or the ``StateGraph``):
+    the node checks there that every key it reads and writes is declared, and
+    refuses a schema that lacks one, naming it. The usual tutorial state works
+    as it is (no ``evaluation_key``); to keep the evaluation, add e.g.
+    ``crag: dict`` to the state and pass ``evaluation_key="crag",
+    state_schema=GraphState``.
 
     Scores: a document from :class:`CRAGRetriever` carries its score and kind in
     ``metadata["crag"]``; otherwise ``metadata[score_key]`` is read as
@@ -278,6 +639,11 @@ class CRAGGradeNode:
 
     Args:
         evaluator: an :class:`Evaluator`, or a config / profile name for one.
+        question_key, documents_key, flag_key: the state keys read and written.
+        evaluation_key: where to write the evaluation (``None``: nowhere).
+        state_schema: the graph's state (a ``TypedDict``, dataclass or pydantic
+            class, or the ``StateGraph``), checked for the node's keys;
+            required with ``evaluation_key``.
         score_key: the metadata field with a document's retrieval score.
         score_kind: what that score is (e.g. ``"cosine"``).
         min_chunk_verdict: the lowest chunk grade kept.
@@ -286,8 +652,9 @@ class CRAGGradeNode:
         corpus_stats: document frequencies for IDF weights.
 
     Raises:
-        InputError: (on call) the state has no question or its documents are
-            not documents.
+        InputError: ``evaluation_key`` without ``state_schema``; a schema without
+            one of the node's keys; (on call) the state has no question or its
+            documents are not documents.
     """
 
     def __init__(
@@ -297,7 +664,8 @@ class CRAGGradeNode:
         question_key: str = "question",
         documents_key: str = "documents",
         flag_key: str = "web_search",
-        evaluation_key: str = "crag",
+        evaluation_key: str | None = None,
+        state_schema: object = None,
         score_key: str = "score",
         score_kind: ScoreKind | str | None = None,
         min_chunk_verdict: Verdict | str = Verdict.PARTIAL,
@@ -305,6 +673,15 @@ class CRAGGradeNode:
         corpus_stats: CorpusStats | None = None,
     ) -> None:
         self.evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+        if evaluation_key is not None and state_schema is None:
+            raise InputError(
+                f"evaluation_key={evaluation_key!r} needs state_schema= (your graph's state "
+                "class or the StateGraph): LangGraph drops a key its state does not declare "
+                "without a word, so the node checks the state has it"
+            )
+        if state_schema is not None:
+            keys = [question_key, documents_key, flag_key]
+            _check_state_keys(state_schema, keys + ([evaluation_key] if evaluation_key else []))
         self.question_key = question_key
         self.documents_key = documents_key
         self.flag_key = flag_key
@@ -397,10 +774,12 @@ class CRAGGradeNode:
         if not kept and self.keep_all_if_none:
             kept = [doc for _, doc in annotated]
         needs_correction = evaluation.verdict is not Verdict.RELEVANT
-        return {
+        update: dict[str, Any] = {
             self.documents_key: kept,
             self.flag_key: "Yes" if needs_correction else "No",
-            self.evaluation_key: {
+        }
+        if self.evaluation_key is not None:
+            update[self.evaluation_key] = {
                 "verdict": evaluation.verdict.value,
                 "score": evaluation.score,
                 "needs_correction": needs_correction,
@@ -408,5 +787,35 @@ class CRAGGradeNode:
                 "kept": len(kept),
                 "dropped": len(annotated) - len(kept),
                 "evaluation": evaluation.to_dict(),
-            },
-        }
+            }
+        return update
+
+
+def _state_keys(schema: object) -> set[str]:
+    """The keys a LangGraph state declares: a ``StateGraph``'s channels, a pydantic
+    model's fields, or the annotations of a ``TypedDict`` or dataclass (and its bases)."""
+    channels = getattr(schema, "channels", None)
+    if isinstance(channels, Mapping):
+        return {str(key) for key in channels}
+    fields = getattr(schema, "model_fields", None)
+    if isinstance(fields, Mapping):
+        return {str(key) for key in fields}
+    if isinstance(schema, type):
+        return {str(key) for cls in schema.__mro__ for key in getattr(cls, "__annotations__", {})}
+    raise InputError(
+        "state_schema must be the graph's state class (a TypedDict, a dataclass or a pydantic "
+        f"model) or the StateGraph, got {type(schema).__name__}"
+    )
+
+
+def _check_state_keys(schema: object, keys: Sequence[str]) -> None:
+    declared = _state_keys(schema)
+    missing = [key for key in keys if key not in declared]
+    if missing:
+        name = getattr(schema, "__name__", type(schema).__name__)
+        raise InputError(
+            f"the graph state {name} has no {', '.join(map(repr, missing))} key: LangGraph "
+            f"would drop what the node writes there (or it has nothing to read); declare "
+            f"{'it' if len(missing) == 1 else 'them'} in the state, or pass the node the keys "
+            f"your state uses (question_key, documents_key, flag_key, evaluation_key=None)"
+        )

@@ -30,10 +30,18 @@ never a guessed cosine). Declare it (``CRAGPostprocessor(score_kind="cosine")``)
 or let :meth:`CRAGPostprocessor.for_index` look it up from the index's vector
 store: ``SimpleVectorStore`` -> ``COSINE`` (valid for the default query mode;
 MMR and the learner modes return other scores), any other store -> ``UNKNOWN``.
+
+Corpus statistics (the document frequencies behind the IDF weights) are ready
+before the first query: :meth:`CRAGPostprocessor.for_index` builds them from the
+index's docstore at construction (the nodes' texts), so its verdicts are the
+router's with statistics; ``corpus_stats=`` gives them (or the path of saved
+ones) instead. An index whose nodes live only in an external vector store has
+an empty docstore: give its statistics, else the gate grades without them.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 try:
@@ -50,7 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .._checks import check_query
 from .._config import EvaluatorConfig
-from .._corpus import CorpusStats
+from .._corpus import CorpusStats, resolve_corpus_stats
 from .._evaluator import Evaluator
 from .._exceptions import InputError
 from .._types import Chunk, ScoreKind, Verdict
@@ -98,11 +106,13 @@ class CRAGPostprocessor(BaseNodePostprocessor):
         drop_irrelevant: drop the nodes graded below ``min_chunk_verdict``
             (never all of them).
         min_chunk_verdict: the lowest own grade a node needs to be kept.
-        corpus_stats: document frequencies for IDF weights.
+        corpus_stats: document frequencies for IDF weights: a
+            :class:`~crag_heuristic.text.CorpusStats` or the path of a saved
+            one (loaded now); :meth:`for_index` builds them from the index.
 
     Raises:
-        InputError: an unknown ``score_kind`` or verdict; (on postprocessing)
-            no query.
+        InputError: an unknown ``score_kind`` or verdict; unusable
+            ``corpus_stats``; (on postprocessing) no query.
     """
 
     score_kind: ScoreKind = ScoreKind.UNKNOWN
@@ -120,7 +130,7 @@ class CRAGPostprocessor(BaseNodePostprocessor):
         score_semantics: str | None = None,
         drop_irrelevant: bool = True,
         min_chunk_verdict: Verdict | str = Verdict.PARTIAL,
-        corpus_stats: CorpusStats | None = None,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         try:
@@ -128,8 +138,8 @@ class CRAGPostprocessor(BaseNodePostprocessor):
             minimum = Verdict(min_chunk_verdict)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
-            raise InputError("corpus_stats must be a CorpusStats or None")
+        gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+        stats = resolve_corpus_stats(corpus_stats, analyzer=gate.analyzer, texts=None)
         if score_semantics is None:
             score_semantics = (
                 f"declared by the caller: {kind.value}"
@@ -146,22 +156,41 @@ class CRAGPostprocessor(BaseNodePostprocessor):
         if callback_manager is not None:
             fields["callback_manager"] = callback_manager
         super().__init__(**fields)
-        self._evaluator = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        self._corpus_stats = corpus_stats
+        self._evaluator = gate
+        self._corpus_stats = stats
 
     @classmethod
     def class_name(cls) -> str:
         return "CRAGPostprocessor"
 
     @classmethod
-    def for_index(cls, index: Any, **kwargs: Any) -> CRAGPostprocessor:
+    def for_index(
+        cls,
+        index: Any,
+        evaluator: Evaluator | EvaluatorConfig | str | None = None,
+        *,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
+        **kwargs: Any,
+    ) -> CRAGPostprocessor:
         """A postprocessor whose ``score_kind`` is looked up from ``index.vector_store``
-        (see :func:`vector_store_score_kind`); ``kwargs`` as for the constructor."""
+        (see :func:`vector_store_score_kind`) and whose corpus statistics are built
+        now from the index's docstore (unless ``corpus_stats`` gives them);
+        ``kwargs`` as for the constructor."""
         store = getattr(index, "vector_store", None)
         if store is None:
             raise InputError(f"{type(index).__name__} has no vector_store")
         kind, semantics = vector_store_score_kind(store)
-        return cls(score_kind=kind, score_semantics=semantics, **kwargs)
+        gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+        texts = _docstore_texts(index)
+        stats = resolve_corpus_stats(
+            corpus_stats, analyzer=gate.analyzer, texts=(lambda: texts) if texts else None
+        )
+        return cls(gate, score_kind=kind, score_semantics=semantics, corpus_stats=stats, **kwargs)
+
+    @property
+    def corpus_stats(self) -> CorpusStats | None:
+        """The document frequencies the gate uses (``None``: none)."""
+        return self._corpus_stats
 
     @property
     def evaluator(self) -> Evaluator:
@@ -225,6 +254,14 @@ class CRAGPostprocessor(BaseNodePostprocessor):
             )
             out.append(NodeWithScore(node=copy, score=node.score))
         return out
+
+
+def _docstore_texts(index: Any) -> list[str]:
+    """The texts of the nodes in an index's docstore, as the postprocessor grades them."""
+    docs = getattr(getattr(index, "docstore", None), "docs", None)
+    if not isinstance(docs, dict):
+        return []
+    return [node.get_content(metadata_mode=MetadataMode.NONE) for node in docs.values()]
 
 
 def _union(keys: list[str] | None) -> list[str]:

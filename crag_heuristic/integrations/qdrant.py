@@ -29,6 +29,14 @@ applies. Text comes from the payload field ``text_key`` (``"text"``); a point
 without it is an error, not an empty chunk. Ids become strings (integers and
 UUIDs alike).
 
+Corpus statistics are built at construction (one scroll of the text payloads),
+or loaded from a saved file, so the gate grades with them from the first query.
+A filter may be given per call (``search(query, k, query_filter=...)``, added to
+the retriever's own), or fixed for a router (``with_filter``). An
+``AsyncQdrantClient`` serves ``asearch``: beside a sync client (``aclient=``), or
+alone through ``await QdrantRetriever.acreate(aclient, ...)``, which reads the
+collection through it.
+
 Bad input gets a typed error: a declared ``distance`` (or ``normalized=True``)
 the collection contradicts, a named-vector collection without
 ``vector_name``, a multivector or sparse-only collection, a query vector of
@@ -39,9 +47,12 @@ the wrong size (:class:`~crag_heuristic.InputError` at construction,
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+import os
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -56,7 +67,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .._checks import check_k, check_query
-from .._corpus import CorpusStats
+from .._corpus import CorpusStats, resolve_corpus_stats
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._scores import to_cosine
 from .._text import Analyzer
@@ -67,6 +78,42 @@ __all__ = ["QdrantRetriever", "QdrantScores"]
 Embedder = Callable[[str], Any]
 _NORM_TOLERANCE = 1e-3
 _SAMPLE = 64
+
+
+def _client_error(client: object) -> str:
+    if isinstance(client, AsyncQdrantClient):
+        return (
+            "client is an AsyncQdrantClient: use `await QdrantRetriever.acreate(aclient, ...)` "
+            "(setting up reads the collection), or pass it as aclient= beside a QdrantClient"
+        )
+    return f"client must be a qdrant_client.QdrantClient, got {type(client).__name__}"
+
+
+def _check_filter(value: object) -> None:
+    if value is not None and not isinstance(value, models.Filter):
+        raise InputError(f"query_filter must be a models.Filter, got {type(value).__name__}")
+
+
+def _both(first: models.Filter | None, second: models.Filter | None) -> models.Filter | None:
+    """Both filters (a point must pass each), or the one given."""
+    if first is None or second is None:
+        return first or second
+    return models.Filter(must=[first, second])
+
+
+def _unit_vectors(records: Iterable[Any], vector_name: str | None) -> bool | None:
+    """True if the sampled stored vectors have unit norm, False if not, None if none."""
+    vectors = []
+    for record in records:
+        vector: Any = record.vector
+        if isinstance(vector, Mapping):
+            vector = vector.get(vector_name or "")
+        if vector is not None:
+            vectors.append(np.asarray(vector, dtype=np.float64))
+    if not vectors:
+        return None
+    norms = np.linalg.norm(np.vstack(vectors), axis=1)
+    return bool(np.all(np.abs(norms - 1.0) <= _NORM_TOLERANCE))
 
 
 def _distance(value: models.Distance | str) -> models.Distance:
@@ -176,12 +223,27 @@ def _vector_params(
     return vector_name, params
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One read of the collection the set-up needs: ``client.<method>(**kwargs)``;
+    ``what`` names it in the error when it fails."""
+
+    method: str
+    kwargs: dict[str, Any]
+    what: str
+
+
+Setup = Generator[_Read, Any, None]
+T = TypeVar("T")
+
+
 class QdrantRetriever:
     """Search a Qdrant collection; return chunks with converted scores.
 
     Args:
         client: a ``qdrant_client.QdrantClient`` (a server, or the local
-            in-process mode ``QdrantClient(":memory:")`` / ``path=...``).
+            in-process mode ``QdrantClient(":memory:")`` / ``path=...``). For
+            an ``AsyncQdrantClient`` alone use :meth:`acreate`.
         collection_name: the collection.
         embed: the query embedder: a callable ``str -> vector``, or an object
             with ``embed_query`` (LangChain ``Embeddings``).
@@ -194,12 +256,20 @@ class QdrantRetriever:
             detects it from a sample; ``True`` is checked against that sample.
         text_key: the payload field holding the text.
         source_key: the payload field holding the source (for source diversity).
-        query_filter: a ``models.Filter`` applied to every search.
+        query_filter: a ``models.Filter`` applied to every search (a per-call
+            filter is added to it: both apply).
         search_params: a ``models.SearchParams`` (``hnsw_ef``, ``exact`` ...).
         aclient: an ``AsyncQdrantClient`` on the same collection, used by
             :meth:`asearch` (otherwise the sync client runs in a worker thread).
-        corpus_stats: document frequencies for the evaluator (see
-            :meth:`build_corpus_stats`).
+        corpus_stats: document frequencies for the evaluator: a
+            :class:`CorpusStats` or the path of a saved one (loaded now), or
+            ``None``: built now by scrolling the collection's text payloads
+            once (``stats_from_collection=False`` turns that off; then
+            :meth:`build_corpus_stats` is the warm-up), so that the gate has
+            them from the first query.
+        warm_up: run one search now (limit 1), so that the client's one-time
+            set-up (a connection; local mode's first numpy search, 25 ms
+            measured) is not paid by the first query.
         analyzer: the analyzer for corpus statistics (use the evaluator's).
 
     Raises:
@@ -221,16 +291,83 @@ class QdrantRetriever:
         query_filter: models.Filter | None = None,
         search_params: models.SearchParams | None = None,
         aclient: AsyncQdrantClient | None = None,
-        corpus_stats: CorpusStats | None = None,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
+        stats_from_collection: bool = True,
+        warm_up: bool = True,
         analyzer: Analyzer | None = None,
         name: str = "qdrant",
     ) -> None:
         if not isinstance(client, QdrantClient):
-            raise InputError(
-                f"client must be a qdrant_client.QdrantClient, got {type(client).__name__}"
-            )
+            raise InputError(_client_error(client))
         if aclient is not None and not isinstance(aclient, AsyncQdrantClient):
             raise InputError(f"aclient must be an AsyncQdrantClient, got {type(aclient).__name__}")
+        self._configure(
+            client, aclient, collection_name, embed, text_key, source_key, query_filter,
+            search_params, analyzer, name,
+        )  # fmt: skip
+        self._run(
+            self._setup(
+                vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
+            )
+        )
+        self._async_checked = aclient is None
+
+    @classmethod
+    async def acreate(
+        cls,
+        aclient: AsyncQdrantClient,
+        collection_name: str,
+        embed: Embedder | Any,
+        *,
+        vector_name: str | None = None,
+        distance: models.Distance | str | None = None,
+        normalized: bool | None = None,
+        text_key: str = "text",
+        source_key: str | None = "source",
+        query_filter: models.Filter | None = None,
+        search_params: models.SearchParams | None = None,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
+        stats_from_collection: bool = True,
+        warm_up: bool = True,
+        analyzer: Analyzer | None = None,
+        name: str = "qdrant",
+    ) -> QdrantRetriever:
+        """A retriever over an ``AsyncQdrantClient`` alone, set up through it (the
+        same checks and statistics as the constructor). It serves :meth:`asearch`
+        (``CRAG.aretrieve``); :meth:`search` says it is async-only.
+
+        Raises:
+            InputError, RetrieverError: as the constructor.
+        """
+        if not isinstance(aclient, AsyncQdrantClient):
+            raise InputError(f"aclient must be an AsyncQdrantClient, got {type(aclient).__name__}")
+        self = cls.__new__(cls)
+        self._configure(
+            None, aclient, collection_name, embed, text_key, source_key, query_filter,
+            search_params, analyzer, name,
+        )  # fmt: skip
+        await self._arun(
+            self._setup(
+                vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
+            )
+        )
+        self._async_checked = True
+        return self
+
+    def _configure(
+        self,
+        client: QdrantClient | None,
+        aclient: AsyncQdrantClient | None,
+        collection_name: str,
+        embed: Embedder | Any,
+        text_key: str,
+        source_key: str | None,
+        query_filter: models.Filter | None,
+        search_params: models.SearchParams | None,
+        analyzer: Analyzer | None,
+        name: str,
+    ) -> None:
+        """The arguments, checked and kept (no I/O)."""
         if not isinstance(collection_name, str) or not collection_name:
             raise InputError("collection_name must be a non-empty string")
         if not isinstance(text_key, str) or not text_key:
@@ -239,45 +376,125 @@ class QdrantRetriever:
             embed = embed.embed_query
         if not callable(embed):
             raise InputError("embed must be a callable str -> vector or have embed_query()")
-        if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
-            raise InputError("corpus_stats must be a CorpusStats or None")
+        _check_filter(query_filter)
         self.client = client
         self.aclient = aclient
         self.collection_name = collection_name
         self.name = name
         self._embed: Embedder = embed
-        try:
-            info = client.get_collection(collection_name)
-        except Exception as exc:
-            raise RetrieverError(
-                f"cannot read Qdrant collection {collection_name!r}: {exc}", retriever=name
-            ) from exc
-        self.vector_name, params = _vector_params(info, collection_name, vector_name)
-        self.dimension = int(params.size)
-        self.distance = params.distance
-        if distance is not None and _distance(distance) is not self.distance:
-            raise InputError(
-                f"collection {collection_name!r} uses {self.distance.value} distance, "
-                f"not the declared {_distance(distance).value}: its scores would be misread"
-            )
-        if self.distance is models.Distance.COSINE:
-            self.normalized: bool | None = True  # Qdrant normalises vectors on upsert
-        else:
-            detected = self._detect_unit_vectors()
-            if normalized is True and detected is False:
-                raise InputError(
-                    f"normalized=True, but stored vectors of {collection_name!r} "
-                    "are not unit length"
-                )
-            self.normalized = detected if normalized is None else bool(normalized)
-        self.scores = QdrantScores(self.distance, self.normalized)
         self.text_key = text_key
         self.source_key = source_key
         self.query_filter = query_filter
         self.search_params = search_params
         self._analyzer = analyzer
-        self._stats = corpus_stats
-        self._async_checked = aclient is None
+        self._stats: CorpusStats | None = None
+
+    def _setup(
+        self,
+        vector_name: str | None,
+        distance: models.Distance | str | None,
+        normalized: bool | None,
+        corpus_stats: CorpusStats | str | os.PathLike[str] | None,
+        stats_from_collection: bool,
+        warm_up: bool,
+    ) -> Setup:
+        """Read the collection (its vector parameters, a sample of vectors, its texts)
+        and set up the conversion and the statistics, then search once (``warm_up``);
+        each read is yielded, for the sync constructor or :meth:`acreate` to run."""
+        collection = self.collection_name
+        info = yield _Read(
+            "get_collection", {"collection_name": collection}, "cannot read Qdrant collection"
+        )
+        self.vector_name, params = _vector_params(info, collection, vector_name)
+        self.dimension = int(params.size)
+        self.distance = params.distance
+        if distance is not None and _distance(distance) is not self.distance:
+            raise InputError(
+                f"collection {collection!r} uses {self.distance.value} distance, "
+                f"not the declared {_distance(distance).value}: its scores would be misread"
+            )
+        if self.distance is models.Distance.COSINE:
+            self.normalized: bool | None = True  # Qdrant normalises vectors on upsert
+        else:
+            records, _ = yield _Read(
+                "scroll",
+                {"collection_name": collection, "limit": _SAMPLE, "with_payload": False,
+                 "with_vectors": self._with_vectors()},
+                "cannot read vectors of",
+            )  # fmt: skip
+            detected = _unit_vectors(records, self.vector_name)
+            if normalized is True and detected is False:
+                raise InputError(
+                    f"normalized=True, but stored vectors of {collection!r} are not unit length"
+                )
+            self.normalized = detected if normalized is None else bool(normalized)
+        self.scores = QdrantScores(self.distance, self.normalized)
+        texts = None
+        if corpus_stats is None and stats_from_collection:
+            texts = yield from self._texts(256)
+        self._stats = resolve_corpus_stats(
+            corpus_stats, analyzer=self._analyzer, texts=(lambda: texts) if texts else None
+        )
+        if warm_up:
+            unit = [1.0] + [0.0] * (self.dimension - 1)
+            yield _Read(
+                "query_points",
+                {"collection_name": collection, "query": unit, "using": self.vector_name,
+                 "limit": 1, "with_payload": False, "with_vectors": False},
+                "cannot search",
+            )  # fmt: skip
+
+    def _texts(self, batch_size: int) -> Generator[_Read, Any, list[str]]:
+        """Every text payload of the collection, scrolled in batches."""
+        texts: list[str] = []
+        offset: Any = None
+        while True:
+            records, offset = yield _Read(
+                "scroll",
+                {"collection_name": self.collection_name, "limit": batch_size,
+                 "offset": offset, "with_payload": [self.text_key], "with_vectors": False},
+                "cannot read the texts of",
+            )  # fmt: skip
+            texts.extend(
+                text
+                for record in records
+                if isinstance(text := (record.payload or {}).get(self.text_key), str)
+            )
+            if offset is None:
+                return texts
+
+    def _run(self, reads: Generator[_Read, Any, T]) -> T:
+        """Run ``reads`` (a set-up's) on the sync client; their result."""
+        assert self.client is not None
+        try:
+            read = next(reads)
+            while True:
+                try:
+                    outcome = getattr(self.client, read.method)(**read.kwargs)
+                except Exception as exc:
+                    raise self._read_error(read, exc) from exc
+                read = reads.send(outcome)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    async def _arun(self, reads: Generator[_Read, Any, T]) -> T:
+        """Run ``reads`` on the async client; their result."""
+        assert self.aclient is not None
+        try:
+            read = next(reads)
+            while True:
+                try:
+                    outcome = await getattr(self.aclient, read.method)(**read.kwargs)
+                except Exception as exc:
+                    raise self._read_error(read, exc) from exc
+                read = reads.send(outcome)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    def _read_error(self, read: _Read, exc: Exception) -> RetrieverError:
+        return RetrieverError(f"{read.what} {self.collection_name!r}: {exc}", retriever=self.name)
 
     @property
     def score_kind(self) -> ScoreKind:
@@ -300,57 +517,35 @@ class QdrantRetriever:
     def _with_vectors(self) -> bool | list[str]:
         return True if self.vector_name is None else [self.vector_name]
 
-    def _detect_unit_vectors(self) -> bool | None:
-        """True if a sample of stored vectors has unit norm, False if not, None if empty."""
-        try:
-            records, _ = self.client.scroll(
-                self.collection_name,
-                limit=_SAMPLE,
-                with_payload=False,
-                with_vectors=self._with_vectors(),
-            )
-        except Exception as exc:
-            raise RetrieverError(
-                f"cannot read vectors of {self.collection_name!r}: {exc}", retriever=self.name
-            ) from exc
-        vectors = []
-        for record in records:
-            vector: Any = record.vector
-            if isinstance(vector, Mapping):
-                vector = vector.get(self.vector_name or "")
-            if vector is not None:
-                vectors.append(np.asarray(vector, dtype=np.float64))
-        if not vectors:
-            return None
-        norms = np.linalg.norm(np.vstack(vectors), axis=1)
-        return bool(np.all(np.abs(norms - 1.0) <= _NORM_TOLERANCE))
-
     def build_corpus_stats(self, *, batch_size: int = 256) -> CorpusStats | None:
         """Scroll the whole collection once and build document frequencies from
-        the text payloads (kept for :meth:`corpus_stats`). ``None`` when empty."""
-        texts: list[str] = []
-        offset: Any = None
-        while True:
-            records, offset = self.client.scroll(
-                self.collection_name,
-                limit=batch_size,
-                offset=offset,
-                with_payload=[self.text_key],
-                with_vectors=False,
-            )
-            texts.extend(
-                text
-                for record in records
-                if isinstance(text := (record.payload or {}).get(self.text_key), str)
-            )
-            if offset is None:
-                break
+        the text payloads (kept for :meth:`corpus_stats`; ``None`` when empty): the
+        warm-up after ``stats_from_collection=False``, or a refresh after writes."""
+        texts = self._run(self._texts(batch_size))
+        self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
+        return self._stats
+
+    async def abuild_corpus_stats(self, *, batch_size: int = 256) -> CorpusStats | None:
+        """The async :meth:`build_corpus_stats` (through ``aclient``, else a thread)."""
+        if self.aclient is None:
+            return await asyncio.to_thread(self.build_corpus_stats, batch_size=batch_size)
+        texts = await self._arun(self._texts(batch_size))
         self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
         return self._stats
 
     def corpus_stats(self) -> CorpusStats | None:
-        """The document frequencies given or built with :meth:`build_corpus_stats`."""
+        """The document frequencies given, or built at construction (or with
+        :meth:`build_corpus_stats`)."""
         return self._stats
+
+    def with_filter(self, query_filter: models.Filter) -> QdrantRetriever:
+        """This retriever with ``query_filter`` added to its own (both apply): the
+        same clients, conversion and statistics, for a router per filter
+        (``CRAG(retriever.with_filter(f), cache=shared_cache)``)."""
+        _check_filter(query_filter)
+        view = copy.copy(self)
+        view.query_filter = _both(self.query_filter, query_filter)
+        return view
 
     # -- search ---------------------------------------------------------------------------
 
@@ -384,45 +579,83 @@ class QdrantRetriever:
                 vector = vector / norm
         return [float(x) for x in vector]
 
-    def _query_kwargs(self, query: str, k: int) -> dict[str, Any]:
+    def _query_kwargs(
+        self,
+        query: str,
+        k: int,
+        query_filter: models.Filter | None,
+        search_params: models.SearchParams | None,
+    ) -> dict[str, Any]:
+        check_query(query)
+        check_k(k)
+        _check_filter(query_filter)
+        if search_params is not None and not isinstance(search_params, models.SearchParams):
+            raise InputError(
+                f"search_params must be a models.SearchParams, got {type(search_params).__name__}"
+            )
         return {
             "collection_name": self.collection_name,
             "query": self.embed_query(query),
             "using": self.vector_name or None,
             "limit": k,
-            "query_filter": self.query_filter,
-            "search_params": self.search_params,
+            "query_filter": _both(self.query_filter, query_filter),
+            "search_params": search_params or self.search_params,
             "with_payload": True,
             "with_vectors": False,
         }
 
-    def search(self, query: str, k: int) -> list[Chunk]:
+    def search(
+        self,
+        query: str,
+        k: int,
+        *,
+        query_filter: models.Filter | None = None,
+        search_params: models.SearchParams | None = None,
+    ) -> list[Chunk]:
         """The ``k`` nearest points as chunks, best first.
+
+        Args:
+            query_filter: a filter for this call, added to the retriever's own.
+            search_params: search parameters for this call (instead of the
+                retriever's).
 
         Raises:
             InvalidQueryError: blank query.
-            InputError: ``k`` is not a positive integer.
-            RetrieverError: the embedder or Qdrant failed, or a point has no text.
+            InputError: ``k`` is not a positive integer; a filter or search
+                parameters of the wrong type.
+            RetrieverError: the embedder or Qdrant failed, or a point has no
+                text; a retriever with an async client only (use :meth:`asearch`).
         """
-        check_query(query)
-        check_k(k)
-        kwargs = self._query_kwargs(query, k)
+        kwargs = self._query_kwargs(query, k, query_filter, search_params)
+        if self.client is None:
+            raise RetrieverError(
+                "this QdrantRetriever has an AsyncQdrantClient only: use asearch() "
+                "(CRAG.aretrieve)",
+                retriever=self.name,
+            )
         try:
             response = self.client.query_points(**kwargs)
         except Exception as exc:
             raise RetrieverError(f"Qdrant search failed: {exc!r}", retriever=self.name) from exc
         return self.to_chunks(response.points)
 
-    async def asearch(self, query: str, k: int) -> list[Chunk]:
+    async def asearch(
+        self,
+        query: str,
+        k: int,
+        *,
+        query_filter: models.Filter | None = None,
+        search_params: models.SearchParams | None = None,
+    ) -> list[Chunk]:
         """The async search: ``aclient.query_points`` if an async client was given
         (its collection checked once against the sync one), else a worker thread."""
-        check_query(query)
-        check_k(k)
         if self.aclient is None:
-            return await asyncio.to_thread(self.search, query, k)
+            return await asyncio.to_thread(
+                self.search, query, k, query_filter=query_filter, search_params=search_params
+            )
+        kwargs = self._query_kwargs(query, k, query_filter, search_params)
         if not self._async_checked:
             await self._check_async_collection()
-        kwargs = self._query_kwargs(query, k)
         try:
             response = await self.aclient.query_points(**kwargs)
         except Exception as exc:

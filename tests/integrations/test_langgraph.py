@@ -14,12 +14,26 @@ from frameworks_support import ANSWERED, UNANSWERED, lc_documents
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
 
 from crag_heuristic import Chunk, Evaluator, InputError, ScoreKind, Verdict
 from crag_heuristic.integrations.langchain import CRAGGradeNode, CRAGRetriever
 from crag_heuristic.testing import RecordingWebSearcher
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_crag.py"
+
+
+class State(TypedDict, total=False):
+    question: str
+    documents: list[Document]
+    web_search: str
+    crag: dict[str, Any]
+    steps: Annotated[list[str], operator.add]
+
+
+def node(**kwargs: Any) -> CRAGGradeNode:
+    """A grading node that also writes its evaluation to ``state["crag"]``."""
+    return CRAGGradeNode(evaluation_key="crag", state_schema=State, **kwargs)
 
 
 def scored(store: InMemoryVectorStore, query: str, k: int = 4) -> list[Document]:
@@ -31,7 +45,7 @@ def scored(store: InMemoryVectorStore, query: str, k: int = 4) -> list[Document]
 
 def test_node_grades_like_the_evaluator(memory_store: InMemoryVectorStore) -> None:
     documents = scored(memory_store, ANSWERED)
-    update = CRAGGradeNode(score_kind="cosine")({"question": ANSWERED, "documents": documents})
+    update = node(score_kind="cosine")({"question": ANSWERED, "documents": documents})
     chunks = [
         Chunk(
             id=str(d.id),
@@ -65,7 +79,7 @@ def test_node_grades_like_the_evaluator(memory_store: InMemoryVectorStore) -> No
 
 def test_node_flags_a_retrieval_that_needs_correcting(memory_store: InMemoryVectorStore) -> None:
     documents = scored(memory_store, UNANSWERED)
-    update = CRAGGradeNode(score_kind="cosine")({"question": UNANSWERED, "documents": documents})
+    update = node(score_kind="cosine")({"question": UNANSWERED, "documents": documents})
     assert update["crag"]["verdict"] == "irrelevant"
     assert update["web_search"] == "Yes" and update["crag"]["needs_correction"] is True
     strict = CRAGGradeNode(score_kind="cosine", min_chunk_verdict="relevant")
@@ -80,7 +94,7 @@ def test_node_reads_scores_from_crag_retriever_documents(
     memory_store: InMemoryVectorStore,
 ) -> None:
     documents = CRAGRetriever(base=memory_store, k=4, config={"max_retries": 0}).invoke(ANSWERED)
-    update = CRAGGradeNode()({"question": ANSWERED, "documents": documents})
+    update = node()({"question": ANSWERED, "documents": documents})
     details = update["crag"]["evaluation"]["details"]
     assert details["score_kinds"] == ["cosine"]  # not UNKNOWN: read from metadata["crag"]
     assert update["crag"]["verdict"] == "relevant"
@@ -90,21 +104,21 @@ def test_node_without_declared_scores_says_the_gate_had_no_similarity(
     memory_store: InMemoryVectorStore,
 ) -> None:
     documents = scored(memory_store, ANSWERED)
-    update = CRAGGradeNode()({"question": ANSWERED, "documents": documents})
+    update = node()({"question": ANSWERED, "documents": documents})
     assert update["crag"]["evaluation"]["details"]["score_kinds"] == ["unknown"]
     assert "scores of kind unknown carry no absolute similarity" in update["crag"]["reasoning"]
 
 
 def test_node_state_errors_and_documents_without_ids(corpus: list[Chunk]) -> None:
-    node = CRAGGradeNode()
+    grader = node()
     with pytest.raises(InputError, match="has no 'question'"):
-        node({"documents": []})
+        grader({"documents": []})
     with pytest.raises(InputError, match="not a Document or a string"):
-        node({"question": ANSWERED, "documents": [42]})
+        grader({"question": ANSWERED, "documents": [42]})
     with pytest.raises(InputError, match="must be a list of documents"):
-        node({"question": ANSWERED, "documents": "text"})
+        grader({"question": ANSWERED, "documents": "text"})
     with pytest.raises(InputError, match="is not a number"):
-        node(
+        grader(
             {
                 "question": ANSWERED,
                 "documents": [Document(page_content="x", metadata={"score": "0.9"})],
@@ -115,25 +129,17 @@ def test_node_state_errors_and_documents_without_ids(corpus: list[Chunk]) -> Non
         CRAGGradeNode(score_kind="l2")({"question": ANSWERED, "documents": [negative]})
     foreign = Document(page_content="x", metadata={"crag": {"score": 1.0, "score_kind": "sim"}})
     with pytest.raises(InputError, match="unknown metadata\\['crag'\\]\\['score_kind'\\]"):
-        node({"question": ANSWERED, "documents": [foreign]})
+        grader({"question": ANSWERED, "documents": [foreign]})
     no_ids = [*lc_documents(corpus[:3], ids=False), "a plain string document about roads"]
-    update = node({"question": ANSWERED, "documents": no_ids + no_ids[:1]})  # a repeat
+    update = grader({"question": ANSWERED, "documents": no_ids + no_ids[:1]})  # a repeat
     ids = [d.metadata["crag"]["chunk_id"] for d in update["documents"]]
     assert all(i.startswith("lc:") for i in ids)
     assert update["crag"]["kept"] + update["crag"]["dropped"] == 4  # the repeat counted once
-    assert node({"question": ANSWERED})["crag"]["verdict"] == "irrelevant"  # no documents
-
-
-class State(TypedDict, total=False):
-    question: str
-    documents: list[Document]
-    web_search: str
-    crag: dict[str, Any]
-    steps: Annotated[list[str], operator.add]
+    assert grader({"question": ANSWERED})["crag"]["verdict"] == "irrelevant"  # no documents
 
 
 def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> None:
-    grader = CRAGGradeNode(score_kind="cosine")
+    grader = node(score_kind="cosine")
     graph = StateGraph(State)
     graph.add_node(
         "retrieve",
@@ -199,3 +205,51 @@ def test_example_graph_with_a_web_searcher() -> None:
         "origin": "web",
     }
     assert "Context [https://chess.example.org/o]: Openings" in state["generation"]
+
+
+class TutorialState(TypedDict):
+    """The state of the usual CRAG tutorial graph: no key for an evaluation."""
+
+    question: str
+    generation: str
+    web_search: str
+    documents: list[str]
+
+
+def test_the_tutorial_state_works_and_the_evaluation_key_is_explicit_and_checked(
+    memory_store: InMemoryVectorStore,
+) -> None:
+    """The evaluation used to go to state["crag"] by default, which the tutorial's
+    state does not declare: LangGraph dropped it without a word."""
+    grader = CRAGGradeNode(score_kind="cosine", state_schema=TutorialState)
+    graph = StateGraph(TutorialState)
+    graph.add_node("retrieve", lambda s: {"documents": scored(memory_store, s["question"])})
+    graph.add_node("grade_documents", lambda s: grader(s))
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "grade_documents")
+    graph.add_edge("grade_documents", END)
+    start = TutorialState(question=UNANSWERED, generation="", web_search="", documents=[])
+    state = graph.compile().invoke(start)
+    assert state["web_search"] == "Yes" and "crag" not in state
+    assert set(grader({"question": ANSWERED, "documents": []})) == {"documents", "web_search"}
+
+    with pytest.raises(InputError, match="evaluation_key='crag' needs state_schema="):
+        CRAGGradeNode(evaluation_key="crag")
+    with pytest.raises(InputError, match="the graph state TutorialState has no 'crag' key"):
+        CRAGGradeNode(evaluation_key="crag", state_schema=TutorialState)
+    with pytest.raises(InputError, match="has no 'query' key"):
+        CRAGGradeNode(question_key="query", state_schema=TutorialState)
+    with pytest.raises(InputError, match="has no 'crag' key"):  # the graph itself will do
+        CRAGGradeNode(evaluation_key="crag", state_schema=graph)
+    with pytest.raises(InputError, match="state_schema must be the graph's state class"):
+        CRAGGradeNode(state_schema=42)
+
+    class Checked(BaseModel):  # a pydantic state
+        question: str
+        documents: list[Any] = []
+        web_search: str = ""
+        verdict: dict[str, Any] = {}
+
+    checked = CRAGGradeNode(evaluation_key="verdict", state_schema=Checked)
+    update = checked({"question": ANSWERED, "documents": scored(memory_store, ANSWERED)})
+    assert update["verdict"]["kept"] == len(update["documents"])

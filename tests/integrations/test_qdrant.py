@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from crag_heuristic import CRAG, Chunk, InputError, RetrieverError, ScoreKind, Strategy
 from crag_heuristic.integrations.qdrant import QdrantRetriever, QdrantScores
-from crag_heuristic.sample import LsaEmbedder
+from crag_heuristic.sample import LsaEmbedder, load_sample_queries, sample_retriever
+from crag_heuristic.testing import capture_events
 
 DIM = 12
 N = 30
@@ -245,18 +247,19 @@ def test_string_ids_empty_collections_and_corpus_stats(
     assert stats is not None and stats.n_docs == 1 and empty.corpus_stats() is stats
 
 
+def sample_points(corpus: list[Chunk], lsa: LsaEmbedder) -> list[models.PointStruct]:
+    return [
+        models.PointStruct(id=i, vector=v.tolist(), payload={"text": c.text, "source": c.source, "doc": c.id})
+        for i, (c, v) in enumerate(zip(corpus, lsa.embed_many([c.text for c in corpus]), strict=True))
+    ]  # fmt: skip
+
+
 def sample_collection(client: QdrantClient, corpus: list[Chunk], lsa: LsaEmbedder) -> str:
     client.create_collection(
         "sample",
         vectors_config=models.VectorParams(size=lsa.dimension, distance=models.Distance.COSINE),
     )
-    client.upsert(
-        "sample",
-        points=[
-            models.PointStruct(id=i, vector=v.tolist(), payload={"text": c.text, "source": c.source, "doc": c.id})
-            for i, (c, v) in enumerate(zip(corpus, lsa.embed_many([c.text for c in corpus]), strict=True))
-        ],
-    )  # fmt: skip
+    client.upsert("sample", points=sample_points(corpus, lsa))
     return "sample"
 
 
@@ -284,11 +287,7 @@ async def test_async_client_and_its_collection_check(
         name,
         vectors_config=models.VectorParams(size=lsa.dimension, distance=models.Distance.COSINE),
     )
-    vectors = lsa.embed_many([c.text for c in corpus])
-    await aclient.upsert(name, points=[
-        models.PointStruct(id=i, vector=v.tolist(), payload={"text": c.text, "source": c.source})
-        for i, (c, v) in enumerate(zip(corpus, vectors, strict=True))
-    ])  # fmt: skip
+    await aclient.upsert(name, points=sample_points(corpus, lsa))
     retriever = QdrantRetriever(client, name, lsa, aclient=aclient)
     sync = retriever.search(ANSWERED, 3)
     asynchronous = await retriever.asearch(ANSWERED, 3)
@@ -309,3 +308,89 @@ async def test_async_client_and_its_collection_check(
     assert [c.id for c in await no_async.asearch(ANSWERED, 3)] == [c.id for c in sync]
     await aclient.close()
     await other.close()
+
+
+def test_statistics_are_built_at_construction_and_verdicts_equal_the_router(
+    client: QdrantClient, corpus: list[Chunk], lsa: LsaEmbedder, tmp_path: Path
+) -> None:
+    """As the README shows it, CRAG(QdrantRetriever(...)) graded without statistics
+    (48 of 50 verdicts as the router with them): they are built now, at construction."""
+    name = sample_collection(client, corpus, lsa)
+    with capture_events() as events:
+        retriever = QdrantRetriever(client, name, lsa)
+    built = [e for e in events if e["event"] == "crag.corpus_stats"]
+    assert [e["source"] for e in built] == ["built"] and built[0]["n_docs"] == len(corpus)
+    stats = retriever.corpus_stats()
+    assert stats is not None
+    crag, core = CRAG(retriever, cache=False), CRAG(sample_retriever(), cache=False)
+    with capture_events() as events:
+        for query in [q["text"] for q in load_sample_queries()]:
+            ours, theirs = crag.retrieve(query, 5), core.retrieve(query, 5)
+            assert ours.initial_evaluation.verdict is theirs.initial_evaluation.verdict, query
+            assert ours.initial_evaluation.details["idf_weighted"] is True
+    assert not [e for e in events if e["event"] == "crag.corpus_stats"]  # none on a query
+    assert QdrantRetriever(client, name, lsa, stats_from_collection=False).corpus_stats() is None
+    stats.save(tmp_path / "stats.npz")
+    loaded = QdrantRetriever(client, name, lsa, corpus_stats=tmp_path / "stats.npz")
+    assert loaded.corpus_stats() is not None
+    assert loaded.corpus_stats().fingerprint() == stats.fingerprint()  # type: ignore[union-attr]
+
+
+def by_doc(*ids: str) -> models.Filter:
+    return models.Filter(
+        must=[models.FieldCondition(key="doc", match=models.MatchAny(any=list(ids)))]
+    )
+
+
+async def test_per_call_filters(
+    client: QdrantClient, corpus: list[Chunk], lsa: LsaEmbedder
+) -> None:
+    name = sample_collection(client, corpus, lsa)
+    retriever = QdrantRetriever(client, name, lsa)
+    hits = retriever.search(ANSWERED, 3, query_filter=by_doc("rome-6", "solar-1"))
+    assert [c.metadata["doc"] for c in hits] == ["rome-6", "solar-1"]
+    assert await retriever.asearch(ANSWERED, 3, query_filter=by_doc("rome-6")) == hits[:1]
+    with pytest.warns(UserWarning, match="search_params"):  # passed on: local mode says so
+        exact = retriever.search(ANSWERED, 1, search_params=models.SearchParams(exact=True))
+    assert exact[0].metadata["doc"] == "rome-4"
+    own = QdrantRetriever(client, name, lsa, query_filter=by_doc("rome-6", "rome-8", "solar-1"))
+    both = own.search(ANSWERED, 5, query_filter=by_doc("rome-8", "solar-1", "heart-1"))
+    assert sorted(c.metadata["doc"] for c in both) == ["rome-8", "solar-1"]  # both apply
+    view = retriever.with_filter(by_doc("rome-8"))
+    assert [c.metadata["doc"] for c in view.search(ANSWERED, 3)] == ["rome-8"]
+    assert view.corpus_stats() is retriever.corpus_stats() and retriever.query_filter is None
+    result = CRAG(view, cache=False).retrieve(ANSWERED, 3)
+    assert [c.metadata["doc"] for c in result.retrieved] == ["rome-8"]
+    with pytest.raises(InputError, match=r"query_filter must be a models\.Filter"):
+        retriever.search(ANSWERED, 3, query_filter={"doc": "rome-4"})  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"search_params must be a models\.SearchParams"):
+        retriever.search(ANSWERED, 3, search_params={"exact": True})  # type: ignore[arg-type]
+
+
+async def test_an_async_client_alone(
+    client: QdrantClient, corpus: list[Chunk], lsa: LsaEmbedder
+) -> None:
+    aclient = AsyncQdrantClient(":memory:")
+    await aclient.create_collection(
+        "sample",
+        vectors_config=models.VectorParams(size=lsa.dimension, distance=models.Distance.COSINE),
+    )
+    await aclient.upsert("sample", points=sample_points(corpus, lsa))
+    with pytest.raises(InputError, match=r"use `await QdrantRetriever.acreate\(aclient"):
+        QdrantRetriever(aclient, "sample", lsa)  # type: ignore[arg-type]
+    with capture_events() as events:
+        retriever = await QdrantRetriever.acreate(aclient, "sample", lsa)
+    assert [e["source"] for e in events if e["event"] == "crag.corpus_stats"] == ["built"]
+    sync = QdrantRetriever(client, sample_collection(client, corpus, lsa), lsa)
+    assert retriever.corpus_stats().fingerprint() == sync.corpus_stats().fingerprint()  # type: ignore[union-attr]
+    assert retriever.score_kind is ScoreKind.COSINE and retriever.client is None
+    asynchronous = await CRAG(retriever, cache=False).aretrieve(ANSWERED, 3)
+    expected = CRAG(sync, cache=False).retrieve(ANSWERED, 3)
+    assert [c.id for c in asynchronous.chunks] == [c.id for c in expected.chunks]
+    assert asynchronous.initial_evaluation.verdict is expected.initial_evaluation.verdict
+    with pytest.raises(RetrieverError, match="AsyncQdrantClient only: use asearch"):
+        CRAG(retriever).retrieve(ANSWERED, 3)
+    assert await retriever.abuild_corpus_stats() is not None
+    with pytest.raises(RetrieverError, match="cannot read Qdrant collection 'missing'"):
+        await QdrantRetriever.acreate(aclient, "missing", lsa)
+    await aclient.close()

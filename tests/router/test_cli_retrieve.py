@@ -177,3 +177,28 @@ def test_verbose_and_debug_are_accepted_after_the_sub_command() -> None:
     args = parser.parse_args(["retrieve", "-q", "x"])
     assert args.verbose is False and args.debug is False
     assert parser.parse_args(["--verbose", "evaluate", "-q", "x", "-c", "f"]).verbose is True
+
+
+def test_verbose_prints_each_event_with_its_fields_as_it_happens() -> None:
+    """--verbose: the library's events with their key-values (they used to show their
+    names only) and the router's stage events in order; never the query's text."""
+    query = "How were Roman roads built?"
+    done = subprocess.run(
+        [sys.executable, "-m", "crag_heuristic", "retrieve", "-q", query, "--k", "3", "-v"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == EXIT_OK, done.stderr
+    lines = done.stderr.splitlines()
+    retrieve = next(line for line in lines if " crag.retrieve " in line)
+    assert "chunks=3 depth=3" in retrieve and "query_id=" in retrieve
+    stages = [line.split("stage=")[1].split()[0] for line in lines if " crag.stage " in line]
+    assert stages == ["retrieved", "evaluated", "done"]
+    evaluated = next(line for line in lines if "stage=evaluated" in line)
+    assert "verdict=relevant" in evaluated and 'grades="rome-4:relevant:' in evaluated
+    # the stage lines arrive as the stages end: the retrieval before its evaluation
+    assert lines.index(retrieve) < lines.index(evaluated)
+    assert lines.index(next(x for x in lines if "stage=retrieved" in x)) < lines.index(
+        next(x for x in lines if " crag.evaluate " in x)
+    )
+    assert "Roman roads" not in done.stderr
+    assert json.loads(done.stdout)["verdict"] == "relevant"  # the result as without -v

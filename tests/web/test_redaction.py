@@ -205,6 +205,10 @@ def test_verbose_cli_shows_events_not_query_text_or_credentials(searx_url: str, 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "crag.searxng" in done.stderr and "crag.result" in done.stderr
+    # each event with its fields, credentials masked as the library masks them
+    searxng = next(line for line in done.stderr.splitlines() if " crag.searxng " in line)
+    assert "url=http://***@127.0.0.1:" in searxng and "results=" in searxng
+    assert "crag.stage stage=web " in done.stderr and "used=true" in done.stderr
     assert "zebra" not in done.stderr and "quokka" not in done.stderr
     assert "httpx" not in done.stderr and "httpcore" not in done.stderr
     assert SECRET not in done.stderr and SECRET not in done.stdout
