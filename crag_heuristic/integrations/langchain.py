@@ -81,7 +81,7 @@ from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._exceptions import InputError, RetrieverError
 from .._expansion import QueryExpander
-from .._grading import AsyncGrader, Escalation, Grader
+from .._grading import AsyncGrader, Escalation, Grader, SetEscalation
 from .._metrics import MetricsSink
 from .._protocols import (
     AsyncCache,
@@ -219,7 +219,7 @@ class CRAGRetriever(BaseRetriever):
     lexical: SkipValidation[Retriever | AsyncRetriever | None] = None
     parents: SkipValidation[ParentLookup | AsyncParentLookup | None] = None
     grader: SkipValidation[Grader | AsyncGrader | None] = None
-    escalation: SkipValidation[Escalation | Mapping[str, Any] | None] = None
+    escalation: SkipValidation[Escalation | SetEscalation | Mapping[str, Any] | None] = None
     metrics: SkipValidation[MetricsSink | None] = None
     logger: SkipValidation[EventLogger | None] = None
     corpus_stats: SkipValidation[CorpusStats | str | os.PathLike[str] | None] = None
