@@ -260,6 +260,12 @@ def run_loco(
             chosen = variants[0]
             if len(variants) > 1:
                 chosen, self_choice[name] = _choose_self(variants, name, nested, cache, selfcal)
+                self_choice[name]["auc_mix"] = {  # every variant on this collection: reference
+                    v.label: data.auc(
+                        gate_scores(selfcal.fit(name, v, nested.configs[name])[0], data)[0]
+                    )[0]
+                    for v in variants
+                }
             log(f"{name}: self-calibrating on its corpus ({chosen.label})")
             config, self_report = selfcal.fit(name, chosen, nested.configs[name])
             scores[SELF_GATE], verdicts[SELF_GATE] = gate_scores(config, data)
@@ -274,6 +280,9 @@ def run_loco(
         "evidence_variants": [v.describe() for v in evidence],
         "band_variants": [dict(b) for b in bands],
         "picks": {n: nested.picks[n].describe() for n in names},
+        "pick_on_all": nested.on_all.describe(),
+        "pick_on_all_keys": nested.on_all_keys,
+        "library_default_is_the_pick": _library_default_is(nested.on_all),
         "inner": nested.inner,
         "plain_loco": {v: {n: list(a) for n, a in per.items()} for v, per in nested.loco.items()},
         "self_calibration_queries": queries if self_calibrate else 0,
@@ -290,6 +299,28 @@ def run_loco(
     (out / "ledger.md").write_text(ledger(results), encoding="utf-8")
     log(f"wrote {out / 'loco.md'} in {results['seconds']:.0f} s")
     return results
+
+
+def _library_default_is(variant: GateVariant) -> bool:
+    """Whether :func:`~crag_heuristic._calibrate.fit_gate`'s defaults (the shipped
+    default's evidence and band targets) are ``variant``'s."""
+    import inspect
+
+    from .._calibrate import fit_gate
+
+    defaults = {name: p.default for name, p in inspect.signature(fit_gate).parameters.items()}
+    return all(
+        tuple(defaults[f]) == getattr(variant, f)
+        if f.endswith("features")
+        else defaults[f] == getattr(variant, f)
+        for f in (
+            "chunk_features",
+            "set_features",
+            "target_precision",
+            "min_failure_recall",
+            "max_good_irrelevant",
+        )
+    )
 
 
 def _mean(values: Any) -> float:
@@ -633,7 +664,20 @@ def ledger(results: dict[str, Any]) -> str:
             text = f"{met}, {share:.2f}"
             cells.append(f"**{text}**" if label == picks[n] else text)
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    keys = results["pick_on_all_keys"]
     lines += [
+        "",
+        "## The shipped default",
+        "",
+        "The same rule applied to every collection (each variant fitted without one collection, "
+        "scored on it) picks **"
+        + results["pick_on_all"]["label"]
+        + "** (step 1 means: "
+        + ", ".join(f"{label} {_f(v)}" for label, v in keys["evidence"].items())
+        + "). That is how the shipped default is made (fitted on all the collections); its "
+        "expected score is the nested one, not this pick's. The library's defaults "
+        + ("are this pick." if results["library_default_is_the_pick"] else "are NOT this pick.")
+        + "",
         "",
         "## For reference only: each variant's plain LOCO AUC (mix)",
         "",

@@ -220,6 +220,9 @@ class NestedResult:
         scores, verdicts: outer collection -> the pick's P(good) and verdicts there.
         loco: variant -> collection -> (AUC mix, AUC natural) fitted on the
             others (plain LOCO, for reference: not a result).
+        on_all: the variant the rule picks on every collection (plain LOCO):
+            what the shipped default is made as; its nested score is the claim.
+        on_all_keys: the keys it was picked by.
     """
 
     picks: dict[str, GateVariant]
@@ -228,6 +231,8 @@ class NestedResult:
     scores: dict[str, np.ndarray]
     verdicts: dict[str, list[str]]
     loco: dict[str, dict[str, tuple[float | None, float | None]]]
+    on_all: GateVariant
+    on_all_keys: dict[str, dict[str, Any]]
 
 
 def nested_loco(
@@ -263,12 +268,9 @@ def nested_loco(
             )
         return done[key]
 
-    picks: dict[str, GateVariant] = {}
-    inner: dict[str, dict[str, dict[str, Any]]] = {}
-    configs: dict[str, EvaluatorConfig] = {}
-    scores: dict[str, np.ndarray] = {}
-    verdicts: dict[str, list[str]] = {}
-    for outer in names:
+    def choose(outer: str) -> tuple[GateVariant, dict[str, dict[str, Any]]]:
+        """The two steps on the collections other than ``outer`` ("" for none: the
+        rule applied to every collection, which is how the shipped default is picked)."""
         others = [n for n in names if n != outer]
         step1 = {
             v.label: float(np.nanmean([inner_result(v, outer, i).auc for i in others]))
@@ -286,11 +288,21 @@ def nested_loco(
             share = float(np.mean([r.verdicts["good_natural_fast_path"] or 0.0 for r in results]))
             step2[v.label] = (met, share)
         pick = max(banded, key=lambda v: step2[v.label])
-        picks[outer] = pick
-        inner[outer] = {"evidence": step1, "bands": {k: list(v) for k, v in step2.items()}}
-        configs[outer] = cache.fit(pick, others)
+        return pick, {"evidence": step1, "bands": {k: list(v) for k, v in step2.items()}}
+
+    picks: dict[str, GateVariant] = {}
+    inner: dict[str, dict[str, dict[str, Any]]] = {}
+    configs: dict[str, EvaluatorConfig] = {}
+    scores: dict[str, np.ndarray] = {}
+    verdicts: dict[str, list[str]] = {}
+    for outer in names:
+        others = [n for n in names if n != outer]
+        picks[outer], inner[outer] = choose(outer)
+        configs[outer] = cache.fit(picks[outer], others)
         scores[outer], verdicts[outer] = gate_scores(configs[outer], cache.datasets[outer])
-        log(f"{outer}: picked {pick.label!r} (inner mean AUC {step1[chosen.label]:.3f})")
+        log(f"{outer}: picked {picks[outer].label!r}")
+    on_all, on_all_keys = choose("")
+    log(f"on every collection: {on_all.label!r} (the shipped default's rule)")
     loco = {
         v.label: {
             n: cache.datasets[n].auc(cache.scores(v, [m for m in names if m != n], n))
@@ -298,7 +310,7 @@ def nested_loco(
         }
         for v in evidence
     }
-    return NestedResult(picks, inner, configs, scores, verdicts, loco)
+    return NestedResult(picks, inner, configs, scores, verdicts, loco, on_all, on_all_keys)
 
 
 def _band_label(targets: Mapping[str, float]) -> str:
