@@ -45,7 +45,6 @@ from ._config import DEFAULT_PROFILE, EvaluatorConfig, RouterConfig, available_p
 from ._evaluator import Evaluator
 from ._exceptions import (
     CacheError,
-    CalibrationWarning,
     CircuitOpenError,
     ConfigError,
     CragError,
@@ -82,7 +81,6 @@ __all__ = [
     "Cache",
     "CacheError",
     "CacheStats",
-    "CalibrationWarning",
     "Chunk",
     "ChunkEvaluation",
     "CircuitBreaker",

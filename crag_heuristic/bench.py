@@ -12,17 +12,21 @@ harness and, when called, scikit-learn.
 * :func:`calibrate_self` (also at the top level): fit a gate on your corpus
   through your retriever with no labels, from simulated queries
   (:class:`QuerySimulator`, :class:`SimulatedQuery`).
-* :func:`run_loco`: leave one collection out (``crag-heuristic bench --loco``).
+* :func:`run_loco`: nested leave one collection out (``crag-heuristic bench --loco``).
+* :class:`CalibrationWarning`: what a calibration issues when its profile cannot
+  do what was asked (bands that miss their targets, no fast path).
 """
 
 from ._bench import calibrate, run_bench
 from ._bench.loco import run_loco
 from ._calibrate import CalibrationResult, GateExample, fit_gate
+from ._exceptions import CalibrationWarning
 from ._self_calibrate import calibrate_self
 from ._simulate import QuerySimulator, SimulatedQuery
 
 __all__ = [
     "CalibrationResult",
+    "CalibrationWarning",
     "GateExample",
     "QuerySimulator",
     "SimulatedQuery",

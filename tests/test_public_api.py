@@ -26,7 +26,6 @@ EXPECTED = [
     "Cache",
     "CacheError",
     "CacheStats",
-    "CalibrationWarning",
     "Chunk",
     "ChunkEvaluation",
     "CircuitBreaker",
@@ -73,6 +72,7 @@ EXPECTED = [
 SUBMODULES = {
     "crag_heuristic.bench": [
         "CalibrationResult",
+        "CalibrationWarning",
         "GateExample",
         "QuerySimulator",
         "SimulatedQuery",
@@ -133,6 +133,7 @@ SUBMODULES = {
         "GraderError",
         "GraderOutputError",
         "GraderTimeout",
+        "SetEscalation",
     ],
     "crag_heuristic.metrics": ["MetricsSink", "PrometheusMetrics"],
     "crag_heuristic.protocols": [

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from crag_heuristic import (
-    CalibrationWarning,
     Chunk,
     Evaluator,
     EvaluatorConfig,
@@ -22,6 +21,7 @@ from crag_heuristic import (
 from crag_heuristic import _self_calibrate as self_calibrate
 from crag_heuristic._config import DEFAULT_PROFILE
 from crag_heuristic._self_calibrate import Simulation, calibrate_self, fit_simulation, simulate
+from crag_heuristic.bench import CalibrationWarning
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries, sample_retriever
 
 
