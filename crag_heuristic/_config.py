@@ -62,6 +62,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+from ._checks import MAX_K, as_real
 from ._evidence import CHUNK_FEATURES, SET_FEATURES
 from ._exceptions import ConfigError
 
@@ -106,8 +107,8 @@ def _check_number(
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
         raise ConfigError(name, value, f"must be {kind}")
-    if not math.isfinite(value):
-        raise ConfigError(name, value, "must be finite")
+    if not math.isfinite(as_real(value) or 0.0):  # an integer beyond float is inf there
+        raise ConfigError(name, value, "must be finite (not NaN, inf or beyond the float range)")
     if low is not None and (value <= low if low_open else value < low):
         raise ConfigError(name, value, f"must be {'>' if low_open else '>='} {low}")
     if high is not None and value > high:
@@ -607,9 +608,9 @@ class RouterConfig:
     web_ttl: float = 86400.0
 
     def __post_init__(self) -> None:
-        _check_number("k", self.k, low=1, integer=True)
+        _check_number("k", self.k, low=1, high=MAX_K, integer=True)
         if self.gate_k is not None:
-            _check_number("gate_k", self.gate_k, low=1, integer=True)
+            _check_number("gate_k", self.gate_k, low=1, high=MAX_K, integer=True)
         if self.expand_on not in ("primary", "lexical", "both"):
             raise ConfigError("expand_on", self.expand_on, "must be primary, lexical or both")
         if self.fusion_weights not in ("fixed", "gate", "keywords"):
@@ -617,7 +618,7 @@ class RouterConfig:
                 "fusion_weights", self.fusion_weights, "must be fixed, gate or keywords"
             )
         if self.fetch_k is not None:
-            _check_number("fetch_k", self.fetch_k, low=1, integer=True)
+            _check_number("fetch_k", self.fetch_k, low=1, high=MAX_K, integer=True)
         _check_number("max_retries", self.max_retries, low=0, high=10, integer=True)
         _check_number("rrf_k", self.rrf_k, low=0, integer=True)
         _check_number("expansion_weight", self.expansion_weight, low=0.0)

@@ -64,8 +64,18 @@ __all__ = [
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for error messages."""
-    text = repr(value)
+    """``repr(value)`` cut to ``limit`` characters, for error messages.
+
+    An integer too long to print cheaply (Python refuses past 4,300 digits)
+    is named by its size; a value whose ``repr`` fails, by its type.
+    """
+    if isinstance(value, int) and value.bit_length() > 256:
+        digits = int(value.bit_length() * 0.30103) + 1  # log10(2)
+        return f"<an integer of about {digits} digits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a message must never fail to build
+        text = f"<{type(value).__name__} without a printable repr>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

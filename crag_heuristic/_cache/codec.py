@@ -15,10 +15,10 @@ refused there, and the backends turn that refusal into a miss.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-from .._exceptions import CacheError, InputError
+from .._checks import is_finite_number
+from .._exceptions import CacheError, InputError, _short
 
 __all__ = ["check_key", "check_ttl", "check_value", "decode_value", "dumps", "loads"]
 
@@ -79,8 +79,8 @@ def check_ttl(ttl: Any, default: float | None) -> float | None:
     """
     if ttl is None:
         return default
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
-        raise InputError(f"cache ttl must be None or a finite number of seconds, got {ttl!r}")
+    if not is_finite_number(ttl):
+        raise InputError(f"cache ttl must be None or a finite number of seconds, got {_short(ttl)}")
     if ttl <= 0:
         raise InputError(f"cache ttl must be > 0 seconds, got {ttl!r}")
     return float(ttl)
