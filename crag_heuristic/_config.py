@@ -538,7 +538,10 @@ class RouterConfig:
     """How the CRAG router corrects a retrieval. Frozen; keyword-only.
 
     Attributes:
-        k: chunks returned by default.
+        k: chunks returned by default (at most ``MAX_K`` = 10,000, as
+            ``gate_k`` and ``fetch_k``; a retriever that knows its size,
+            ``len(retriever)``, is asked for no more than it holds, with a
+            note).
         gate_k: how many of the top chunks the evaluator grades (``None``: all
             ``k``). Return 100 chunks but decide on the first 10, say.
         fetch_k: candidates fetched per ranking before fusion (at least ``k``;
@@ -579,6 +582,15 @@ class RouterConfig:
             whose own verdict is at least PARTIAL behind the web results.
         web_timeout: seconds the async router waits for the web (``None``:
             the searcher's own timeout).
+        retriever_timeout: seconds each search (the first retrieval, each
+            re-retrieval, the lexical retriever's) may take, or ``None`` (the
+            default) for no limit. Past it the search is a
+            :class:`~crag_heuristic.RetrieverError` whose ``timeout`` is set:
+            raised for the first retrieval, a note for a re-retrieval. The async router cancels an
+            ``asearch``; a sync ``search`` (in either router) runs in a worker
+            thread that is abandoned, not stopped: it runs on until the
+            retriever returns, and its answer is dropped. With ``None`` a sync
+            search runs in the calling thread, at no cost.
         refine: run knowledge refinement on the final chunks.
         cache_evaluations: cache evaluations (the web results are always cached
             when a cache is given).
@@ -602,6 +614,7 @@ class RouterConfig:
     expand_without_web: bool = True
     keep_partial_on_web: bool = True
     web_timeout: float | None = None
+    retriever_timeout: float | None = None
     refine: bool = False
     cache_evaluations: bool = True
     evaluation_ttl: float = 3600.0
@@ -625,8 +638,9 @@ class RouterConfig:
         _check_number("lexical_weight", self.lexical_weight, low=0.0)
         _check_number("parent_token_budget", self.parent_token_budget, low=0, integer=True)
         _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
-        if self.web_timeout is not None:
-            _check_number("web_timeout", self.web_timeout, low=0.0, low_open=True)
+        for name in ("web_timeout", "retriever_timeout"):
+            if getattr(self, name) is not None:
+                _check_number(name, getattr(self, name), low=0.0, low_open=True)
         _check_number("evaluation_ttl", self.evaluation_ttl, low=0.0, low_open=True)
         _check_number("web_ttl", self.web_ttl, low=0.0, low_open=True)
         for name in (

@@ -220,10 +220,17 @@ class RetrieverError(CragError):
 
     Attributes:
         retriever: a short name of the retriever (its class name).
+        timeout: the ``RouterConfig.retriever_timeout`` in seconds when the
+            retriever gave no answer within it, else ``None``. The search is
+            abandoned, not stopped: a sync retriever runs on in its worker
+            thread until it returns, and its late answer is dropped.
     """
 
-    def __init__(self, message: str, *, retriever: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, retriever: str | None = None, timeout: float | None = None
+    ) -> None:
         self.retriever = retriever
+        self.timeout = timeout
         super().__init__(message)
 
 

@@ -16,7 +16,7 @@ from .. import _signals as sig
 from .._checks import check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
-from .._exceptions import InputError
+from .._exceptions import ConfigError, InputError
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
@@ -89,6 +89,10 @@ class Evaluator:
             calibration and the benchmarks need; by default only what the
             named signals and the configured gate read.
 
+    Raises:
+        ConfigError: a bad configuration, ``cache_size`` (not an integer
+            >= 0), ``all_evidence`` (not a bool) or ``analyzer``.
+
     An evaluator is thread-safe and keeps no state between calls except the
     analysis cache, which never changes a result.
     """
@@ -101,8 +105,14 @@ class Evaluator:
         cache_size: int = 4096,
         all_evidence: bool = False,
     ) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ConfigError("cache_size", cache_size, "must be an integer >= 0 (0: no cache)")
+        if not isinstance(all_evidence, bool):
+            raise ConfigError("all_evidence", all_evidence, "must be true or false")
+        if analyzer is not None and not isinstance(analyzer, Analyzer):
+            raise ConfigError("analyzer", analyzer, "must be an Analyzer or None")
         self.config = load_config(config)
-        self.all_evidence = bool(all_evidence)
+        self.all_evidence = all_evidence
         self.analyzer = analyzer or Analyzer()
         self._cache = _LRU(cache_size)
         self._fingerprint = (self.config, self.config.fingerprint())

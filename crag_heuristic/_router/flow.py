@@ -121,6 +121,7 @@ class Context:
     has_web: bool = False
     has_cache: bool = False
     has_parents: bool = False
+    retriever_size: int | None = None  # len(retriever), when it tells
     web_fingerprint: str = ""
     log: Callable[..., None] = lambda event, **kv: None
     on_stage: Callable[[str, float], None] = lambda stage, ms: None
@@ -196,7 +197,14 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
     """
     total_start = time.perf_counter()
     cfg = ctx.config
+    size = ctx.retriever_size
     depth = cfg.depth(k)
+    if size is not None and depth > size:  # a FAISS search allocates k slots, used or not
+        capped = max(size, 1)
+        if k > capped:
+            ctx.notes.append(f"k = {k} is more than the retriever holds ({size}): capped")
+            k = capped
+        depth = capped
 
     started = time.perf_counter()
     [first] = yield [Search(ctx.retriever, query, depth)]
@@ -532,16 +540,16 @@ def _web(
 
     When the web gives nothing, ``state.web_miss`` says why; the caller notes
     what happens instead."""
-    if state.strategy is Strategy.NONE:
-        state.strategy = Strategy.WEB_SEARCH
     started = time.perf_counter()
     state.web_query = keyword_query(
         query, analyzer=ctx.evaluator.analyzer, corpus_stats=ctx.corpus_stats
     )
     ctx.timed("rewrite", started)
-    if not ctx.has_web:
+    if not ctx.has_web:  # the query shows what would be asked; nothing was: no web strategy
         state.web_miss = "no web searcher configured"
         return
+    if state.strategy is Strategy.NONE:
+        state.strategy = Strategy.WEB_SEARCH
     state.retries += 1
     outcome = yield from _cached_web(ctx, state)
     if isinstance(outcome, BaseException):

@@ -39,7 +39,9 @@ class CRAGResult:
         strategy: the correction applied.
         retrieved: the first retrieval, unchanged.
         expanded_queries: the queries the expansion re-retrieved with.
-        web_query: the keyword query sent to the web, if any.
+        web_query: the keyword query for the web: the one sent, or, without a
+            web searcher, the one that would have been (``strategy`` is then
+            not ``web_search``, and a note says no searcher is configured).
         web_search_used: whether web results are among the final chunks.
         web_error: why the web search failed (``"WebSearchTimeout: ..."``), or
             ``None``. A failed web search keeps the original chunks.
