@@ -374,9 +374,12 @@ class CacheError(CragError):
             ``"timeout"``, ``"auth"``, ``"loading"``, ``"oom"`` (server out of
             memory), ``"readonly"``, ``"cluster"``, ``"response"`` (another
             error reply), ``"payload"`` (a value that is not JSON text),
-            ``"down"`` (skipped: the backend failed moments ago and is not
-            retried yet), ``"unsupported"`` (no client for this call), or
-            ``"error"`` (anything else).
+            ``"invalid"`` (JSON text, but not the value the reader expects:
+            the wrong shape, a number out of range, made for another entry;
+            the router recomputes it and overwrites it), ``"down"`` (skipped:
+            the backend failed moments ago and is not retried yet),
+            ``"unsupported"`` (no client for this call), or ``"error"``
+            (anything else).
         retry_after: for ``kind="down"``, seconds until the backend is tried
             again; ``None`` otherwise.
     """

@@ -23,8 +23,9 @@ from .._exceptions import CacheError, InputError, _short
 __all__ = ["check_key", "check_ttl", "check_value", "decode_value", "dumps", "loads"]
 
 
-def dumps(value: Any, *, backend: str = "codec") -> str:
-    """Compact ASCII JSON text for ``value`` (keys sorted, no NaN or infinity).
+def dumps(value: Any, *, backend: str = "codec", sort_keys: bool = True) -> str:
+    """Compact ASCII JSON text for ``value`` (keys sorted unless ``sort_keys`` is
+    false, no NaN or infinity).
 
     Non-ASCII characters are ``\\uXXXX`` escapes, so the text always encodes
     as UTF-8, even with an unpaired surrogate in a string.
@@ -33,8 +34,8 @@ def dumps(value: Any, *, backend: str = "codec") -> str:
         CacheError: ``kind="payload"`` when ``value`` is not JSON-serialisable.
     """
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: nesting too deep
         raise CacheError(
             f"value is not JSON-serialisable: {exc}",
             backend=backend,

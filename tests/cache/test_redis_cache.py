@@ -81,11 +81,18 @@ def test_short_ttl_really_expires(cache: RedisCache, admin: redis.Redis, namespa
     [b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.", b"{not json", b"\xff\xfe\x00", b""],
     ids=["pickle", "broken-json", "not-utf8", "empty"],
 )
-def test_corrupt_payload_is_a_miss_and_a_counted_error(
+def test_corrupt_payload_is_a_payload_error_and_a_counted_miss(
     cache: RedisCache, admin: redis.Redis, namespace: str, raw: bytes
 ) -> None:
     admin.set(f"{namespace}:bad", raw)
-    assert cache.get("bad") is None
+    with pytest.raises(CacheError) as info:  # said, not dropped: the router flags it
+        cache.get("bad")
+    assert (info.value.backend, info.value.operation, info.value.kind) == (
+        "redis",
+        "get",
+        "payload",
+    )
+    assert cache.healthy  # the server answered: not marked down
     stats = cache.stats
     assert stats.misses == 1 and stats.hits == 0
     assert stats.errors_by_kind == {"payload": 1}
