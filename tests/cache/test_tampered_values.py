@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
+from datetime import date
 from typing import Any
 
 import pytest
@@ -449,3 +450,31 @@ def test_a_tampered_grade_is_flagged_asked_again_and_overwritten(
 
 def test_every_kind_of_value_has_its_cases() -> None:
     assert len(EVALUATION) >= 40 and len(WEB_RESULTS) >= 20 and len(GRADES) >= 19
+
+
+class DatedWeb(RecordingWebSearcher):
+    """Web results whose metadata holds a date: valid chunks, not JSON."""
+
+    def search(self, query: str, max_results: int = 5) -> list[Chunk]:
+        return [c.replace(metadata={"fetched": date(2024, 5, 1)}) for c in super().search(query)]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_web_results_that_are_not_json_are_used_but_not_cached(
+    retriever: FaissRetriever,
+    redis_server: RedisServer,
+    admin: redis.Redis,
+    namespace: str,
+    asynchronous: bool,
+) -> None:
+    web = DatedWeb(WEB)
+    crag = CRAG(
+        retriever,
+        irrelevant(),
+        web=web,
+        cache=RedisCache(url=redis_server.url, namespace=namespace),
+    )
+    result = run(crag, asynchronous)  # raised TypeError on cab6cc6
+    assert result.web_search_used and result.cache_error is not None
+    assert "not JSON-serialisable" in result.cache_error
+    assert entries(admin, namespace, "web") == {}
