@@ -47,22 +47,11 @@ from crag_heuristic import (
     ScoreKind,
     load_config,
 )
+from crag_heuristic import config as sections
 from crag_heuristic._cli import EXIT_INTERNAL, main
 from crag_heuristic._cli.common import read_chunks, read_records
 from crag_heuristic._cli.retrieve import read_docs
 from crag_heuristic._corpus import CorpusStats
-from crag_heuristic.config import (
-    CoherenceConfig,
-    FallbackModel,
-    KeywordConfig,
-    LengthConfig,
-    LogisticStage,
-    ModelConfig,
-    ModelTerm,
-    RefineConfig,
-    SignalWeights,
-    Thresholds,
-)
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 
 TESTS = 7  # the tests below, which share the examples
@@ -189,10 +178,15 @@ def test_chunks(kwargs: dict[str, Any], data: Any) -> None:
 
 
 SECTIONS: dict[type, list[str]] = {
-    SignalWeights: ["keyword_overlap", "semantic_coherence", "length_adequacy", "source_diversity"],
-    Thresholds: ["relevant", "partial"],
-    KeywordConfig: ["use_idf", "aggregate", "bm25_k1", "bm25_b"],
-    CoherenceConfig: [
+    sections.SignalWeights: [
+        "keyword_overlap",
+        "semantic_coherence",
+        "length_adequacy",
+        "source_diversity",
+    ],
+    sections.Thresholds: ["relevant", "partial"],
+    sections.KeywordConfig: ["use_idf", "aggregate", "bm25_k1", "bm25_b"],
+    sections.CoherenceConfig: [
         "mean",
         "top",
         "gap",
@@ -201,12 +195,12 @@ SECTIONS: dict[type, list[str]] = {
         "cosine_ceiling",
         "bm25_saturation",
     ],
-    LengthConfig: ["min_tokens", "tokens_per_word"],
-    RefineConfig: ["strip_threshold", "token_budget"],
-    ModelTerm: ["feature", "weight", "mean", "scale"],
-    LogisticStage: ["intercept", "terms"],
-    FallbackModel: ["missing", "chunk", "set", "thresholds", "chunk_thresholds"],
-    ModelConfig: ["chunk", "set", "fitted_on", "fallbacks"],
+    sections.LengthConfig: ["min_tokens", "tokens_per_word"],
+    sections.RefineConfig: ["strip_threshold", "token_budget"],
+    sections.ModelTerm: ["feature", "weight", "mean", "scale"],
+    sections.LogisticStage: ["intercept", "terms"],
+    sections.FallbackModel: ["missing", "chunk", "set", "thresholds", "chunk_thresholds"],
+    sections.ModelConfig: ["chunk", "set", "fitted_on", "fallbacks"],
     RouterConfig: [f.name for f in RouterConfig.__dataclass_fields__.values()],
     EvaluatorConfig: [f.name for f in EvaluatorConfig.__dataclass_fields__.values()],
 }
@@ -219,8 +213,8 @@ def section_call(draw: st.DrawFn) -> tuple[type, dict[str, Any]]:
     values = sometimes(st.floats(min_value=0, max_value=1) | st.integers(min_value=0, max_value=20))
     kwargs = {name: draw(values) for name in names}
     required: dict[type, dict[str, Any]] = {
-        FallbackModel: {"missing": ["similarity"]},
-        ModelTerm: {"feature": "rank", "weight": 1},
+        sections.FallbackModel: {"missing": ["similarity"]},
+        sections.ModelTerm: {"feature": "rank", "weight": 1},
     }
     for name, valid in required.get(cls, {}).items():  # a missing one is a call error
         kwargs.setdefault(name, draw(sometimes(st.just(valid))))

@@ -27,11 +27,10 @@ saying what is wrong; the flow counts it as a miss (``cache_hit`` false,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from .._cache.codec import dumps
+from .._cache.codec import dumps, loads
 from .._config import EvaluatorConfig, Thresholds
 from .._evaluator import verdict_for
 from .._evidence import CHUNK_FEATURES
@@ -81,15 +80,7 @@ def _opened(text: Any, key: str, what: str) -> Any:
     """The value sealed in ``text`` for ``key``."""
     if not isinstance(text, str):
         raise _refused(what, f"the cache returned {type(text).__name__}, not JSON text")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise CacheError(
-            f"the cached {what} is not JSON text ({type(exc).__name__})",
-            backend=_BACKEND,
-            operation="decode",
-            kind="payload",
-        ) from None
+    data = loads(text, backend=_BACKEND)  # CacheError(kind="payload") if it is not JSON
     if not isinstance(data, dict) or data.keys() != _SEAL_KEYS:
         raise _refused(what, "not a sealed value {key, value}")
     if data["key"] != key:

@@ -85,14 +85,7 @@ def test_corrupt_payload_is_a_payload_error_and_a_counted_miss(
     cache: RedisCache, admin: redis.Redis, namespace: str, raw: bytes
 ) -> None:
     admin.set(f"{namespace}:bad", raw)
-    with pytest.raises(CacheError) as info:  # said, not dropped: the router flags it
-        cache.get("bad")
-    assert (info.value.backend, info.value.operation, info.value.kind) == (
-        "redis",
-        "get",
-        "payload",
-    )
-    assert cache.healthy  # the server answered: not marked down
+    refused_as_payload(cache, "bad")  # said, not dropped: the router flags it
     stats = cache.stats
     assert stats.misses == 1 and stats.hits == 0
     assert stats.errors_by_kind == {"payload": 1}
@@ -104,8 +97,12 @@ def test_a_key_of_another_type_is_a_payload_error(
     cache: RedisCache, admin: redis.Redis, namespace: str
 ) -> None:
     admin.rpush(f"{namespace}:list", "x")
+    refused_as_payload(cache, "list")
+
+
+def refused_as_payload(cache: RedisCache, key: str) -> None:
     with pytest.raises(CacheError) as info:
-        cache.get("list")
+        cache.get(key)
     assert (info.value.backend, info.value.operation, info.value.kind) == (
         "redis",
         "get",

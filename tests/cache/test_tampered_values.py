@@ -175,6 +175,9 @@ def retriever() -> FaissRetriever:
     return sample
 
 
+BOTH_ROUTERS = pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+
+
 def run(crag: CRAG, asynchronous: bool, query: str = QUERY) -> CRAGResult:
     if asynchronous:
         return asyncio.run(crag.aretrieve(query, 10))
@@ -239,13 +242,27 @@ def other_evaluations(
     }
 
 
+def rerun_tampered(
+    crag: CRAG, asynchronous: bool, tamper: Tamper, ctx: Context, good: bytes, what: str
+) -> CRAGResult:
+    """Apply ``tamper`` to the entry ``ctx.key`` (holding ``good``), run the query
+    again: it must not raise, and must flag the refused ``what``."""
+    tampered = tamper(json.loads(good), ctx)
+    if tampered is not None:
+        ctx.admin.set(ctx.key, tampered)
+    again = run(crag, asynchronous)
+    assert again.cache_error is not None and again.cache_error.startswith("CacheError: ")
+    assert f"a cached {what} was refused: recomputed and overwritten" in again.notes
+    return again
+
+
 def seal_under(key: str, stored: bytes) -> bytes:
     """``stored``'s value sealed with the key of ``key`` (a forged seal)."""
     plain_key = key.split(":", 1)[1]  # without the RedisCache namespace
     return json.dumps({"key": plain_key, "value": json.loads(stored)["value"]}).encode()
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@BOTH_ROUTERS
 @pytest.mark.parametrize("case", sorted(EVALUATION))
 def test_a_tampered_evaluation_is_flagged_recomputed_and_overwritten(
     retriever: FaissRetriever,
@@ -263,14 +280,9 @@ def test_a_tampered_evaluation_is_flagged_recomputed_and_overwritten(
     assert len(first.initial_evaluation.chunks) == 10
     other = dict(other_evaluations)
     other["synapse-under-this-key"] = seal_under(key, other["synapse"])
-    tampered = EVALUATION[case](json.loads(good), Context(admin, key, other))
-    if tampered is not None:
-        admin.set(key, tampered)
-
-    again = run(crag, asynchronous)  # never raises
+    ctx = Context(admin, key, other)
+    again = rerun_tampered(crag, asynchronous, EVALUATION[case], ctx, good, "evaluation")
     assert again.cache_hit is False  # the edited value was not used
-    assert again.cache_error is not None and again.cache_error.startswith("CacheError: ")
-    assert "a cached evaluation was refused: recomputed and overwritten" in again.notes
     assert again.initial_evaluation == first.initial_evaluation
     assert admin.get(key) == good  # overwritten with the recomputed value
 
@@ -316,6 +328,11 @@ WEB_RESULTS: dict[str, Tamper] = {
 }
 
 
+def web_router(retriever: FaissRetriever, web: RecordingWebSearcher, cache: RedisCache) -> CRAG:
+    """A router that always searches the web; only web results are cached."""
+    return CRAG(retriever, irrelevant(), web=web, cache=cache, config={"cache_evaluations": False})
+
+
 def irrelevant() -> Evaluator:
     return Evaluator(
         EvaluatorConfig.from_profile("synapse").replace(
@@ -331,9 +348,7 @@ def other_web(
     """The web results another query stored."""
     web = RecordingWebSearcher([("Sky", "https://example.org/sky", "Rayleigh scattering.")])
     value = stored_by(
-        lambda cache: CRAG(
-            retriever, irrelevant(), web=web, cache=cache, config={"cache_evaluations": False}
-        ),
+        lambda cache: web_router(retriever, web, cache),
         redis_server,
         module_admin,
         "web",
@@ -342,7 +357,7 @@ def other_web(
     return {"other-query": value}
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@BOTH_ROUTERS
 @pytest.mark.parametrize("case", sorted(WEB_RESULTS))
 def test_tampered_web_results_are_flagged_searched_again_and_overwritten(
     retriever: FaissRetriever,
@@ -354,24 +369,13 @@ def test_tampered_web_results_are_flagged_searched_again_and_overwritten(
     asynchronous: bool,
 ) -> None:
     web = RecordingWebSearcher(WEB)
-    crag = CRAG(
-        retriever,
-        irrelevant(),
-        web=web,
-        cache=RedisCache(url=redis_server.url, namespace=namespace),
-        config={"cache_evaluations": False},
-    )
+    crag = web_router(retriever, web, RedisCache(url=redis_server.url, namespace=namespace))
     first = run(crag, asynchronous)
     assert first.web_search_used and first.web_cache_hit is False
     key, good = only_entry(admin, namespace, "web")
-    tampered = WEB_RESULTS[case](json.loads(good), Context(admin, key, other_web))
-    if tampered is not None:
-        admin.set(key, tampered)
-
-    again = run(crag, asynchronous)
+    ctx = Context(admin, key, other_web)
+    again = rerun_tampered(crag, asynchronous, WEB_RESULTS[case], ctx, good, "web results")
     assert again.web_cache_hit is False and len(web.calls) == 2  # searched again
-    assert again.cache_error is not None and again.cache_error.startswith("CacheError: ")
-    assert "a cached web results was refused: recomputed and overwritten" in again.notes
     assert again.chunks == first.chunks and again.web_search_used
     assert admin.get(key) == good
 
@@ -408,7 +412,7 @@ class Counting:
         return [0.9 if "dance" in c.text.lower() else 0.2 for c in chunks]
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@BOTH_ROUTERS
 @pytest.mark.parametrize("case", sorted(GRADES))
 def test_a_tampered_grade_is_flagged_asked_again_and_overwritten(
     retriever: FaissRetriever,
@@ -431,15 +435,10 @@ def test_a_tampered_grade_is_flagged_asked_again_and_overwritten(
     stored = entries(admin, namespace, "grade")
     assert len(stored) == 10
     (key, good), (_, another) = sorted(stored.items())[:2]
-    tampered = GRADES[case](json.loads(good), Context(admin, key, {"another-chunk": another}))
-    if tampered is not None:
-        admin.set(key, tampered)
-
-    again = run(crag, asynchronous)
+    ctx = Context(admin, key, {"another-chunk": another})
+    again = rerun_tampered(crag, asynchronous, GRADES[case], ctx, good, "grade")
     assert again.cascade is not None and len(again.cascade.cache_hits) == 9
     assert grader.asked == [10, 1]  # the tampered answer was asked again
-    assert again.cache_error is not None and again.cache_error.startswith("CacheError: ")
-    assert "a cached grade was refused: recomputed and overwritten" in again.notes
     assert again.cascade.grades == first.cascade.grades
     assert admin.get(key) == good
 
@@ -459,7 +458,7 @@ class DatedWeb(RecordingWebSearcher):
         return [c.replace(metadata={"fetched": date(2024, 5, 1)}) for c in super().search(query)]
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@BOTH_ROUTERS
 def test_web_results_that_are_not_json_are_used_but_not_cached(
     retriever: FaissRetriever,
     redis_server: RedisServer,
@@ -467,12 +466,8 @@ def test_web_results_that_are_not_json_are_used_but_not_cached(
     namespace: str,
     asynchronous: bool,
 ) -> None:
-    web = DatedWeb(WEB)
-    crag = CRAG(
-        retriever,
-        irrelevant(),
-        web=web,
-        cache=RedisCache(url=redis_server.url, namespace=namespace),
+    crag = web_router(
+        retriever, DatedWeb(WEB), RedisCache(url=redis_server.url, namespace=namespace)
     )
     result = run(crag, asynchronous)  # raised TypeError on cab6cc6
     assert result.web_search_used and result.cache_error is not None
