@@ -168,6 +168,15 @@ def test_other_numbers_beyond_float_are_typed_errors() -> None:
         reciprocal_rank_fusion([chunks], weights=[10**5000])
 
 
+def test_values_too_long_to_print_still_make_a_message() -> None:
+    chunks = [Chunk(id="a", text="solar")]
+    for grades in (10**5000, {"a": 10**5000}, {10**5000: 0.5}):
+        with pytest.raises(InputError, match="digits"):
+            Evaluator().evaluate("solar", chunks, chunk_grades=grades)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="digits"):
+        MemoryCache().get(10**5000)  # type: ignore[arg-type]
+
+
 def test_a_chunks_file_with_a_401_digit_score_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -68,7 +68,7 @@ def loads(text: str | bytes, *, backend: str = "codec") -> Any:
 def check_key(key: Any) -> str:
     """Return ``key`` if it is a non-empty string, else raise :class:`InputError`."""
     if not isinstance(key, str) or not key:
-        raise InputError(f"cache key must be a non-empty string, got {key!r}")
+        raise InputError(f"cache key must be a non-empty string, got {_short(key)}")
     return key
 
 
@@ -83,7 +83,7 @@ def check_ttl(ttl: Any, default: float | None) -> float | None:
     if not is_finite_number(ttl):
         raise InputError(f"cache ttl must be None or a finite number of seconds, got {_short(ttl)}")
     if ttl <= 0:
-        raise InputError(f"cache ttl must be > 0 seconds, got {ttl!r}")
+        raise InputError(f"cache ttl must be > 0 seconds, got {_short(ttl)}")
     return float(ttl)
 
 

@@ -16,7 +16,7 @@ from .. import _signals as sig
 from .._checks import check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
-from .._exceptions import ConfigError, InputError
+from .._exceptions import ConfigError, InputError, _short
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
@@ -456,18 +456,22 @@ def _fixed_grades(
 ) -> dict[int, float]:
     """``chunk_grades`` by position, checked; notes how many there are."""
     if not isinstance(grades, Mapping):
-        raise InputError(f"chunk_grades must be a mapping id -> P(relevant), got {grades!r}")
+        raise InputError(f"chunk_grades must be a mapping id -> P(relevant), got {_short(grades)}")
     position = {chunk.id: i for i, chunk in enumerate(chunks)}
     fixed = {}
     for chunk_id, value in grades.items():
         if chunk_id not in position:
-            raise InputError(f"chunk_grades names {chunk_id!r}, which is not among the chunks")
+            raise InputError(
+                f"chunk_grades names {_short(chunk_id)}, which is not among the chunks"
+            )
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not 0.0 <= value <= 1.0  # NaN fails this too
         ):
-            raise InputError(f"chunk_grades[{chunk_id!r}] = {value!r}: must be a number in [0, 1]")
+            raise InputError(
+                f"chunk_grades[{_short(chunk_id)}] = {_short(value)}: must be a number in [0, 1]"
+            )
         fixed[position[chunk_id]] = float(value)
     if fixed:
         notes.append(f"{len(fixed)} chunk grade(s) from an outside grader")
