@@ -8,6 +8,7 @@ import io
 import json
 import threading
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -378,6 +379,11 @@ def test_without_a_timeout_a_sync_search_runs_in_the_calling_thread() -> None:
 def test_crag_without_a_retriever_is_refused() -> None:
     with pytest.raises(InputError, match="retriever is required"):
         CRAG(None)  # type: ignore[arg-type]
+
+
+def test_a_part_that_cannot_be_compared_is_refused_as_any_other() -> None:
+    with pytest.raises(InputError, match="expander must have expand"):  # was InvalidOperation
+        CRAG(ListRetriever([]), expander=Decimal("sNaN"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -148,7 +148,7 @@ class CRAG:
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
                 raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
-        if expander not in (None, False) and not hasattr(expander, "expand"):
+        if expander is not None and expander is not False and not hasattr(expander, "expand"):
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
         if parents is not None and not (hasattr(parents, "get") or hasattr(parents, "aget")):
             raise InputError("parents must have get(parent_id) or aget(parent_id) (a dict works)")
