@@ -384,6 +384,8 @@ def test_crag_without_a_retriever_is_refused() -> None:
 def test_a_part_that_cannot_be_compared_is_refused_as_any_other() -> None:
     with pytest.raises(InputError, match="expander must have expand"):  # was InvalidOperation
         CRAG(ListRetriever([]), expander=Decimal("sNaN"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="safesearch"):
+        SearxngConfig(safesearch=Decimal("sNaN"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

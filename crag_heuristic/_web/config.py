@@ -135,7 +135,8 @@ class SearxngConfig:
         ):
             raise ConfigError("language", self.language, "must be a non-empty string or None")
         if self.safesearch is not None and (
-            isinstance(self.safesearch, bool) or self.safesearch not in _SAFESEARCH_LEVELS
+            type(self.safesearch) is not int  # not a bool, nor a Decimal('sNaN') that == signals
+            or self.safesearch not in _SAFESEARCH_LEVELS
         ):
             raise ConfigError("safesearch", self.safesearch, "must be 0, 1, 2 or None")
         _integer("max_content_chars", self.max_content_chars, low=1)
