@@ -159,26 +159,22 @@ def _grade(data: Any, chunk_id: str, bands: Thresholds) -> ChunkEvaluation:
     if verdict is not verdict_for(score, bands):
         raise _Invalid(f"verdict {verdict.value} does not follow from score {score}")
     similarity = data["similarity"]
-    features = data["features"]
-    if type(features) is not dict:
-        raise _Invalid("features are not an object")
-    values: dict[str, float | None] = {}
+    features = data["features"]  # a dict of its own (just parsed): checked in place
+    if type(features) is not dict or not features.keys() <= _FEATURES:
+        unknown = sorted(set(features) - _FEATURES) if type(features) is dict else None
+        raise _Invalid(f"unknown features {unknown}" if unknown else "features are not an object")
     for name, value in features.items():
-        if name not in _FEATURES:
-            raise _Invalid(f"unknown feature {_short(name)}")
-        if value is None or (type(value) is float and value - value == 0.0):  # finite
-            values[name] = value
-        elif type(value) is int and -_INT_LIMIT < value < _INT_LIMIT:
-            values[name] = float(value)
-        else:
-            raise _Invalid(f"feature {name} is {_short(value)}, not a finite number")
+        if value is not None and (type(value) is not float or value - value != 0.0):
+            if type(value) is not int or not -_INT_LIMIT < value < _INT_LIMIT:  # nor NaN, inf
+                raise _Invalid(f"feature {name} is {_short(value)}, not a finite number")
+            features[name] = float(value)
     return ChunkEvaluation(
         chunk_id=chunk_id,
         score=score,
         verdict=verdict,
         signals=_signals(data["signals"]),
         similarity=None if similarity is None else _unit(similarity, "similarity"),
-        features=values,
+        features=features,
     )
 
 
