@@ -55,7 +55,7 @@ from crag_heuristic._corpus import CorpusStats
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 
 TESTS = 7  # the tests below, which share the examples
-TOTAL = int(os.environ.get("CRAG_FUZZ_EXAMPLES", "350"))
+TOTAL = int(os.environ.get("CRAG_FUZZ_EXAMPLES", "280"))
 FUZZ = settings(
     max_examples=max(1, -(-TOTAL // TESTS)),  # at least TOTAL in all
     deadline=None,
