@@ -495,8 +495,7 @@ def check_chunk(chunk: Chunk, index: int | None = None) -> None:
             or (
                 type(score) is float
                 and score - score == 0.0  # finite: inf - inf and nan - nan are nan
-                and _RANGES[kind][0] <= score <= _RANGES[kind][1]
-                and (score >= 0.0 or kind not in _NON_NEGATIVE_KINDS)
+                and (bounds := _RANGES[kind])[0] <= score <= bounds[1]
             )
         )
         and (source is None or type(source) is str)

@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sized
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._cache import MemoryCache
@@ -429,7 +429,7 @@ class CRAG:
 
 def _size(retriever: Any) -> int | None:
     """How many chunks ``retriever`` holds, when it says (``len()``), else ``None``."""
-    if not isinstance(retriever, Sized):
+    if getattr(type(retriever), "__len__", None) is None:  # cheaper than isinstance(Sized)
         return None
     try:
         size = len(retriever)
