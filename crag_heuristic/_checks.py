@@ -1,4 +1,4 @@
-"""Input checks at the library's doors: the query and ``k``.
+"""Input checks at the library's doors: the query, ``k`` and numbers.
 
 They sit beside the data model (``_types.py`` checks chunks) so that every
 part that takes a query (retrievers, expanders, the router, the evaluator)
@@ -7,11 +7,17 @@ can check it without importing the evaluator: dependencies point down.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from ._exceptions import InputError, InvalidQueryError
+from ._exceptions import InputError, InvalidQueryError, _short
 
-__all__ = ["check_k", "check_query"]
+__all__ = ["MAX_K", "as_real", "check_k", "check_query", "is_finite_number"]
+
+MAX_K = 10_000
+"""The most chunks one search may ask for. A list that long is no longer a
+retrieval to grade, and a FAISS search allocates ``k`` slots whatever the
+index holds: ``k = 10**9`` would ask for gigabytes."""
 
 
 def check_query(query: Any) -> str:
@@ -24,7 +30,36 @@ def check_query(query: Any) -> str:
 
 
 def check_k(k: Any) -> int:
-    """Return ``k`` if it is a positive integer, else raise InputError."""
+    """Return ``k`` if it is an integer in [1, :data:`MAX_K`], else raise InputError."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+        raise InputError(f"k must be a positive integer, got {_short(k)}")
+    if k > MAX_K:
+        raise InputError(f"k must be at most {MAX_K}, got {_short(k)}")
     return k
+
+
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is an ``int`` or ``float`` (not a bool) with a finite float
+    value: NaN, infinities and integers beyond the float range are not."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    real = as_real(value)
+    return real is not None and math.isfinite(real)
+
+
+def as_real(value: Any) -> float | None:
+    """``value`` as a float, ``None`` when it is not a real number.
+
+    Booleans, strings, bytes and complex numbers are not real numbers here.
+    An integer (or a ``Fraction``) beyond the float range is ``inf``, so the
+    caller's "must be finite" check refuses it instead of an ``OverflowError``
+    escaping.
+    """
+    if isinstance(value, bool | str | bytes | bytearray | complex):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+    except (TypeError, ValueError):
+        return None

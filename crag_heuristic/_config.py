@@ -62,6 +62,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+from ._checks import MAX_K, as_real
 from ._evidence import CHUNK_FEATURES, SET_FEATURES
 from ._exceptions import ConfigError
 
@@ -106,8 +107,8 @@ def _check_number(
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
         raise ConfigError(name, value, f"must be {kind}")
-    if not math.isfinite(value):
-        raise ConfigError(name, value, "must be finite")
+    if not math.isfinite(as_real(value) or 0.0):  # an integer beyond float is inf there
+        raise ConfigError(name, value, "must be finite (not NaN, inf or beyond the float range)")
     if low is not None and (value <= low if low_open else value < low):
         raise ConfigError(name, value, f"must be {'>' if low_open else '>='} {low}")
     if high is not None and value > high:
@@ -537,7 +538,10 @@ class RouterConfig:
     """How the CRAG router corrects a retrieval. Frozen; keyword-only.
 
     Attributes:
-        k: chunks returned by default.
+        k: chunks returned by default (at most ``MAX_K`` = 10,000, as
+            ``gate_k`` and ``fetch_k``; a retriever that knows its size,
+            ``len(retriever)``, is asked for no more than it holds, with a
+            note).
         gate_k: how many of the top chunks the evaluator grades (``None``: all
             ``k``). Return 100 chunks but decide on the first 10, say.
         fetch_k: candidates fetched per ranking before fusion (at least ``k``;
@@ -578,6 +582,15 @@ class RouterConfig:
             whose own verdict is at least PARTIAL behind the web results.
         web_timeout: seconds the async router waits for the web (``None``:
             the searcher's own timeout).
+        retriever_timeout: seconds each search (the first retrieval, each
+            re-retrieval, the lexical retriever's) may take, or ``None`` (the
+            default) for no limit. Past it the search is a
+            :class:`~crag_heuristic.RetrieverError` whose ``timeout`` is set:
+            raised for the first retrieval, a note for a re-retrieval. The async router cancels an
+            ``asearch``; a sync ``search`` (in either router) runs in a worker
+            thread that is abandoned, not stopped: it runs on until the
+            retriever returns, and its answer is dropped. With ``None`` a sync
+            search runs in the calling thread, at no cost.
         refine: run knowledge refinement on the final chunks.
         cache_evaluations: cache evaluations (the web results are always cached
             when a cache is given).
@@ -601,15 +614,16 @@ class RouterConfig:
     expand_without_web: bool = True
     keep_partial_on_web: bool = True
     web_timeout: float | None = None
+    retriever_timeout: float | None = None
     refine: bool = False
     cache_evaluations: bool = True
     evaluation_ttl: float = 3600.0
     web_ttl: float = 86400.0
 
     def __post_init__(self) -> None:
-        _check_number("k", self.k, low=1, integer=True)
+        _check_number("k", self.k, low=1, high=MAX_K, integer=True)
         if self.gate_k is not None:
-            _check_number("gate_k", self.gate_k, low=1, integer=True)
+            _check_number("gate_k", self.gate_k, low=1, high=MAX_K, integer=True)
         if self.expand_on not in ("primary", "lexical", "both"):
             raise ConfigError("expand_on", self.expand_on, "must be primary, lexical or both")
         if self.fusion_weights not in ("fixed", "gate", "keywords"):
@@ -617,15 +631,16 @@ class RouterConfig:
                 "fusion_weights", self.fusion_weights, "must be fixed, gate or keywords"
             )
         if self.fetch_k is not None:
-            _check_number("fetch_k", self.fetch_k, low=1, integer=True)
+            _check_number("fetch_k", self.fetch_k, low=1, high=MAX_K, integer=True)
         _check_number("max_retries", self.max_retries, low=0, high=10, integer=True)
         _check_number("rrf_k", self.rrf_k, low=0, integer=True)
         _check_number("expansion_weight", self.expansion_weight, low=0.0)
         _check_number("lexical_weight", self.lexical_weight, low=0.0)
         _check_number("parent_token_budget", self.parent_token_budget, low=0, integer=True)
         _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
-        if self.web_timeout is not None:
-            _check_number("web_timeout", self.web_timeout, low=0.0, low_open=True)
+        for name in ("web_timeout", "retriever_timeout"):
+            if getattr(self, name) is not None:
+                _check_number(name, getattr(self, name), low=0.0, low_open=True)
         _check_number("evaluation_ttl", self.evaluation_ttl, low=0.0, low_open=True)
         _check_number("web_ttl", self.web_ttl, low=0.0, low_open=True)
         for name in (

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._exceptions import CorpusStatsFileError, InputError
+from ._exceptions import CorpusStatsFileError, InputError, _short
 from ._logging import get_logger
 from ._text import Analyzer
 from ._version import __version__
@@ -223,7 +223,9 @@ class CorpusStats:
 
     def __post_init__(self) -> None:
         if isinstance(self.n_docs, bool) or not isinstance(self.n_docs, int) or self.n_docs < 1:
-            raise InputError(f"CorpusStats.n_docs must be a positive integer, got {self.n_docs!r}")
+            raise InputError(
+                f"CorpusStats.n_docs must be a positive integer, got {_short(self.n_docs)}"
+            )
         if not isinstance(self.doc_freq, Mapping):
             raise InputError("CorpusStats.doc_freq must be a mapping of term -> count")
 
@@ -285,9 +287,9 @@ class CorpusStats:
         if isinstance(texts, str | bytes):
             raise InputError("texts must be an iterable of strings, not one string")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(f"workers must be a positive integer, got {workers!r}")
+            raise InputError(f"workers must be a positive integer, got {_short(workers)}")
         if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-            raise InputError(f"shard_size must be a positive integer, got {shard_size!r}")
+            raise InputError(f"shard_size must be a positive integer, got {_short(shard_size)}")
         started = time.perf_counter()
         if workers == 1 and executor is None:
             n_docs, n_terms, counts = _count_shard(analyzer, texts)

@@ -71,8 +71,18 @@ __all__ = [
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for error messages."""
-    text = repr(value)
+    """``repr(value)`` cut to ``limit`` characters, for error messages.
+
+    An integer too long to print cheaply (Python refuses past 4,300 digits)
+    is named by its size; a value whose ``repr`` fails, by its type.
+    """
+    if isinstance(value, int) and value.bit_length() > 256:
+        digits = int(value.bit_length() * 0.30103) + 1  # log10(2)
+        return f"<an integer of about {digits} digits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a message must never fail to build
+        text = f"<{type(value).__name__} without a printable repr>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -217,10 +227,17 @@ class RetrieverError(CragError):
 
     Attributes:
         retriever: a short name of the retriever (its class name).
+        timeout: the ``RouterConfig.retriever_timeout`` in seconds when the
+            retriever gave no answer within it, else ``None``. The search is
+            abandoned, not stopped: a sync retriever runs on in its worker
+            thread until it returns, and its late answer is dropped.
     """
 
-    def __init__(self, message: str, *, retriever: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, retriever: str | None = None, timeout: float | None = None
+    ) -> None:
         self.retriever = retriever
+        self.timeout = timeout
         super().__init__(message)
 
 
@@ -364,9 +381,12 @@ class CacheError(CragError):
             ``"timeout"``, ``"auth"``, ``"loading"``, ``"oom"`` (server out of
             memory), ``"readonly"``, ``"cluster"``, ``"response"`` (another
             error reply), ``"payload"`` (a value that is not JSON text),
-            ``"down"`` (skipped: the backend failed moments ago and is not
-            retried yet), ``"unsupported"`` (no client for this call), or
-            ``"error"`` (anything else).
+            ``"invalid"`` (JSON text, but not the value the reader expects:
+            the wrong shape, a number out of range, made for another entry;
+            the router recomputes it and overwrites it), ``"down"`` (skipped:
+            the backend failed moments ago and is not retried yet),
+            ``"unsupported"`` (no client for this call), or ``"error"``
+            (anything else).
         retry_after: for ``kind="down"``, seconds until the backend is tried
             again; ``None`` otherwise.
     """

@@ -19,12 +19,12 @@ chunk id.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._exceptions import InputError
+from ._checks import is_finite_number
+from ._exceptions import InputError, _short
 from ._types import Chunk, ScoreKind
 
 __all__ = ["FusedChunk", "fuse", "reciprocal_rank_fusion"]
@@ -61,14 +61,14 @@ def fuse(
     lists: Any = rankings  # checked at run time: callers may pass anything
     if isinstance(lists, str | bytes) or not isinstance(lists, Sequence):
         raise InputError("rankings must be a sequence of chunk lists")
-    if isinstance(k, bool) or not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
-        raise InputError(f"k must be a finite number >= 0, got {k!r}")
+    if not is_finite_number(k) or k < 0:
+        raise InputError(f"k must be a finite number >= 0, got {_short(k)}")
     if weights is None:
         weights = [1.0] * len(rankings)
     if len(weights) != len(rankings):
         raise InputError(f"got {len(weights)} weights for {len(rankings)} rankings")
-    if any(not isinstance(w, int | float) or not math.isfinite(w) or w < 0 for w in weights):
-        raise InputError(f"weights must be finite and >= 0, got {list(weights)!r}")
+    if any(not is_finite_number(w) or w < 0 for w in weights):
+        raise InputError(f"weights must be finite and >= 0, got {_short(list(weights))}")
 
     n_lists = len(rankings)
     scores: dict[str, float] = {}

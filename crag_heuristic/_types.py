@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ._checks import as_real
 from ._exceptions import InvalidChunkError
 
 __all__ = [
@@ -24,8 +25,12 @@ __all__ = [
     "Verdict",
 ]
 
-# Float error allowed below zero for distances before a score is rejected.
+# Float error allowed below zero for distances, and above 1 for probabilities,
+# before a score is rejected (a distance a hair below 0 is stored as 0).
 _NEGATIVE_TOLERANCE = 1e-6
+# Float error allowed past the bounds of cosine-like scores: a float32 dot product
+# of unit vectors can exceed 1 by a few units in the sixth decimal.
+_COSINE_TOLERANCE = 1e-4
 
 
 class ScoreKind(str, enum.Enum):
@@ -120,8 +125,13 @@ class Chunk:
         id: unique id of the chunk within a result list (non-empty string).
         text: the passage text.
         score: the retriever's score for this chunk against the query, or
-            ``None`` when there is none. Must be finite; distances and BM25
-            scores must not be negative.
+            ``None`` when there is none. Must be finite and within its
+            kind's range (float error of 1e-4 allowed): a cosine in [-1, 1],
+            a squared L2 distance between unit vectors in [0, 4], an L2 one
+            in [0, 2], a probability in [0, 1]; distances, BM25 and RRF
+            scores not negative. A "cosine" outside [-1, 1] is refused with
+            the kind it likely is (a distance declared as a cosine would
+            otherwise grade every retrieval as excellent).
         score_kind: what ``score`` means (see :class:`ScoreKind`). A string such
             as ``"cosine"`` is accepted and converted.
         source: where the chunk comes from: a file path, a URL or a document id.
@@ -249,41 +259,78 @@ class Chunk:
 
 _CHUNK_FIELDS = ("id", "text", "score", "score_kind", "source", "metadata", "parent_id")
 
+_NON_NEGATIVE_KINDS = frozenset(
+    {
+        ScoreKind.SQUARED_L2,
+        ScoreKind.L2,
+        ScoreKind.DISTANCE,
+        ScoreKind.BM25,
+        ScoreKind.PROBABILITY,
+        ScoreKind.RRF,
+    }
+)
+_NO_BOUND = math.inf
+# Each kind's natural range, float tolerance included: a score outside it is not of
+# that kind (a "cosine" of 5 is a distance or a dot product declared wrongly).
+_RANGES: dict[ScoreKind, tuple[float, float]] = {
+    ScoreKind.COSINE: (-1 - _COSINE_TOLERANCE, 1 + _COSINE_TOLERANCE),
+    ScoreKind.SQUARED_L2: (-_NEGATIVE_TOLERANCE, 4 + _COSINE_TOLERANCE),
+    ScoreKind.L2: (-_NEGATIVE_TOLERANCE, 2 + _COSINE_TOLERANCE),
+    ScoreKind.DISTANCE: (-_NEGATIVE_TOLERANCE, _NO_BOUND),
+    ScoreKind.BM25: (-_NEGATIVE_TOLERANCE, _NO_BOUND),
+    ScoreKind.PROBABILITY: (-_NEGATIVE_TOLERANCE, 1 + _NEGATIVE_TOLERANCE),
+    ScoreKind.RRF: (-_NEGATIVE_TOLERANCE, _NO_BOUND),
+    ScoreKind.INNER_PRODUCT: (-_NO_BOUND, _NO_BOUND),
+    ScoreKind.WEB: (-_NO_BOUND, _NO_BOUND),
+    ScoreKind.UNKNOWN: (-_NO_BOUND, _NO_BOUND),
+}
+
 
 def _check_score(score: Any, kind: ScoreKind, chunk_id: str) -> float | None:
     if score is None:
         return None
-    if isinstance(score, bool) or not _is_real(score):
+    value = as_real(score)
+    if value is None:
         raise InvalidChunkError("score", score, "must be a real number or None", chunk_id=chunk_id)
-    value = float(score)
     if not math.isfinite(value):
         raise InvalidChunkError(
-            "score", score, "must be finite (not NaN or inf)", chunk_id=chunk_id
+            "score",
+            score,
+            "must be finite (not NaN, inf or beyond the float range)",
+            chunk_id=chunk_id,
         )
-    non_negative = kind.is_distance or kind in (
-        ScoreKind.BM25,
-        ScoreKind.PROBABILITY,
-        ScoreKind.RRF,
-    )
-    if non_negative and value < 0:
-        if value < -_NEGATIVE_TOLERANCE:
-            raise InvalidChunkError(
-                "score", score, f"a {kind.value} score cannot be negative", chunk_id=chunk_id
+    low, high = _RANGES[kind]
+    if not low <= value <= high:
+        raise InvalidChunkError("score", score, _range_reason(kind, value), chunk_id=chunk_id)
+    return 0.0 if value < 0 and kind in _NON_NEGATIVE_KINDS else value
+
+
+def _range_reason(kind: ScoreKind, value: float) -> str:
+    """Why ``value`` is no ``kind`` score, with the kind it may be instead."""
+    if kind is ScoreKind.COSINE:
+        if 1 < value <= 4:
+            return (
+                "a cosine lies in [-1, 1]; this looks like a distance (LangChain's FAISS and "
+                "Chroma return squared L2 distances): declare score_kind='squared_l2' "
+                "(or 'l2' for a plain Euclidean distance)"
             )
-        value = 0.0
-    if kind is ScoreKind.PROBABILITY and value > 1 + _NEGATIVE_TOLERANCE:
-        raise InvalidChunkError(
-            "score", score, "a probability must be in [0, 1]", chunk_id=chunk_id
+        return (
+            "a cosine lies in [-1, 1]; declare score_kind='inner_product' for a dot product "
+            "of vectors that are not unit length, 'distance' for a distance, 'bm25' for BM25"
         )
-    return value
-
-
-def _is_real(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return not isinstance(value, str | bytes | complex)
+    if value < 0:
+        return f"a {kind.value} score cannot be negative"
+    if kind is ScoreKind.PROBABILITY:
+        return "a probability must be in [0, 1]"
+    if kind is ScoreKind.SQUARED_L2:
+        return (
+            "a squared L2 distance between unit vectors lies in [0, 4]; "
+            "declare score_kind='distance' for vectors that are not unit length"
+        )
+    return (  # L2
+        "an L2 distance between unit vectors lies in [0, 2]; "
+        "declare score_kind='distance' for vectors that are not unit length"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,19 +465,6 @@ class Evaluation:
         )
 
 
-_NON_NEGATIVE_KINDS = frozenset(
-    {
-        ScoreKind.SQUARED_L2,
-        ScoreKind.L2,
-        ScoreKind.DISTANCE,
-        ScoreKind.BM25,
-        ScoreKind.PROBABILITY,
-        ScoreKind.RRF,
-    }
-)
-_PROBABILITY_MAX = 1 + _NEGATIVE_TOLERANCE
-
-
 def check_chunk(chunk: Chunk, index: int | None = None) -> None:
     """Check that ``chunk`` still holds what its constructor let through.
 
@@ -461,8 +495,7 @@ def check_chunk(chunk: Chunk, index: int | None = None) -> None:
             or (
                 type(score) is float
                 and score - score == 0.0  # finite: inf - inf and nan - nan are nan
-                and (score >= 0.0 or kind not in _NON_NEGATIVE_KINDS)
-                and (score <= _PROBABILITY_MAX or kind is not ScoreKind.PROBABILITY)
+                and (bounds := _RANGES[kind])[0] <= score <= bounds[1]
             )
         )
         and (source is None or type(source) is str)

@@ -13,6 +13,7 @@ from crag_heuristic.refinement import refine
 
 EVALUATOR = Evaluator()
 kinds = st.sampled_from(list(ScoreKind))
+RANGES = {ScoreKind.COSINE: (-1, 1), ScoreKind.SQUARED_L2: (0, 4), ScoreKind.L2: (0, 2)}
 texts = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=300)
 
 
@@ -25,8 +26,10 @@ def chunk_lists(draw: st.DrawFn) -> list[Chunk]:
         score = draw(st.one_of(st.none(), st.floats(min_value=0, max_value=1e6, allow_nan=False)))
         if kind is ScoreKind.PROBABILITY and score is not None:
             score = min(score, 1.0)
-        if kind in (ScoreKind.COSINE, ScoreKind.INNER_PRODUCT) and score is not None:
+        if kind is ScoreKind.INNER_PRODUCT and score is not None:
             score = draw(st.floats(min_value=-1e3, max_value=1e3, allow_nan=False))
+        if score is not None and kind in RANGES:  # each kind's own range
+            score = draw(st.floats(*RANGES[kind], allow_nan=False))
         chunks.append(
             Chunk(
                 id=f"c{i}",

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
+from .._checks import is_finite_number
 from .._exceptions import ConfigError
 from .._redact import redact
 
@@ -44,12 +44,7 @@ URL_SCHEMES = ("redis://", "rediss://", "unix://")
 
 def check_seconds(name: str, value: Any) -> float:
     """``value`` as float seconds, or :class:`ConfigError` unless finite and > 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_finite_number(value) or value <= 0:
         raise ConfigError(name, value, "must be a finite number of seconds > 0")
     return float(value)
 

@@ -15,16 +15,17 @@ refused there, and the backends turn that refusal into a miss.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-from .._exceptions import CacheError, InputError
+from .._checks import is_finite_number
+from .._exceptions import CacheError, InputError, _short
 
 __all__ = ["check_key", "check_ttl", "check_value", "decode_value", "dumps", "loads"]
 
 
-def dumps(value: Any, *, backend: str = "codec") -> str:
-    """Compact ASCII JSON text for ``value`` (keys sorted, no NaN or infinity).
+def dumps(value: Any, *, backend: str = "codec", sort_keys: bool = True) -> str:
+    """Compact ASCII JSON text for ``value`` (keys sorted unless ``sort_keys`` is
+    false, no NaN or infinity).
 
     Non-ASCII characters are ``\\uXXXX`` escapes, so the text always encodes
     as UTF-8, even with an unpaired surrogate in a string.
@@ -33,8 +34,8 @@ def dumps(value: Any, *, backend: str = "codec") -> str:
         CacheError: ``kind="payload"`` when ``value`` is not JSON-serialisable.
     """
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: nesting too deep
         raise CacheError(
             f"value is not JSON-serialisable: {exc}",
             backend=backend,
@@ -67,7 +68,7 @@ def loads(text: str | bytes, *, backend: str = "codec") -> Any:
 def check_key(key: Any) -> str:
     """Return ``key`` if it is a non-empty string, else raise :class:`InputError`."""
     if not isinstance(key, str) or not key:
-        raise InputError(f"cache key must be a non-empty string, got {key!r}")
+        raise InputError(f"cache key must be a non-empty string, got {_short(key)}")
     return key
 
 
@@ -79,10 +80,10 @@ def check_ttl(ttl: Any, default: float | None) -> float | None:
     """
     if ttl is None:
         return default
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
-        raise InputError(f"cache ttl must be None or a finite number of seconds, got {ttl!r}")
+    if not is_finite_number(ttl):
+        raise InputError(f"cache ttl must be None or a finite number of seconds, got {_short(ttl)}")
     if ttl <= 0:
-        raise InputError(f"cache ttl must be > 0 seconds, got {ttl!r}")
+        raise InputError(f"cache ttl must be > 0 seconds, got {_short(ttl)}")
     return float(ttl)
 
 

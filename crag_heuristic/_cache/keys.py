@@ -23,20 +23,26 @@ so any string hashes. For an evaluation::
                  "score": <float or null>, "source": <source>,
                  "text": <sha256 hex of the text's UTF-8 bytes>}, ...],   # input order
      "config": <config fingerprint>, "corpus": <corpus fingerprint or null>,
-     "query": <query>, "schema": 1, "type": "eval"}
+     "evidence": "all" or "gate", "query": <query>, "schema": 2, "type": "eval"}
 
 Chunk texts enter through their own SHA-256 (encoded with ``"surrogatepass"``,
 so a text with an unpaired surrogate still hashes), which keeps the payload
 small. The score, its kind, the source and the parent id are part of the key
 because they change the evaluation (semantic coherence and source
 diversity); ``metadata`` is not, since the evaluator never reads it. Chunk
-order is kept: it changes which chunk is ``top``. A web payload is
-``{"max_results": n, "query": q, "schema": 1, "searcher": fingerprint,
+order is kept: it changes which chunk is ``top``. ``evidence`` is ``"all"``
+for an evaluator with ``all_evidence=True`` (its evaluations record every
+feature) and ``"gate"`` otherwise: every setting that changes an evaluation
+is in its key. A web payload is
+``{"max_results": n, "query": q, "schema": 2, "searcher": fingerprint,
 "type": "web"}``. A grade payload is ``{"chunk": <id>, "grader": <grader fingerprint>,
-"query": q, "schema": 1, "text": <sha256 hex of the text>, "type": "grade"}``: one
+"query": q, "schema": 2, "text": <sha256 hex of the text>, "type": "grade"}``: one
 chunk per key, so a later query's list that shares chunks reuses their answers
 (the score, kind and source are not part of it: a grader reads only the query
-and the text). ``schema`` changes whenever this layout does.
+and the text). ``schema`` changes whenever this layout, or the layout of the
+values stored under the keys, does (schema 2: evaluations keyed by their
+evidence, and every value sealed with its key, see
+``crag_heuristic._router.cached``).
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ __all__ = [
     "web_key",
 ]
 
-KEY_SCHEMA = 1
+KEY_SCHEMA = 2
 """Version of the payload layout; part of every payload."""
 
 _PART = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
@@ -154,6 +160,7 @@ def evaluation_key(
     config_fingerprint: str,
     corpus_fingerprint: str | None = None,
     analyzer_fingerprint: str | None = None,
+    all_evidence: bool = False,
     namespace: str = "crag",
     version: str = __version__,
 ) -> str:
@@ -166,6 +173,7 @@ def evaluation_key(
         corpus_fingerprint: ``CorpusStats.fingerprint()`` when IDF weights are used.
         analyzer_fingerprint: ``Analyzer.fingerprint`` when the evaluator's
             analyzer is not the default one.
+        all_evidence: the evaluator's ``all_evidence``.
         namespace: the first part of the key.
         version: the library version part of the key.
 
@@ -179,6 +187,7 @@ def evaluation_key(
         "chunks": [_chunk_entry(chunk) for chunk in check_chunks(chunks)],
         "config": _check_fingerprint("config_fingerprint", config_fingerprint, optional=False),
         "corpus": _check_fingerprint("corpus_fingerprint", corpus_fingerprint, optional=True),
+        "evidence": "all" if all_evidence else "gate",
         "query": _check_query(query),
     }
     return cache_key("eval", payload, namespace=namespace, version=version)

@@ -14,13 +14,13 @@ production.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from .._checks import is_finite_number
 from .._exceptions import CacheError, ConfigError
 from .._logging import get_logger
 from .codec import check_key, check_ttl, check_value
@@ -67,12 +67,7 @@ class MemoryCache:
     ) -> None:
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise ConfigError("max_entries", max_entries, "must be an integer >= 1")
-        if default_ttl is not None and (
-            isinstance(default_ttl, bool)
-            or not isinstance(default_ttl, int | float)
-            or not math.isfinite(default_ttl)
-            or default_ttl <= 0
-        ):
+        if default_ttl is not None and (not is_finite_number(default_ttl) or default_ttl <= 0):
             raise ConfigError("default_ttl", default_ttl, "must be None or a finite number > 0")
         if not callable(clock):
             raise ConfigError("clock", clock, "must be a callable returning seconds")

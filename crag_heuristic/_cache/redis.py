@@ -10,8 +10,10 @@ never pickled: a shared Redis must not be a way to run code in the service.
 Failures never escape as redis-py exceptions: each becomes a
 :class:`~crag_heuristic.CacheError` with ``backend="redis"``, the operation,
 and a ``kind`` (``"connection"``, ``"timeout"``, ``"oom"``, ``"auth"`` ...)
-counted in :attr:`RedisCache.stats`. A stored payload that is not JSON text is
-a miss (counted as a ``"payload"`` error), never a crash.
+counted in :attr:`RedisCache.stats`. A stored payload that is not JSON text
+(written by something else) is a ``CacheError`` with ``kind="payload"``,
+counted as a miss and a ``"payload"`` error, never a crash: the router flags
+it as ``cache_error``, recomputes the value and overwrites it.
 
 Redis down or hung must not slow every query down to a socket timeout: after
 a connection-level failure the cache fails fast (``kind="down"``) for
@@ -290,9 +292,11 @@ class RedisCache:
         if raw is not None:
             try:
                 text = decode_value(raw, backend=_BACKEND)
-            except CacheError as exc:
+            except CacheError as exc:  # stored by someone else: refused, and said so
                 self._counters.error(exc.kind)
+                self._counters.add("misses")
                 _log("warning", "get", key, error=exc.kind)
+                raise
         self._counters.add("hits" if text is not None else "misses")
         _log("debug", "get", key, hit=text is not None)
         return text
@@ -304,11 +308,13 @@ class RedisCache:
     # -- sync API ---------------------------------------------------------------------
 
     def get(self, key: str) -> str | None:
-        """The JSON text under ``key``, or ``None`` (absent, expired or corrupt).
+        """The JSON text under ``key``, or ``None`` (absent or expired).
 
         Raises:
             InputError: ``key`` is not a non-empty string.
-            CacheError: Redis failed, or is marked down (``kind="down"``).
+            CacheError: Redis failed, or is marked down (``kind="down"``), or
+                the stored value is not UTF-8 JSON text (``kind="payload"``,
+                counted as a miss: the router flags it and overwrites it).
         """
         name = self._store_key(check_key(key))
         raw = self._run("get", key, lambda c: c.get(name))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from .._config import DEFAULT_PROFILE, EvaluatorConfig, available_profiles, load_config
 from .._exceptions import InputError, InvalidChunkError
@@ -38,14 +39,24 @@ web_error / cache_error saying what failed), 1 internal error (run with
 """
 
 
+MAX_NESTING = 64
+"""The deepest nesting of arrays and objects an input record may have: deeper
+is an input error, not a ``RecursionError`` in the parser or when the result
+is written out."""
+
+# a JSON string (skipped whole) or a bracket: enough to follow the nesting
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
 def read_records(path: str | Path) -> list[tuple[int, Any]]:
     """Read JSON Lines (or one JSON array) as ``(line number, object)`` pairs.
 
-    ``-`` reads standard input. Blank lines are skipped.
+    ``-`` reads standard input. Blank lines are skipped. Arrays and objects may
+    nest :data:`MAX_NESTING` deep.
 
     Raises:
-        InputError: unreadable file, invalid UTF-8 or invalid JSON, with the
-            line number.
+        InputError: unreadable file, invalid UTF-8 or invalid JSON, a number
+            too long to read, or nesting too deep, with the line number.
     """
     if str(path) == "-":
         raw = sys.stdin.buffer.read()
@@ -64,20 +75,62 @@ def read_records(path: str | Path) -> list[tuple[int, Any]]:
             f"{name}:{line}: not valid UTF-8 (byte {exc.start}); re-encode the file"
         ) from exc
     if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
+        items = _parse(text, name, 1)  # a list: the text starts with "["
+        if any(_too_deep(item, MAX_NESTING - 1) for item in items):
+            _nesting_error(text, name, 1, MAX_NESTING)
         return list(enumerate(items, start=1))
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            records.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}:{number}: invalid JSON: {exc.msg}") from exc
+        record = _parse(line, name, number)
+        if _too_deep(record, MAX_NESTING):
+            _nesting_error(line, name, number, MAX_NESTING)
+        records.append((number, record))
     return records
+
+
+def _parse(text: str, name: str, first_line: int) -> Any:
+    """``json.loads(text)``; any failure an :class:`InputError` with its line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{first_line + exc.lineno - 1}: invalid JSON: {exc.msg}") from exc
+    except RecursionError:
+        _nesting_error(text, name, first_line, MAX_NESTING)
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"{name}:{first_line}: unreadable JSON: {exc}") from None
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether arrays and objects in ``value`` nest more than ``limit`` deep."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[dict[str, Any] | list[Any], int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _nesting_error(text: str, name: str, first_line: int, limit: int) -> NoReturn:
+    """Raise the :class:`InputError` for ``text`` nesting deeper than ``limit``, at the
+    line where it goes past it."""
+    depth = 0
+    line = first_line
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                line = first_line + text.count("\n", 0, match.start())
+                break
+        elif token in "]}":
+            depth -= 1
+    raise InputError(f"{name}:{line}: arrays and objects nest deeper than {limit} levels")
 
 
 def read_chunks(path: str | Path, *, default_kind: ScoreKind | None = None) -> list[Chunk]:
@@ -114,6 +167,8 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
             parsed: Any = json.loads(value)
         except json.JSONDecodeError:
             parsed = value
+        except (ValueError, RecursionError) as exc:  # 4,301 digits; 1,000 nested brackets
+            raise InputError(f"--set {key}: unreadable value ({type(exc).__name__})") from None
         node = overrides
         parts = key.strip().split(".")
         for part in parts[:-1]:

@@ -16,7 +16,7 @@ from .. import _signals as sig
 from .._checks import check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
-from .._exceptions import InputError
+from .._exceptions import ConfigError, InputError, _short
 from .._scores import similarity
 from .._text import Analyzer, QueryTerms, TextStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
@@ -89,6 +89,10 @@ class Evaluator:
             calibration and the benchmarks need; by default only what the
             named signals and the configured gate read.
 
+    Raises:
+        ConfigError: a bad configuration, ``cache_size`` (not an integer
+            >= 0), ``all_evidence`` (not a bool) or ``analyzer``.
+
     An evaluator is thread-safe and keeps no state between calls except the
     analysis cache, which never changes a result.
     """
@@ -101,8 +105,14 @@ class Evaluator:
         cache_size: int = 4096,
         all_evidence: bool = False,
     ) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ConfigError("cache_size", cache_size, "must be an integer >= 0 (0: no cache)")
+        if not isinstance(all_evidence, bool):
+            raise ConfigError("all_evidence", all_evidence, "must be true or false")
+        if analyzer is not None and not isinstance(analyzer, Analyzer):
+            raise ConfigError("analyzer", analyzer, "must be an Analyzer or None")
         self.config = load_config(config)
-        self.all_evidence = bool(all_evidence)
+        self.all_evidence = all_evidence
         self.analyzer = analyzer or Analyzer()
         self._cache = _LRU(cache_size)
         self._fingerprint = (self.config, self.config.fingerprint())
@@ -446,18 +456,22 @@ def _fixed_grades(
 ) -> dict[int, float]:
     """``chunk_grades`` by position, checked; notes how many there are."""
     if not isinstance(grades, Mapping):
-        raise InputError(f"chunk_grades must be a mapping id -> P(relevant), got {grades!r}")
+        raise InputError(f"chunk_grades must be a mapping id -> P(relevant), got {_short(grades)}")
     position = {chunk.id: i for i, chunk in enumerate(chunks)}
     fixed = {}
     for chunk_id, value in grades.items():
         if chunk_id not in position:
-            raise InputError(f"chunk_grades names {chunk_id!r}, which is not among the chunks")
+            raise InputError(
+                f"chunk_grades names {_short(chunk_id)}, which is not among the chunks"
+            )
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not 0.0 <= value <= 1.0  # NaN fails this too
         ):
-            raise InputError(f"chunk_grades[{chunk_id!r}] = {value!r}: must be a number in [0, 1]")
+            raise InputError(
+                f"chunk_grades[{_short(chunk_id)}] = {_short(value)}: must be a number in [0, 1]"
+            )
         fixed[position[chunk_id]] = float(value)
     if fixed:
         notes.append(f"{len(fixed)} chunk grade(s) from an outside grader")

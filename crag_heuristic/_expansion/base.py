@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .._corpus import CorpusStats
-from .._exceptions import InputError
+from .._exceptions import InputError, _short
 from .._types import Chunk
 
 __all__ = ["Expansion", "QueryExpander"]
@@ -51,9 +51,11 @@ class Expansion:
 
     def __post_init__(self) -> None:
         if not isinstance(self.original, str):
-            raise InputError(f"Expansion.original must be a string, got {self.original!r}")
+            raise InputError(f"Expansion.original must be a string, got {_short(self.original)}")
         if not isinstance(self.method, str) or not self.method:
-            raise InputError(f"Expansion.method must be a non-empty string, got {self.method!r}")
+            raise InputError(
+                f"Expansion.method must be a non-empty string, got {_short(self.method)}"
+            )
         object.__setattr__(self, "queries", tuple(str(q) for q in self.queries))
         object.__setattr__(
             self,

@@ -23,6 +23,8 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
+from .._checks import as_real
+from .._deadline import Abandoned, call_within
 from .._evaluator.model import sigmoid
 from .._exceptions import ConfigError, GraderError, GraderOutputError, GraderTimeout
 from .._protocols import AsyncGrader, Grader
@@ -83,27 +85,17 @@ def checked_grades(values: Any, n: int, *, grader: str | None = None) -> list[fl
         )
     out = []
     for position, item in enumerate(items):
-        if isinstance(item, bool | str | bytes) or not _real(item):
+        value = as_real(item)  # an integer beyond float is inf: not finite
+        if value is None:
             raise GraderOutputError(
                 f"grade {position} is {type(item).__name__}, not a number", grader=grader
             )
-        value = float(item)
         if not math.isfinite(value):
             raise GraderOutputError(f"grade {position} is {value} (not finite)", grader=grader)
         if value < -_TOLERANCE or value > 1.0 + _TOLERANCE:
             raise GraderOutputError(f"grade {position} is {value}, outside [0, 1]", grader=grader)
         out.append(min(1.0, max(0.0, value)))
     return out
-
-
-def _real(value: Any) -> bool:
-    if isinstance(value, complex):
-        return False
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 GradeFn = Callable[[str, list[str]], Sequence[float]]
@@ -348,25 +340,12 @@ def call_grader(
             return grade(query, list(chunks))
         except Exception as exc:  # noqa: BLE001 - a user's grader may raise anything
             return _grader_error(exc, fingerprint)
-    import threading
-
-    outcome: list[Any] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append(grade(query, list(chunks)))
-        except Exception as exc:  # noqa: BLE001 - a user's grader may raise anything
-            outcome.append(_grader_error(exc, fingerprint))
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="crag-grader", daemon=True).start()
-    if not done.wait(timeout):
+    outcome = call_within(lambda: grade(query, list(chunks)), timeout, "crag-grader")
+    if isinstance(outcome, Abandoned):
         return GraderTimeout(
             f"no grades within {timeout} s (escalation timeout)", grader=fingerprint
         )
-    return outcome[0]
+    return _grader_error(outcome, fingerprint) if isinstance(outcome, Exception) else outcome
 
 
 async def acall_grader(

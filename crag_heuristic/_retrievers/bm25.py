@@ -52,7 +52,7 @@ import numpy.typing as npt
 
 from .._checks import check_k, check_query
 from .._corpus import CorpusStats, TermTable, _log_event
-from .._exceptions import InputError
+from .._exceptions import InputError, _short
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
 from .documents import to_chunk
@@ -226,7 +226,7 @@ class BM25Retriever:
         if not (
             isinstance(k1, int | float) and isinstance(b, int | float) and k1 >= 0 and 0 <= b <= 1
         ):
-            raise InputError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1!r}, b={b!r}")
+            raise InputError(f"need k1 >= 0 and 0 <= b <= 1, got k1={_short(k1)}, b={_short(b)}")
         started = time.perf_counter()
         self.name = name
         self.backend = backend

@@ -358,6 +358,10 @@ class FaissRetriever:
                 vector = vector / norm
         return np.ascontiguousarray(vector, dtype=np.float32)
 
+    def __len__(self) -> int:
+        """The vectors in the index (the router asks for no more than this)."""
+        return int(self.index.ntotal)
+
     def search(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
         """The ``k`` nearest chunks, best first (fewer when FAISS has fewer).
 
@@ -370,6 +374,7 @@ class FaissRetriever:
         check_k(k)
         if self.index.ntotal == 0:
             return []
+        k = min(k, int(self.index.ntotal))  # FAISS allocates k slots, filled or not
         if search_params is not None:
             check_search_params(self.index, search_params)
         vector = self.embed_query(query)

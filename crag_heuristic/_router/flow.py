@@ -24,11 +24,11 @@ before it is graded, the evaluation before the route, and so on.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._cache.keys import evaluation_key, grade_key, web_key
 from .._config import RouterConfig
@@ -56,6 +56,7 @@ from .._grading import (
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .cached import is_bad_value, open_evaluation, open_grade, open_web_results, seal
 from .events import (
     Corrected,
     Evaluated,
@@ -138,6 +139,7 @@ class Emit:
 
 
 Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet | Emit
+_V = TypeVar("_V")
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
 
@@ -154,6 +156,7 @@ class Context:
     has_web: bool = False
     has_cache: bool = False
     has_parents: bool = False
+    retriever_size: int | None = None  # len(retriever), when it tells
     web_fingerprint: str = ""
     log: Callable[..., None] = lambda event, **kv: None
     on_stage: Callable[[str, float], None] = lambda stage, ms: None
@@ -168,12 +171,18 @@ class Context:
     parent_error: str | None = None
     stream: bool = False  # yield each stage's event (Emit) as it happens
 
-    def cache_failed(self, error: BaseException, what: str) -> None:
-        """Record a cache failure: the query goes on without the cache."""
+    def cache_failed(self, error: BaseException, what: str, *, refused: bool = False) -> None:
+        """Record a cache failure: the query goes on without the cache. With
+        ``refused``, a cached ``what`` was refused as invalid: a miss, recomputed
+        and overwritten."""
         self.cache_error = describe(error)
         if isinstance(error, CacheError):
             self.on_cache_error(error)
-        note = f"the cache failed ({what}): going on without it"
+        note = (
+            f"a cached {what} was refused: recomputed and overwritten"
+            if refused
+            else f"the cache failed ({what}): going on without it"
+        )
         if note not in self.notes:
             self.notes.append(note)
 
@@ -230,7 +239,14 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
     """
     total_start = time.perf_counter()
     cfg = ctx.config
+    size = ctx.retriever_size
     depth = cfg.depth(k)
+    if size is not None and depth > size:  # a FAISS search allocates k slots, used or not
+        capped = max(size, 1)
+        if k > capped:
+            ctx.notes.append(f"k = {k} is more than the retriever holds ({size}): capped")
+            k = capped
+        depth = capped
 
     started = time.perf_counter()
     [first] = yield [Search(ctx.retriever, query, depth)]
@@ -406,29 +422,56 @@ def _first_evaluation(
         config_fingerprint=evaluator.fingerprint,
         corpus_fingerprint=None if ctx.corpus_stats is None else ctx.corpus_stats.fingerprint(),
         analyzer_fingerprint=evaluator.analyzer.fingerprint,
+        all_evidence=evaluator.all_evidence,
     )
     started = time.perf_counter()
     [cached] = yield [CacheGet(key)]
     ctx.timed("cache", started)
-    if isinstance(cached, BaseException):
-        ctx.cache_failed(cached, "evaluation read")
-    elif cached is not None:
-        try:
-            evaluation = Evaluation.from_dict(json.loads(cached))
-        except (ValueError, KeyError, TypeError) as exc:
-            ctx.cache_failed(exc, "a corrupt cached evaluation")
-        else:
-            ctx.log("crag.cache", op="get", what="evaluation", hit=True)
-            return evaluation, True
+    opener = partial(open_evaluation, key=key, chunks=chunks, config=evaluator.config)
+    hit, writable = _read(ctx, cached, "evaluation", opener)
+    if hit is not None:
+        ctx.log("crag.cache", op="get", what="evaluation", hit=True)
+        return hit, True
     evaluation = ctx.evaluate(query, chunks, "evaluate")
-    if not isinstance(cached, BaseException):  # a failed read already told us the cache is down
-        payload = json.dumps(evaluation.to_dict(), ensure_ascii=False)
-        started = time.perf_counter()
-        [stored] = yield [CacheSet(key, payload, ctx.config.evaluation_ttl)]
-        ctx.timed("cache", started)
-        if isinstance(stored, BaseException):
-            ctx.cache_failed(stored, "evaluation write")
+    if writable:
+        yield from _store(ctx, key, evaluation.to_dict(), ctx.config.evaluation_ttl, "evaluation")
     return evaluation, False
+
+
+def _read(
+    ctx: Context, outcome: Any, what: str, open_value: Callable[[str], _V]
+) -> tuple[_V | None, bool]:
+    """A cache read's outcome opened (see :mod:`.cached`): (the value or ``None``,
+    whether the cache may be written). A refused value is a recorded miss whose
+    entry is overwritten; a failed read a recorded miss and no write (the
+    cache is down)."""
+    if outcome is not None and not isinstance(outcome, BaseException):
+        try:
+            return open_value(outcome), True
+        except CacheError as exc:
+            outcome = exc
+    if is_bad_value(outcome):
+        ctx.cache_failed(outcome, what, refused=True)
+    elif isinstance(outcome, BaseException):
+        ctx.cache_failed(outcome, f"{what} read")
+        return None, False
+    return None, True
+
+
+def _store(
+    ctx: Context, key: str, value: Any, ttl: float, what: str
+) -> Generator[list[Request], list[Any], None]:
+    """Store ``value`` sealed under ``key``; a failure is recorded, never raised."""
+    started = time.perf_counter()
+    try:
+        payload = seal(key, value)
+    except CacheError as exc:  # not JSON-serialisable (a web result's metadata, say)
+        ctx.cache_failed(exc, f"{what} write")
+        return
+    [stored] = yield [CacheSet(key, payload, ttl)]
+    ctx.timed("cache", started)
+    if isinstance(stored, BaseException):
+        ctx.cache_failed(stored, f"{what} write")
 
 
 def escalate(
@@ -459,15 +502,14 @@ def escalate(
         read = time.perf_counter()
         outcomes = yield [CacheGet(keys[i]) for i in choice.chosen]
         ctx.timed("cache", read)
-        for chunk_id, outcome in zip(choice.chosen, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                ctx.cache_failed(outcome, "grade read")
+        for chunk_id, key, outcome in zip(
+            choice.chosen, list(keys.values()), outcomes, strict=True
+        ):
+            grade, writable = _read(ctx, outcome, "grade", partial(open_grade, key=key))
+            if grade is not None:
+                grades[chunk_id] = grade
+            if not writable:
                 keys = {}  # the cache is down: no writes either
-            elif outcome is not None:
-                try:
-                    [grades[chunk_id]] = checked_grades([json.loads(outcome)], 1)
-                except (ValueError, CragError) as exc:
-                    ctx.cache_failed(exc, "a corrupt cached grade")
     hits = tuple(i for i in choice.chosen if i in grades)
     missing = [i for i in choice.chosen if i not in grades]
     error = None
@@ -486,7 +528,7 @@ def escalate(
             if keys:
                 write = time.perf_counter()
                 stored = yield [
-                    CacheSet(keys[i], json.dumps(p), policy.grade_ttl) for i, p in fresh.items()
+                    CacheSet(keys[i], seal(keys[i], p), policy.grade_ttl) for i, p in fresh.items()
                 ]
                 ctx.timed("cache", write)
                 failed = next((s for s in stored if isinstance(s, BaseException)), None)
@@ -640,16 +682,16 @@ def _web(
 
     When the web gives nothing, ``state.web_miss`` says why; the caller notes
     what happens instead."""
-    if state.strategy is Strategy.NONE:
-        state.strategy = Strategy.WEB_SEARCH
     started = time.perf_counter()
     state.web_query = keyword_query(
         query, analyzer=ctx.evaluator.analyzer, corpus_stats=ctx.corpus_stats
     )
     ctx.timed("rewrite", started)
-    if not ctx.has_web:
+    if not ctx.has_web:  # the query shows what would be asked; nothing was: no web strategy
         state.web_miss = "no web searcher configured"
         return
+    if state.strategy is Strategy.NONE:
+        state.strategy = Strategy.WEB_SEARCH
     state.retries += 1
     outcome = yield from _cached_web(ctx, state)
     if isinstance(outcome, BaseException):
@@ -687,28 +729,19 @@ def _cached_web(ctx: Context, state: _State) -> Generator[list[Request], list[An
         started = time.perf_counter()
         [cached] = yield [CacheGet(key)]
         ctx.timed("cache", started)
-        if isinstance(cached, BaseException):
-            ctx.cache_failed(cached, "web results read")
+        chunks, writable = _read(ctx, cached, "web results", partial(open_web_results, key=key))
+        if chunks is not None:
+            state.web_cache_hit = True
+            ctx.log("crag.cache", op="get", what="web", hit=True)
+            return chunks
+        if not writable:
             key = None
-        elif cached is not None:
-            try:
-                chunks = [Chunk.from_dict(item) for item in json.loads(cached)]
-            except (ValueError, KeyError, TypeError, CragError) as exc:
-                ctx.cache_failed(exc, "corrupt cached web results")
-            else:
-                state.web_cache_hit = True
-                ctx.log("crag.cache", op="get", what="web", hit=True)
-                return chunks
     started = time.perf_counter()
     [outcome] = yield [WebCall(state.web_query, max_results)]
     ctx.timed("web_search", started)
     if key is not None and isinstance(outcome, list) and outcome:
-        payload = json.dumps([c.to_dict() for c in outcome if isinstance(c, Chunk)])
-        started = time.perf_counter()
-        [stored] = yield [CacheSet(key, payload, ctx.config.web_ttl)]
-        ctx.timed("cache", started)
-        if isinstance(stored, BaseException):
-            ctx.cache_failed(stored, "web results write")
+        value = [c.to_dict() for c in outcome]  # checked chunks (web_chunks)
+        yield from _store(ctx, key, value, ctx.config.web_ttl, "web results")
     return outcome
 
 

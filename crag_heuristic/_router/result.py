@@ -39,14 +39,19 @@ class CRAGResult:
         strategy: the correction applied.
         retrieved: the first retrieval, unchanged.
         expanded_queries: the queries the expansion re-retrieved with.
-        web_query: the keyword query sent to the web, if any.
+        web_query: the keyword query for the web: the one sent, or, without a
+            web searcher, the one that would have been (``strategy`` is then
+            not ``web_search``, and a note says no searcher is configured).
         web_search_used: whether web results are among the final chunks.
         web_error: why the web search failed (``"WebSearchTimeout: ..."``), or
             ``None``. A failed web search keeps the original chunks.
-        cache_hit: whether the first evaluation came from the cache.
-        web_cache_hit: whether the web results came from the cache.
+        cache_hit: whether the first evaluation came from the cache (checked
+            before use: a refused value is no hit).
+        web_cache_hit: whether the web results came from the cache (likewise).
         cache_error: the last cache failure during this query (``"CacheError:
-            ..."``), or ``None``. The query went on without the cache.
+            ..."``), or ``None``. The query went on without the cache. A cached
+            value refused as invalid or not JSON is one too (kind ``invalid`` or
+            ``payload``): it was recomputed and its entry overwritten.
         parent_error: the last failure of the parents lookup (``"KeyError:
             ..."``), or ``None``. The chunks whose parent it could not give
             stay; ``notes`` names them.

@@ -22,6 +22,7 @@ from .._cache import MemoryCache
 from .._checks import check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
+from .._deadline import Abandoned, acall_within, call_within
 from .._evaluator import Evaluator
 from .._exceptions import (
     CacheError,
@@ -158,10 +159,12 @@ class CRAG:
         grader: Grader | AsyncGrader | None = None,
         escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
     ) -> None:
+        if retriever is None:
+            raise InputError("retriever is required: anything with search(query, k) or asearch")
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
                 raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
-        if expander not in (None, False) and not hasattr(expander, "expand"):
+        if expander is not None and expander is not False and not hasattr(expander, "expand"):
             raise InputError("expander must have expand(query, *, chunks, corpus_stats)")
         if parents is not None and not (hasattr(parents, "get") or hasattr(parents, "aget")):
             raise InputError("parents must have get(parent_id) or aget(parent_id) (a dict works)")
@@ -254,6 +257,7 @@ class CRAG:
             has_web=self.web is not None,
             has_cache=self.cache is not None,
             has_parents=self.parents is not None,
+            retriever_size=_size(self.retriever),
             web_fingerprint=self._web_fingerprint(),
             log=log.debug,
             on_stage=on_stage,
@@ -378,15 +382,7 @@ class CRAG:
             except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
                 return exc
         if isinstance(request, Search):
-            search = getattr(request.retriever, "search", None)
-            if search is None:
-                return RetrieverError(
-                    f"{type(request.retriever).__name__} is async-only: use aretrieve()"
-                )
-            try:
-                return retrieved_chunks(search(request.query, request.k), request.retriever)
-            except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
-                return retriever_error(exc, request.retriever)
+            return self._search(request)
         web_search = getattr(self.web, "search", None)
         if web_search is None:
             return WebSearchError(f"{type(self.web).__name__} is async-only: use aretrieve()")
@@ -394,6 +390,20 @@ class CRAG:
             return web_chunks(web_search(request.query, request.max_results), self.web)
         except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
             return _web_error(exc)
+
+    def _search(self, request: Search) -> Any:
+        """One sync search: its checked chunks, or the :class:`RetrieverError` it came
+        to (in a daemon thread abandoned after ``retriever_timeout``, when set)."""
+        retriever = request.retriever
+        if getattr(retriever, "search", None) is None:
+            return RetrieverError(f"{type(retriever).__name__} is async-only: use aretrieve()")
+        call, timeout = _sync_search(request), self.config.retriever_timeout
+        if timeout is not None:
+            return _searched(call_within(call, timeout, "crag-retriever"), request, timeout)
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
+            return retriever_error(exc, retriever)
 
     # -- async ----------------------------------------------------------------------------
 
@@ -436,6 +446,26 @@ class CRAG:
             result = self._finish(stop.value)
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
+    async def _asearch(self, request: Search) -> Any:
+        """One async search: ``asearch`` (cancelled past ``retriever_timeout``), else
+        ``search`` in a worker thread (with a timeout, a daemon thread abandoned
+        past it); its checked chunks, or the :class:`RetrieverError` it came to."""
+        retriever, timeout = request.retriever, self.config.retriever_timeout
+        if timeout is not None and getattr(retriever, "asearch", None) is None:
+            # not asyncio.to_thread: a hung search would hold an executor thread
+            outcome = await acall_within(_sync_search(request), timeout, "crag-retriever")
+            return _searched(outcome, request, timeout)
+        try:
+            search = _chunks_async(retriever, retrieved_chunks, request.query, request.k)
+            if timeout is None:
+                return await search
+            try:
+                return await asyncio.wait_for(search, timeout)
+            except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
+                return _retriever_timeout(retriever, timeout)
+        except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
+            return retriever_error(exc, retriever)
+
     async def _acall(self, request: Request) -> Any:
         if isinstance(request, CacheGet | CacheSet):
             return await _cache_acall(self.cache, request)
@@ -454,12 +484,7 @@ class CRAG:
             except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
                 return exc
         if isinstance(request, Search):
-            try:
-                return await _chunks_async(
-                    request.retriever, retrieved_chunks, request.query, request.k
-                )
-            except Exception as exc:  # noqa: BLE001
-                return retriever_error(exc, request.retriever)
+            return await self._asearch(request)
         assert isinstance(request, WebCall)
         try:
             call = _chunks_async(self.web, web_chunks, request.query, request.max_results)
@@ -490,6 +515,43 @@ async def _aresult(events: AsyncIterator[StageEvent]) -> CRAGResult:
         done = event
     assert isinstance(done, Done)
     return done.result
+def _size(retriever: Any) -> int | None:
+    """How many chunks ``retriever`` holds, when it says (``len()``), else ``None``."""
+    if getattr(type(retriever), "__len__", None) is None:  # cheaper than isinstance(Sized)
+        return None
+    try:
+        size = len(retriever)
+    except Exception:  # noqa: BLE001 - a size it cannot tell is no size
+        return None
+    return size if isinstance(size, int) and size >= 0 else None
+
+
+def _sync_search(request: Search) -> Callable[[], list[Chunk]]:
+    """``request.retriever.search`` for ``request``, its answer checked."""
+    retriever: Any = request.retriever
+
+    def call() -> list[Chunk]:
+        return retrieved_chunks(retriever.search(request.query, request.k), retriever)
+
+    return call
+
+
+def _searched(outcome: Any, request: Search, timeout: float) -> Any:
+    """What a search run in a daemon thread came to, as the flow takes it."""
+    if isinstance(outcome, Abandoned):
+        return _retriever_timeout(request.retriever, timeout)
+    if isinstance(outcome, Exception):
+        return retriever_error(outcome, request.retriever)
+    return outcome
+
+
+def _retriever_timeout(retriever: Any, timeout: float) -> RetrieverError:
+    name = type(retriever).__name__
+    return RetrieverError(
+        f"{name}.search gave no answer within {timeout} s (router retriever_timeout)",
+        timeout=timeout,
+        retriever=name,
+    )
 
 
 def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> Awaitable[Any]:

@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from .._checks import is_finite_number
 from .._exceptions import CircuitOpenError, ConfigError
 from .._logging import get_logger
 from .._protocols import EventLogger
@@ -65,7 +65,7 @@ def _check_positive(name: str, value: object, *, integer: bool = False) -> None:
     kind = int if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kind):
         raise ConfigError(name, value, "must be " + ("an integer" if integer else "a number"))
-    if not math.isfinite(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise ConfigError(name, value, "must be finite and > 0")
 
 

@@ -17,12 +17,12 @@ least its value, still capped at ``backoff_max``.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .._checks import is_finite_number
 from .._exceptions import ConfigError
 
 __all__ = ["DEFAULT_HEADERS", "SearxngConfig"]
@@ -49,8 +49,8 @@ def _number(
 ) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(name, value, "must be a number")
-    if not math.isfinite(value):
-        raise ConfigError(name, value, "must be finite")
+    if not is_finite_number(value):
+        raise ConfigError(name, value, "must be finite (not NaN, inf or beyond the float range)")
     if value < low or (low_open and value == low):
         raise ConfigError(name, value, f"must be {'>' if low_open else '>='} {low}")
     if high is not None and value > high:
@@ -135,7 +135,8 @@ class SearxngConfig:
         ):
             raise ConfigError("language", self.language, "must be a non-empty string or None")
         if self.safesearch is not None and (
-            isinstance(self.safesearch, bool) or self.safesearch not in _SAFESEARCH_LEVELS
+            type(self.safesearch) is not int  # not a bool, nor a Decimal('sNaN') that == signals
+            or self.safesearch not in _SAFESEARCH_LEVELS
         ):
             raise ConfigError("safesearch", self.safesearch, "must be 0, 1, 2 or None")
         _integer("max_content_chars", self.max_content_chars, low=1)

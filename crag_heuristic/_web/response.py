@@ -31,12 +31,12 @@ engines is a partial answer, recorded on :attr:`WebResults.info`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._checks import is_finite_number
 from .._exceptions import WebSearchEnginesFailed, WebSearchResponseError
 from .._types import Chunk, ScoreKind
 from .clean import clean_text
@@ -130,7 +130,7 @@ def _optional_text(value: Any) -> str | None:
 def _score(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    return float(value) if is_finite_number(value) else None
 
 
 def _strings(value: Any) -> tuple[str, ...]:

@@ -79,6 +79,7 @@ from .._exceptions import (
     WebSearchFormatDisabled,
     WebSearchHTTPError,
     WebSearchTimeout,
+    _short,
 )
 from .._logging import get_logger
 from .._protocols import EventLogger
@@ -420,5 +421,5 @@ def _check_call(query: Any, max_results: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidQueryError(query, "must be a non-empty string")
     if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
-        raise InputError(f"max_results must be an integer >= 1, got {max_results!r}")
+        raise InputError(f"max_results must be an integer >= 1, got {_short(max_results)}")
     return query.strip()

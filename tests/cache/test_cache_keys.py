@@ -69,17 +69,17 @@ def test_hand_checked_digest_of_a_tiny_payload() -> None:
     expected_payload = (
         '{"analyzer":null,"chunks":[{"id":"a","kind":"cosine","parent":null,"score":0.5,'
         f'"source":null,"text":"{SHA256_OF_HI}"}}],"config":"cfg","corpus":null,'
-        '"query":"q","schema":1,"type":"eval"}'
+        '"evidence":"gate","query":"q","schema":2,"type":"eval"}'
     )
     digest = hashlib.sha256(expected_payload.encode("ascii")).hexdigest()
     chunk = Chunk(id="a", text="hi", score=0.5, score_kind=ScoreKind.COSINE)
     key = evaluation_key("q", [chunk], config_fingerprint="cfg", version="0.1.0")
     assert key == f"crag:v0.1.0:eval:{digest}"
-    assert KEY_SCHEMA == 1
+    assert KEY_SCHEMA == 2
 
 
 def test_hand_checked_web_key() -> None:
-    payload = '{"max_results":5,"query":"solar","schema":1,"searcher":"sx","type":"web"}'
+    payload = '{"max_results":5,"query":"solar","schema":2,"searcher":"sx","type":"web"}'
     digest = hashlib.sha256(payload.encode("ascii")).hexdigest()
     assert (
         web_key("solar", 5, searcher_fingerprint="sx", version="0.1.0")
@@ -131,6 +131,7 @@ def test_every_input_that_changes_an_evaluation_changes_the_key() -> None:
         "config": _key(config_fingerprint="cfg2"),
         "corpus": _key(corpus_fingerprint="corpus1"),
         "analyzer": _key(analyzer_fingerprint="english:abc"),
+        "all_evidence": _key(all_evidence=True),
         "namespace": _key(namespace="other"),
         "version": _key(version="0.2.0"),
     }

@@ -81,11 +81,11 @@ def test_short_ttl_really_expires(cache: RedisCache, admin: redis.Redis, namespa
     [b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.", b"{not json", b"\xff\xfe\x00", b""],
     ids=["pickle", "broken-json", "not-utf8", "empty"],
 )
-def test_corrupt_payload_is_a_miss_and_a_counted_error(
+def test_corrupt_payload_is_a_payload_error_and_a_counted_miss(
     cache: RedisCache, admin: redis.Redis, namespace: str, raw: bytes
 ) -> None:
     admin.set(f"{namespace}:bad", raw)
-    assert cache.get("bad") is None
+    refused_as_payload(cache, "bad")  # said, not dropped: the router flags it
     stats = cache.stats
     assert stats.misses == 1 and stats.hits == 0
     assert stats.errors_by_kind == {"payload": 1}
@@ -97,8 +97,12 @@ def test_a_key_of_another_type_is_a_payload_error(
     cache: RedisCache, admin: redis.Redis, namespace: str
 ) -> None:
     admin.rpush(f"{namespace}:list", "x")
+    refused_as_payload(cache, "list")
+
+
+def refused_as_payload(cache: RedisCache, key: str) -> None:
     with pytest.raises(CacheError) as info:
-        cache.get("list")
+        cache.get(key)
     assert (info.value.backend, info.value.operation, info.value.kind) == (
         "redis",
         "get",

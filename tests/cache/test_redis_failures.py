@@ -266,11 +266,11 @@ async def test_async_slow_redis_times_out(local_redis: RedisServer, clock: Any) 
         admin.close()
 
 
-async def test_async_corrupt_payload_is_a_miss(local_redis: RedisServer) -> None:
+async def test_async_corrupt_payload_is_a_payload_error(local_redis: RedisServer) -> None:
     admin = local_redis.client()
     admin.set("bad", b"\x80\x04K\x01.")
     async with RedisCache(url=local_redis.url) as cache:
-        assert await cache.aget("bad") is None
+        assert (await _araises(lambda: cache.aget("bad"))).kind == "payload"
         assert cache.stats.errors_by_kind == {"payload": 1}
         assert cache.stats.misses == 1
     admin.close()

@@ -182,7 +182,8 @@ def test_a_real_redis_shares_answers_between_routers(retriever: Any, server: Red
     chunk = first.retrieved[0]
     key = "g:" + grade_key(QUERY, chunk, grader_fingerprint="counting")
     stored = server.client().get(key)
-    assert stored is not None and json.loads(stored) == report_of(first).grades[chunk.id]
+    assert stored is not None
+    assert json.loads(stored) == {"key": key[2:], "value": report_of(first).grades[chunk.id]}
 
 
 def test_redis_down_is_a_cache_flag_and_the_grader_still_counts(
@@ -204,9 +205,10 @@ def test_a_corrupt_cached_answer_is_flagged_and_asked_again(retriever: Any) -> N
     crag = CRAG(retriever, expander=False, cache=cache, grader=grader, escalation=EVERYTHING)
     first = crag.retrieve(QUERY, 5)
     chunk = first.retrieved[0]
-    cache.set(grade_key(QUERY, chunk, grader_fingerprint="counting"), "1.7", 60)
+    key = grade_key(QUERY, chunk, grader_fingerprint="counting")
+    cache.set(key, json.dumps({"key": key, "value": 1.7}), 60)
     again = crag.retrieve(QUERY, 5)
-    assert again.cache_error is not None and "outside" in again.cache_error
+    assert again.cache_error is not None and "not a number in [0, 1]" in again.cache_error
     assert grader.asked == [5, 1] and report_of(again).grades == report_of(first).grades
 
 

@@ -189,7 +189,7 @@ def test_a_web_searcher_raising_anything_is_contained(
 
 def test_no_web_searcher(retriever: Any, always_irrelevant: Evaluator) -> None:
     result = both(CRAG(retriever, always_irrelevant, expander=False))
-    assert result.strategy is Strategy.WEB_SEARCH and not result.web_search_used
+    assert result.strategy is Strategy.NONE and not result.web_search_used  # nothing corrected
     assert result.chunks == result.retrieved
     assert result.web_query is not None  # the rewrite still shows what would be asked
     assert any("no web searcher" in note for note in result.notes)

@@ -1,0 +1,271 @@
+"""Cache values are untrusted input: sealed on the way in, checked on the way out.
+
+A cache shared over the network holds whatever was written to it: an entry
+of another release or profile, a hand edit, a value cut short. So what the
+flow stores is sealed with the key it was made for (:func:`seal`:
+``{"key": <key>, "value": <value>}``), and what it reads back is opened
+against what the reader expects before any of it is used:
+
+* an evaluation (:func:`open_evaluation`): the fields of
+  :meth:`Evaluation.to_dict` and no others, each of its type; scores,
+  signals and similarities finite and in [0, 1]; features finite numbers
+  named as the evidence registry names them; one grade per chunk, with the
+  chunks' ids in their order; the evaluator's profile name; verdict bands
+  that are the configuration's (or one of its fallbacks'), and verdicts
+  that follow from the scores and those bands;
+* web results (:func:`open_web_results`): a non-empty list of the dicts of
+  :meth:`Chunk.to_dict`, each a valid chunk;
+* a cascade grader's answer (:func:`open_grade`): a number in [0, 1].
+
+The key a value was sealed with must be the key it is read under: an entry
+copied from another query, chunk list, profile or setting is refused even
+when it is well formed. Anything refused raises :class:`CacheError` with
+``kind="invalid"`` (``"payload"`` for text that is not JSON) and a message
+saying what is wrong; the flow counts it as a miss (``cache_hit`` false,
+``cache_error`` set), recomputes the value and overwrites the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeGuard
+
+from .._cache.codec import dumps, loads
+from .._config import EvaluatorConfig, Thresholds
+from .._evaluator import verdict_for
+from .._evidence import CHUNK_FEATURES
+from .._exceptions import CacheError, InvalidChunkError, _short
+from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict
+
+__all__ = ["is_bad_value", "open_evaluation", "open_grade", "open_web_results", "seal"]
+
+_BACKEND = "cache"
+_SEAL_KEYS = frozenset({"key", "value"})
+_EVALUATION_KEYS = frozenset(
+    {"verdict", "score", "signals", "chunks", "reasoning", "profile", "details"}
+)
+_GRADE_KEYS = frozenset({"chunk_id", "score", "verdict", "signals", "similarity", "features"})
+_SIGNAL_KEYS = frozenset(Signals.NAMES)
+_CHUNK_KEYS = frozenset({"id", "text", "score", "score_kind", "source", "metadata", "parent_id"})
+_FEATURES = frozenset(CHUNK_FEATURES)
+_VERDICTS = {verdict.value: verdict for verdict in Verdict}
+_INT_LIMIT = 2**1023  # an integer a float holds (JSON may hold any)
+
+
+class _Invalid(Exception):
+    """What is wrong with a cached value (becomes a CacheError)."""
+
+
+def seal(key: str, value: Any) -> str:
+    """``value`` as the JSON text to store under ``key``, sealed with that key.
+
+    Raises:
+        CacheError: ``kind="payload"`` when ``value`` is not JSON-serialisable
+            (a web result's metadata holding a date, say): it is not stored.
+    """
+    return dumps({"key": key, "value": value}, backend=_BACKEND, sort_keys=False)
+
+
+def is_bad_value(outcome: Any) -> TypeGuard[CacheError]:
+    """Whether a cache read's outcome is a refused value (not JSON, or invalid):
+    the backend works, so the entry is recomputed and overwritten."""
+    return (
+        isinstance(outcome, CacheError)
+        and outcome.kind in ("payload", "invalid")
+        and outcome.operation in ("get", "decode")
+    )
+
+
+def _opened(text: Any, key: str, what: str) -> Any:
+    """The value sealed in ``text`` for ``key``."""
+    if not isinstance(text, str):
+        raise _refused(what, f"the cache returned {type(text).__name__}, not JSON text")
+    data = loads(text, backend=_BACKEND)  # CacheError(kind="payload") if it is not JSON
+    if not isinstance(data, dict) or data.keys() != _SEAL_KEYS:
+        raise _refused(what, "not a sealed value {key, value}")
+    if data["key"] != key:
+        raise _refused(what, "made for another entry (another query, chunks or settings)")
+    return data["value"]
+
+
+def _refused(what: str, reason: str) -> CacheError:
+    return CacheError(
+        f"the cached {what} was refused: {reason}",
+        backend=_BACKEND,
+        operation="get",
+        kind="invalid",
+    )
+
+
+def open_evaluation(
+    text: Any, key: str, chunks: Sequence[Chunk], config: EvaluatorConfig
+) -> Evaluation:
+    """The evaluation sealed in ``text`` for ``key``, checked against ``chunks`` (the
+    chunks it must grade, in order) and ``config`` (the evaluator's).
+
+    Raises:
+        CacheError: ``kind="invalid"`` or ``"payload"``, saying what is wrong.
+    """
+    value = _opened(text, key, "evaluation")
+    try:
+        return _evaluation(value, chunks, config)
+    except _Invalid as exc:
+        raise _refused("evaluation", str(exc)) from None
+
+
+def _evaluation(data: Any, chunks: Sequence[Chunk], config: EvaluatorConfig) -> Evaluation:
+    if type(data) is not dict or data.keys() != _EVALUATION_KEYS:
+        raise _Invalid("not the fields of an evaluation")
+    profile, reasoning, details = data["profile"], data["reasoning"], data["details"]
+    if profile != config.name:
+        raise _Invalid(f"made by profile {_short(profile)}, not {config.name!r}")
+    if type(reasoning) is not str or type(details) is not dict:
+        raise _Invalid("reasoning must be text and details an object")
+    score = _unit(data["score"], "score")
+    verdict = _verdict(data["verdict"], "verdict")
+    bands = _bands(details.get("bands"), _set_bands(config), "bands")
+    if verdict is not verdict_for(score, bands):
+        raise _Invalid(f"verdict {verdict.value} does not follow from score {score}")
+    grades = data["chunks"]
+    if type(grades) is not list or len(grades) != len(chunks):
+        found = len(grades) if isinstance(grades, list) else "no list of"
+        raise _Invalid(f"{found} grade(s) for {len(chunks)} chunk(s)")
+    checked = []
+    if chunks:
+        chunk_bands = _bands(details.get("chunk_bands"), _chunk_bands(config), "chunk_bands")
+        for position, (grade, chunk) in enumerate(zip(grades, chunks, strict=True)):
+            try:
+                checked.append(_grade(grade, chunk.id, chunk_bands))
+            except _Invalid as exc:
+                raise _Invalid(f"grade {position}: {exc}") from None
+    return Evaluation(
+        verdict=verdict,
+        score=score,
+        signals=_signals(data["signals"]),
+        chunks=tuple(checked),
+        reasoning=reasoning,
+        profile=profile,
+        details=details,
+    )
+
+
+def _grade(data: Any, chunk_id: str, bands: Thresholds) -> ChunkEvaluation:
+    if type(data) is not dict or data.keys() != _GRADE_KEYS:
+        raise _Invalid("not the fields of a chunk grade")
+    if data["chunk_id"] != chunk_id:
+        raise _Invalid(f"for chunk {_short(data['chunk_id'])}, not {chunk_id!r}")
+    score = _unit(data["score"], "score")
+    verdict = _verdict(data["verdict"], "verdict")
+    if verdict is not verdict_for(score, bands):
+        raise _Invalid(f"verdict {verdict.value} does not follow from score {score}")
+    similarity = data["similarity"]
+    features = data["features"]  # a dict of its own (just parsed): checked in place
+    if type(features) is not dict or not features.keys() <= _FEATURES:
+        unknown = sorted(set(features) - _FEATURES) if type(features) is dict else None
+        raise _Invalid(f"unknown features {unknown}" if unknown else "features are not an object")
+    for name, value in features.items():
+        if value is not None and (type(value) is not float or value - value != 0.0):
+            if type(value) is not int or not -_INT_LIMIT < value < _INT_LIMIT:  # nor NaN, inf
+                raise _Invalid(f"feature {name} is {_short(value)}, not a finite number")
+            features[name] = float(value)
+    return ChunkEvaluation(
+        chunk_id=chunk_id,
+        score=score,
+        verdict=verdict,
+        signals=_signals(data["signals"]),
+        similarity=None if similarity is None else _unit(similarity, "similarity"),
+        features=features,
+    )
+
+
+def _signals(data: Any) -> Signals:
+    if type(data) is not dict or data.keys() != _SIGNAL_KEYS:
+        raise _Invalid("signals are not the four named signals")
+    values = [data[name] for name in Signals.NAMES]
+    for value in values:  # the common case, cheaply: floats in [0, 1] or None
+        if value is not None and not (type(value) is float and 0.0 <= value <= 1.0):
+            values = [_optional_unit(data[name], name) for name in Signals.NAMES]
+            break
+    return Signals(*values)
+
+
+def _optional_unit(value: Any, name: str) -> float | None:
+    return None if value is None else _unit(value, name)
+
+
+def _unit(value: Any, name: str) -> float:
+    """``value`` as a float in [0, 1] (NaN and infinities fail the comparisons)."""
+    if type(value) is float and 0.0 <= value <= 1.0:
+        return value
+    if type(value) is int and 0 <= value <= 1:
+        return float(value)
+    raise _Invalid(f"{name} is {_short(value)}, not a number in [0, 1]")
+
+
+def _verdict(value: Any, where: str) -> Verdict:
+    verdict = _VERDICTS.get(value) if isinstance(value, str) else None
+    if verdict is None:
+        raise _Invalid(f"{where} is {_short(value)}, not a verdict")
+    return verdict
+
+
+def _bands(value: Any, allowed: Sequence[Thresholds], where: str) -> Thresholds:
+    """The verdict bands an evaluation records, if they are ones its configuration uses."""
+    if isinstance(value, dict) and value.keys() >= {"relevant", "partial"}:
+        for bands in allowed:
+            if value["relevant"] == bands.relevant and value["partial"] == bands.partial:
+                return bands
+    raise _Invalid(f"{where} {_short(value, 60)} are not this configuration's")
+
+
+def _set_bands(config: EvaluatorConfig) -> list[Thresholds]:
+    """The set verdict bands ``config`` may use: its own, or a fallback gate's."""
+    found = [config.thresholds]
+    if config.model is not None:
+        found += [fallback.thresholds or config.thresholds for fallback in config.model.fallbacks]
+    return found
+
+
+def _chunk_bands(config: EvaluatorConfig) -> list[Thresholds]:
+    """The chunk verdict bands ``config`` may use (as the evaluator picks them)."""
+    own = config.effective_chunk_thresholds
+    found = [own]
+    if config.model is not None:
+        found += [
+            fallback.chunk_thresholds or fallback.thresholds or own
+            for fallback in config.model.fallbacks
+        ]
+    return found
+
+
+def open_web_results(text: Any, key: str) -> list[Chunk]:
+    """The web results sealed in ``text`` for ``key``: a non-empty list of chunks.
+
+    Raises:
+        CacheError: ``kind="invalid"`` or ``"payload"``, saying what is wrong.
+    """
+    value = _opened(text, key, "web results")
+    if not isinstance(value, list) or not value:
+        raise _refused("web results", "not a non-empty list of results")
+    chunks = []
+    for position, item in enumerate(value):
+        if not isinstance(item, dict) or item.keys() != _CHUNK_KEYS:
+            raise _refused("web results", f"result {position} is not the fields of a chunk")
+        try:
+            chunks.append(Chunk.from_dict(item))
+        except InvalidChunkError as exc:
+            raise _refused("web results", f"result {position}: {exc}") from None
+    return chunks
+
+
+def open_grade(text: Any, key: str) -> float:
+    """The grader's answer sealed in ``text`` for ``key``: P(relevant) in [0, 1].
+
+    Raises:
+        CacheError: ``kind="invalid"`` or ``"payload"``, saying what is wrong.
+    """
+    value = _opened(text, key, "grade")
+    try:
+        return _unit(value, "the grade")
+    except _Invalid as exc:
+        raise _refused("grade", str(exc)) from None
