@@ -313,13 +313,15 @@ def evaluate_examples(
 ) -> list[Evaluation]:
     """Every example graded by ``base`` without a model, all evidence recorded;
     ``without`` removes evidence groups first (``similarity``: scores dropped;
-    ``corpus_stats``: no document frequencies)."""
+    ``corpus_stats``: no document frequencies; ``sentences``: no sentence scores)."""
     evaluator = Evaluator(base.replace(model=None), all_evidence=True)
     out = []
     for ex in examples:
         chunks: Sequence[Chunk] = ex.chunks
         if "similarity" in without:
             chunks = [c.replace(score=None, score_kind=ScoreKind.UNKNOWN) for c in chunks]
+        if "sentences" in without:
+            chunks = [c.replace(sentence_score=None) for c in chunks]
         stats = None if "corpus_stats" in without else (ex.corpus_stats or corpus_stats)
         out.append(evaluator.evaluate(ex.query, chunks, stats))
     return out
@@ -471,6 +473,14 @@ FALLBACK_GROUPS: tuple[tuple[str, ...], ...] = (
     ("corpus_stats", "similarity"),
 )
 """The evidence combinations a fitted profile gets a fallback gate for."""
+SENTENCE_FALLBACK_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("sentences",),
+    ("sentences", "similarity"),
+    ("corpus_stats", "sentences"),
+    ("corpus_stats", "sentences", "similarity"),
+)
+"""And these too when the gate reads sentence evidence (an input without sentence
+vectors, alone or with the other groups missing)."""
 
 
 def fit_gate(
@@ -550,7 +560,14 @@ def fit_gate(
     )
     fallback_models = []
     if fallbacks:
-        for missing in FALLBACK_GROUPS:
+        from . import _evidence
+
+        missing_groups = FALLBACK_GROUPS
+        if "sentences" in _evidence.needs(chunk_features, "chunk") | _evidence.needs(
+            set_features, "set"
+        ):
+            missing_groups += SENTENCE_FALLBACK_GROUPS
+        for missing in missing_groups:
             if (
                 "corpus_stats" in missing
                 and corpus_stats is None

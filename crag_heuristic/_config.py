@@ -264,9 +264,11 @@ def _known_features() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return CHUNK_FEATURES, SET_FEATURES
 
 
-EVIDENCE_GROUPS = ("corpus_stats", "similarity")
+EVIDENCE_GROUPS = ("corpus_stats", "sentences", "similarity")
 """What an input may lack: ``similarity`` (no chunk has a score with an absolute
-meaning) and ``corpus_stats`` (no document frequencies: IDF weights are uniform)."""
+meaning), ``corpus_stats`` (no document frequencies: IDF weights are uniform) and
+``sentences`` (no chunk has a ``sentence_score``: opt-in evidence, missed only by a
+gate that reads it)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

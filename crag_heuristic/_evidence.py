@@ -30,6 +30,9 @@ IDF with corpus statistics, 1 without; ``s_i`` the similarity in [0, 1]):
 ``similarity_z``      ``(s_i - mean_j s_j) / std_j s_j`` (0 when the std is 0)
 ``similarity_drop``   ``s_i - max_j s_j``: how far below the list's best
 ``rank``              ``ln(1 + i)``, the position in the list (0 for the first)
+``sentence_similarity``  the cosine of the chunk's best sentence to the query
+                      (``Chunk.sentence_score``, from sentence vectors made at index
+                      time), mapped to [0, 1] as ``similarity``; ``None`` without it
 ``length_adequacy``, ``source_diversity``: the signals of the same name
 
 Per set (the list as a whole):
@@ -51,7 +54,13 @@ Per set (the list as a whole):
 ``similarity_top`` / ``similarity_mean`` / ``similarity_std`` / ``similarity_gap``
                       the best, mean, spread (the numerator of Shtok et al.'s NQC)
                       and best-minus-last of the similarities
+``sentence_similarity_max`` / ``sentence_similarity_top``  the list's best and its first
+                      chunk's ``sentence_similarity``
 ``coherence``, ``length_adequacy``, ``source_diversity``: the named signals
+
+Evidence that needs an opt-in input (``Feature.needs``: ``"sentences"``) is
+``None`` without it, and a fitted gate that reads it falls back to its gate
+fitted without that group (:func:`needs`).
 """
 
 from __future__ import annotations
@@ -79,6 +88,7 @@ __all__ = [
     "Level",
     "bm25_norm",
     "chunk_rows",
+    "needs",
     "set_row",
     "signal_of",
 ]
@@ -102,6 +112,10 @@ class Feature:
         compute: chunk level: ``Inputs -> list of values``; set level:
             ``Inputs -> value``. ``None`` means unavailable for this input.
         doc: one line on what it measures.
+        needs: the opt-in evidence group it reads (``"sentences"``: sentence
+            vectors made at index time), whose absence selects a gate's
+            fallback; ``None`` for evidence every input has or the evaluator
+            handles as before (similarities, corpus statistics).
     """
 
     name: str
@@ -109,6 +123,7 @@ class Feature:
     signal: str
     compute: Callable[[Inputs], object]
     doc: str
+    needs: str | None = None
 
 
 CHUNK: dict[str, Feature] = {}
@@ -117,14 +132,16 @@ SET: dict[str, Feature] = {}
 """The set-level features by name (a name may exist at both levels, e.g. the named signals)."""
 
 
-def _register(name: str, level: Level, signal: str) -> Callable[[_F], _F]:
+def _register(
+    name: str, level: Level, signal: str, *, needs: str | None = None
+) -> Callable[[_F], _F]:
     registry = CHUNK if level == "chunk" else SET
 
     def decorate(function: _F) -> _F:
         if name in registry:  # pragma: no cover - a programming error caught at import
             raise ValueError(f"{level} feature {name!r} is defined twice")
         doc = (function.__doc__ or "").strip().splitlines()
-        registry[name] = Feature(name, level, signal, function, doc[0] if doc else "")
+        registry[name] = Feature(name, level, signal, function, doc[0] if doc else "", needs)
         return function
 
     return decorate
@@ -150,6 +167,7 @@ class Inputs:
         "config",
         "corpus_stats",
         "diversity",
+        "sentence_sims",
         "sims",
         "sources",
         "terms",
@@ -168,6 +186,7 @@ class Inputs:
         corpus_stats: CorpusStats | None,
         coherence: float | None,
         diversity: tuple[float, list[float]],
+        sentence_sims: Sequence[float | None] | None = None,
     ) -> None:
         self.terms = terms
         self.weights = weights
@@ -178,6 +197,7 @@ class Inputs:
         self.corpus_stats = corpus_stats
         self.coherence = coherence
         self.diversity = diversity
+        self.sentence_sims = sentence_sims or [None] * len(analysed)
         stats_avgdl = corpus_stats.avg_doc_len if corpus_stats is not None else None
         self.avgdl = stats_avgdl or sum(a.n_terms for a in analysed) / len(analysed)
         self.chunk_probs: Sequence[float] = ()
@@ -285,6 +305,12 @@ def _similarity_drop(x: Inputs) -> list[Value]:
     present = x.present_sims()
     best = max(present) if present else 0.0
     return [None if s is None else s - best for s in x.sims]
+
+
+@_register("sentence_similarity", "chunk", "semantic_coherence", needs="sentences")
+def _sentence_similarity(x: Inputs) -> list[Value]:
+    """The chunk's best sentence's cosine to the query, mapped to [0, 1] as ``similarity``."""
+    return list(x.sentence_sims)
 
 
 @_register("rank", "chunk", "semantic_coherence")
@@ -464,6 +490,19 @@ def _similarity_gap(x: Inputs) -> Value:
     return max(present) - min(present) if present else None
 
 
+@_register("sentence_similarity_max", "set", "semantic_coherence", needs="sentences")
+def _sentence_similarity_max(x: Inputs) -> Value:
+    """The best sentence of the list: the highest sentence_similarity."""
+    present = [s for s in x.sentence_sims if s is not None]
+    return max(present) if present else None
+
+
+@_register("sentence_similarity_top", "set", "semantic_coherence", needs="sentences")
+def _sentence_similarity_top(x: Inputs) -> Value:
+    """The first chunk's sentence_similarity."""
+    return x.sentence_sims[0]
+
+
 @_register("coherence", "set", "semantic_coherence")
 def _coherence(x: Inputs) -> Value:
     """The named signal semantic coherence."""
@@ -500,6 +539,12 @@ def set_row(x: Inputs, names: Iterable[str] = SET_FEATURES) -> Row:
     """The set's row holding the set features ``names`` (all by default);
     ``x.chunk_probs`` must be filled in."""
     return {name: x.value(name) for name in names}
+
+
+def needs(features: Iterable[str], level: Level) -> set[str]:
+    """The opt-in evidence groups the ``features`` of a stage read."""
+    registry = CHUNK if level == "chunk" else SET
+    return {f.needs for name in features if (f := registry.get(name)) and f.needs}
 
 
 def signal_of(feature: str, level: Level = "chunk") -> str:

@@ -138,6 +138,10 @@ class Chunk:
             Chunks of one document should share it (used by source diversity).
         metadata: free JSON-serialisable data, carried through untouched.
         parent_id: the id of a larger enclosing chunk, for parent expansion.
+        sentence_score: the cosine of the chunk's best sentence to the query
+            (in [-1, 1]), from sentence vectors made at index time
+            (:class:`~crag_heuristic.text.SentenceVectors`), or ``None``:
+            the evaluator's ``sentence_similarity`` evidence.
 
     Raises:
         InvalidChunkError: on a field of the wrong type or value.
@@ -150,6 +154,7 @@ class Chunk:
     source: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     parent_id: str | None = None
+    sentence_score: float | None = None
 
     if TYPE_CHECKING:  # the constructor takes a kind's name too ("cosine"); it stores the kind
 
@@ -162,6 +167,7 @@ class Chunk:
             source: str | None = None,
             metadata: Mapping[str, Any] = _EMPTY_METADATA,
             parent_id: str | None = None,
+            sentence_score: float | None = None,
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -182,6 +188,10 @@ class Chunk:
         object.__setattr__(self, "score", _check_score(self.score, kind, self.id))
         _check_optional_str("source", self.source, self.id)
         _check_optional_str("parent_id", self.parent_id, self.id)
+        if self.sentence_score is not None:
+            object.__setattr__(
+                self, "sentence_score", _check_sentence_score(self.sentence_score, self.id)
+            )
         if not isinstance(self.metadata, Mapping):
             raise InvalidChunkError(
                 "metadata", self.metadata, "must be a mapping", chunk_id=self.id
@@ -217,6 +227,7 @@ class Chunk:
             "source": self.source,
             "metadata": dict(self.metadata),
             "parent_id": self.parent_id,
+            "sentence_score": self.sentence_score,
         }
 
     @classmethod
@@ -249,6 +260,7 @@ class Chunk:
             "score_kind": raw.pop("score_kind", ScoreKind.UNKNOWN),
             "source": raw.pop("source", None),
             "parent_id": raw.pop("parent_id", None),
+            "sentence_score": raw.pop("sentence_score", None),
         }
         if not isinstance(metadata, Mapping):
             raise InvalidChunkError("metadata", metadata, "must be a mapping", chunk_id=chunk_id)
@@ -257,7 +269,16 @@ class Chunk:
         return cls(id=chunk_id, text=text, metadata=metadata, **known)
 
 
-_CHUNK_FIELDS = ("id", "text", "score", "score_kind", "source", "metadata", "parent_id")
+_CHUNK_FIELDS = (
+    "id",
+    "text",
+    "score",
+    "score_kind",
+    "source",
+    "metadata",
+    "parent_id",
+    "sentence_score",
+)
 
 _NON_NEGATIVE_KINDS = frozenset(
     {
@@ -303,6 +324,21 @@ def _check_score(score: Any, kind: ScoreKind, chunk_id: str) -> float | None:
     if not low <= value <= high:
         raise InvalidChunkError("score", score, _range_reason(kind, value), chunk_id=chunk_id)
     return 0.0 if value < 0 and kind in _NON_NEGATIVE_KINDS else value
+
+
+def _check_sentence_score(score: Any, chunk_id: str) -> float:
+    """A best sentence's cosine: a finite real in [-1, 1] (1e-4 of float error allowed)."""
+    value = as_real(score)
+    if value is None or not math.isfinite(value):
+        raise InvalidChunkError(
+            "sentence_score", score, "must be a finite real number or None", chunk_id=chunk_id
+        )
+    low, high = _RANGES[ScoreKind.COSINE]
+    if not low <= value <= high:
+        raise InvalidChunkError(
+            "sentence_score", score, "a cosine lies in [-1, 1]", chunk_id=chunk_id
+        )
+    return value
 
 
 def _range_reason(kind: ScoreKind, value: float) -> str:
@@ -481,6 +517,7 @@ def check_chunk(chunk: Chunk, index: int | None = None) -> None:
     try:
         cid, text, score, kind = chunk.id, chunk.text, chunk.score, chunk.score_kind
         source, metadata, parent = chunk.source, chunk.metadata, chunk.parent_id
+        sentence = chunk.sentence_score
     except AttributeError:
         missing = next(name for name in _CHUNK_FIELDS if not hasattr(chunk, name))
         raise InvalidChunkError(
@@ -501,10 +538,17 @@ def check_chunk(chunk: Chunk, index: int | None = None) -> None:
         and (source is None or type(source) is str)
         and (parent is None or type(parent) is str)
         and (type(metadata) is dict or isinstance(metadata, Mapping))
+        and (
+            sentence is None
+            or (  # NaN fails the comparison too
+                type(sentence) is float
+                and (cosine := _RANGES[ScoreKind.COSINE])[0] <= sentence <= cosine[1]
+            )
+        )
         and cid.strip()
     ):
         return
-    state = (cid, text, score, kind, source, metadata, parent)
+    state = (cid, text, score, kind, source, metadata, parent, sentence)
     values = dict(zip(_CHUNK_FIELDS, state, strict=True))
     problem = _state_problem(values)
     if problem is not None:

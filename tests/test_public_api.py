@@ -159,7 +159,7 @@ SUBMODULES = {
         "load_sample_queries",
         "sample_retriever",
     ],
-    "crag_heuristic.text": ["Analyzer", "CorpusStats", "CorpusStatsFileError"],
+    "crag_heuristic.text": ["Analyzer", "CorpusStats", "CorpusStatsFileError", "SentenceVectors"],
     "crag_heuristic.web": [
         "CircuitBreaker",
         "CircuitState",

@@ -67,7 +67,7 @@ __all__ = [
     "web_key",
 ]
 
-KEY_SCHEMA = 2
+KEY_SCHEMA = 3
 """Version of the payload layout; part of every payload."""
 
 _PART = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
@@ -148,6 +148,7 @@ def _chunk_entry(chunk: Chunk) -> dict[str, Any]:
         "kind": chunk.score_kind.value,
         "parent": chunk.parent_id,
         "score": score,
+        "sentence": chunk.sentence_score,
         "source": chunk.source,
         "text": text_digest(chunk.text),
     }

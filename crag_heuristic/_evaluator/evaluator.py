@@ -298,6 +298,13 @@ class Evaluator:
         ]
         parts = sig.coherence([s for s in sims if s is not None], coh)
         sources = [chunk.source_key for chunk in chunks]
+        span = coh.cosine_ceiling - coh.cosine_floor
+        sentence_sims = [
+            None
+            if chunk.sentence_score is None
+            else min(1.0, max(0.0, (chunk.sentence_score - coh.cosine_floor) / span))
+            for chunk in chunks
+        ]
         inputs = evidence.Inputs(
             terms=terms,
             weights=self.term_weights(terms, corpus_stats, cfg),
@@ -308,6 +315,7 @@ class Evaluator:
             corpus_stats=corpus_stats,
             coherence=None if parts is None else parts.value,
             diversity=sig.diversity(sources),
+            sentence_sims=sentence_sims,
         )
         return inputs, parts
 
@@ -380,6 +388,10 @@ class _Gate:
         lacking = set()
         if not x.present_sims():
             lacking.add("similarity")
+        read = evidence.needs((t.feature for t in model_cfg.chunk.terms), "chunk")
+        read |= evidence.needs((t.feature for t in model_cfg.set.terms), "set")
+        if "sentences" in read and all(s is None for s in x.sentence_sims):
+            lacking.add("sentences")
         if x.corpus_stats is None:
             lacking.add("corpus_stats")
         fallback = model_cfg.for_missing(frozenset(lacking)) if lacking else None

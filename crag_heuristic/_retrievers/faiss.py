@@ -63,6 +63,7 @@ from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
 from .documents import to_chunk
+from .sentences import SentenceVectors
 
 __all__ = ["FaissRetriever", "FaissScores", "check_search_params", "detect_unit_vectors"]
 
@@ -243,6 +244,11 @@ class FaissRetriever:
             selector; see the module doc); one of the wrong kind for the
             index is refused.
         analyzer: the analyzer for corpus statistics (must match the evaluator's).
+        sentences: sentence vectors of the docstore's documents, made with the
+            same embedder (:class:`~crag_heuristic.text.SentenceVectors`, or the
+            path of one saved with :meth:`SentenceVectors.save`): each chunk
+            found then carries ``sentence_score``, its best sentence's cosine to
+            the query (opt-in evidence; see ``crag_heuristic._retrievers.sentences``).
 
     Raises:
         InputError: when an argument is unusable (wrong types, empty docstore
@@ -264,6 +270,7 @@ class FaissRetriever:
         search_params: Any = None,
         analyzer: Analyzer | None = None,
         name: str = "faiss",
+        sentences: SentenceVectors | str | os.PathLike[str] | None = None,
     ) -> None:
         if not hasattr(index, "search") or not hasattr(index, "metric_type"):
             raise InputError(f"index must be a faiss.Index, got {type(index).__name__}")
@@ -288,6 +295,14 @@ class FaissRetriever:
         check_search_params(index, search_params)
         self.search_params = search_params
         self.name = name
+        if sentences is not None and not isinstance(sentences, SentenceVectors):
+            sentences = SentenceVectors.load(sentences)
+        if sentences is not None and sentences.dimensions != index.d:
+            raise InputError(
+                f"the sentence vectors have {sentences.dimensions} dimensions; the index has "
+                f"{index.d}: make them with the index's embedder"
+            )
+        self.sentences = sentences
         self._analyzer = analyzer
         has_texts = stats_from_docstore and len(docstore) > 0
         self._stats = resolve_corpus_stats(
@@ -386,7 +401,14 @@ class FaissRetriever:
                 distances, ids = self.index.search(vector, k)
         except (RuntimeError, TypeError, ValueError) as exc:
             raise RetrieverError(f"FAISS search failed: {exc}", retriever=self.name) from exc
-        return self.to_chunks(distances[0], ids[0])
+        chunks = self.to_chunks(distances[0], ids[0])
+        if self.sentences is None:
+            return chunks
+        scores = self.sentences.scores(vector[0], chunks)
+        return [
+            c if s is None else c.replace(sentence_score=s)
+            for c, s in zip(chunks, scores, strict=True)
+        ]
 
     async def asearch(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
         """:meth:`search` in a worker thread (FAISS releases the GIL)."""

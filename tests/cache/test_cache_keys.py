@@ -68,18 +68,18 @@ def test_hand_checked_digest_of_a_tiny_payload() -> None:
     assert hashlib.sha256(b"hi").hexdigest() == SHA256_OF_HI == text_digest("hi")
     expected_payload = (
         '{"analyzer":null,"chunks":[{"id":"a","kind":"cosine","parent":null,"score":0.5,'
-        f'"source":null,"text":"{SHA256_OF_HI}"}}],"config":"cfg","corpus":null,'
-        '"evidence":"gate","query":"q","schema":2,"type":"eval"}'
+        f'"sentence":null,"source":null,"text":"{SHA256_OF_HI}"}}],"config":"cfg","corpus":null,'
+        '"evidence":"gate","query":"q","schema":3,"type":"eval"}'
     )
     digest = hashlib.sha256(expected_payload.encode("ascii")).hexdigest()
     chunk = Chunk(id="a", text="hi", score=0.5, score_kind=ScoreKind.COSINE)
     key = evaluation_key("q", [chunk], config_fingerprint="cfg", version="0.1.0")
     assert key == f"crag:v0.1.0:eval:{digest}"
-    assert KEY_SCHEMA == 2
+    assert KEY_SCHEMA == 3
 
 
 def test_hand_checked_web_key() -> None:
-    payload = '{"max_results":5,"query":"solar","schema":2,"searcher":"sx","type":"web"}'
+    payload = '{"max_results":5,"query":"solar","schema":3,"searcher":"sx","type":"web"}'
     digest = hashlib.sha256(payload.encode("ascii")).hexdigest()
     assert (
         web_key("solar", 5, searcher_fingerprint="sx", version="0.1.0")
