@@ -200,11 +200,11 @@ class Chunk:
     def __setstate__(self, state: Any) -> None:
         """Unpickling (and ``copy``) runs the constructor's checks: a pickle made
         elsewhere cannot smuggle in a chunk that was never validated."""
-        if not isinstance(state, list | tuple) or len(state) != len(_CHUNK_FIELDS):
+        if not isinstance(state, list | tuple) or len(state) != len(CHUNK_FIELDS):
             raise InvalidChunkError(
-                "chunk", state, f"a pickled Chunk holds its {len(_CHUNK_FIELDS)} fields in order"
+                "chunk", state, f"a pickled Chunk holds its {len(CHUNK_FIELDS)} fields in order"
             )
-        Chunk.__init__(self, **dict(zip(_CHUNK_FIELDS, state, strict=True)))
+        Chunk.__init__(self, **dict(zip(CHUNK_FIELDS, state, strict=True)))
 
     @property
     def source_key(self) -> str:
@@ -213,7 +213,7 @@ class Chunk:
 
     def replace(self, **changes: Any) -> Chunk:
         """A copy with some fields changed (validated again)."""
-        values = {name: getattr(self, name) for name in _CHUNK_FIELDS}
+        values = {name: getattr(self, name) for name in CHUNK_FIELDS}
         values.update(changes)
         return Chunk(**values)
 
@@ -269,7 +269,7 @@ class Chunk:
         return cls(id=chunk_id, text=text, metadata=metadata, **known)
 
 
-_CHUNK_FIELDS = (
+CHUNK_FIELDS = (
     "id",
     "text",
     "score",
@@ -519,7 +519,7 @@ def check_chunk(chunk: Chunk, index: int | None = None) -> None:
         source, metadata, parent = chunk.source, chunk.metadata, chunk.parent_id
         sentence = chunk.sentence_score
     except AttributeError:
-        missing = next(name for name in _CHUNK_FIELDS if not hasattr(chunk, name))
+        missing = next(name for name in CHUNK_FIELDS if not hasattr(chunk, name))
         raise InvalidChunkError(
             missing, None, "not set: the chunk was made without its constructor", index=index
         ) from None
@@ -549,7 +549,7 @@ def check_chunk(chunk: Chunk, index: int | None = None) -> None:
     ):
         return
     state = (cid, text, score, kind, source, metadata, parent, sentence)
-    values = dict(zip(_CHUNK_FIELDS, state, strict=True))
+    values = dict(zip(CHUNK_FIELDS, state, strict=True))
     problem = _state_problem(values)
     if problem is not None:
         name, value, reason = problem

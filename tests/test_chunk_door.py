@@ -34,7 +34,7 @@ from crag_heuristic import (
 )
 from crag_heuristic.testing import ListRetriever
 
-FIELDS = ("id", "text", "score", "score_kind", "source", "metadata", "parent_id")
+FIELDS = ("id", "text", "score", "score_kind", "source", "metadata", "parent_id", "sentence_score")
 GOOD: dict[str, Any] = {
     "id": "x1",
     "text": "Honeybees dance to show the hive where the flowers are.",
@@ -43,6 +43,7 @@ GOOD: dict[str, Any] = {
     "source": "bees.md",
     "metadata": {"page": 3},
     "parent_id": None,
+    "sentence_score": None,
 }
 VALUES: dict[str, list[Any]] = {
     "id": [None, 0, 7.5, "", "   ", b"x1", ["a"], ("t",), "x1", "other"],
@@ -54,6 +55,7 @@ VALUES: dict[str, list[Any]] = {
     "source": [None, 5, "s.md", b"x", ["s"]],
     "metadata": [None, [], {"a": 1}, "text", 3, {1: object()}],
     "parent_id": [None, 3, "p", b"p"],
+    "sentence_score": [None, 0.7, -1.0, 1.5, math.nan, "0.5", True, 7],
 }  # fmt: skip
 QUERY = "how do honeybees show where the flowers are?"
 
@@ -195,7 +197,7 @@ def test_unpickling_runs_the_constructors_checks() -> None:
     state[FIELDS.index("score")] = math.nan
     with pytest.raises(InvalidChunkError, match="finite"):
         pickle.loads(pickle.dumps(_Pickled(state)))
-    with pytest.raises(InvalidChunkError, match="7 fields"):
+    with pytest.raises(InvalidChunkError, match="8 fields"):
         pickle.loads(pickle.dumps(_Pickled(state[:3])))
 
 

@@ -64,12 +64,22 @@ from .selection import (
     gate_scores,
     nested_loco,
 )
-from .variants import BAND_VARIANTS, EVIDENCE_VARIANTS, GOAL, LR_BASELINE, meets_goal
+from .set_cascade import set_cascade_section
+from .variants import (
+    BAND_VARIANTS,
+    EVIDENCE_VARIANTS,
+    GOAL,
+    LR_BASELINE,
+    SENTENCE_VARIANTS,
+    meets_goal,
+)
 
 __all__ = ["SelfVariant", "collection_folders", "paired_bootstrap", "render", "run_loco"]
 
 LOCO_GATE = "nested gate"
 """The gate chosen and fitted on the other collections."""
+SENTENCE_GATE = "nested gate with sentence evidence (opt-in)"
+"""The same, chosen among variants that may read each chunk's best sentence."""
 SELF_GATE = "self-calibrated (no qrels)"
 """The nested gate self-calibrated on the collection's own corpus."""
 LR_GATE = LR_BASELINE.label
@@ -204,11 +214,18 @@ def run_loco(
     self_variants: Sequence[SelfVariant] | None = None,
     cache_dir: str | Path | None = None,
     encode: bool = True,
+    sentences: bool = False,
+    sentence_variants: Sequence[GateVariant] = SENTENCE_VARIANTS,
     command: str = "",
     log: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Run the protocol of the module doc; write ``loco.md``, ``loco.json`` and
     ``ledger.md`` to ``out``.
+
+    ``sentences``: the retrievals carry each chunk's best sentence's cosine
+    (MiniLM sentence vectors, cached), and a second gate, the opt-in one with
+    sentence evidence, is chosen the same nested way among ``evidence`` and
+    ``sentence_variants``.
 
     ``self_variants`` replaces the one self-calibrated gate (``queries``,
     ``prior_c``, the default styles) by several: each collection's
@@ -222,7 +239,12 @@ def run_loco(
     datasets: dict[str, CollectionData] = {}
     for folder in collection_folders(data_dirs):
         log(f"loading {folder}")
-        p = prepare(folder, cache_dir=Path(cache_dir or out / "cache") / folder.name, encode=encode)
+        p = prepare(
+            folder,
+            cache_dir=Path(cache_dir or out / "cache") / folder.name,
+            encode=encode,
+            sentences=sentences,
+        )
         datasets[p.collection.name] = CollectionData.of(p, k)
     if len(datasets) < 3:
         from .._exceptions import InputError
@@ -233,6 +255,12 @@ def run_loco(
     names = sorted(datasets)
     cache = FitCache(datasets)
     nested = nested_loco(evidence, bands, cache, meets_goal=meets_goal, log=log)
+    with_sentences = None
+    if sentences:
+        log("the opt-in gate with sentence evidence")
+        with_sentences = nested_loco(
+            [*evidence, *sentence_variants], bands, cache, meets_goal=meets_goal, log=log
+        )
 
     variants = list(
         self_variants or [SelfVariant(label=SELF_GATE, queries=queries, prior_c=prior_c)]
@@ -247,6 +275,9 @@ def run_loco(
         others = [n for n in names if n != name]
         scores: dict[str, np.ndarray] = {LOCO_GATE: nested.scores[name]}
         verdicts: dict[str, list[str]] = {LOCO_GATE: nested.verdicts[name]}
+        if with_sentences is not None:
+            scores[SENTENCE_GATE] = with_sentences.scores[name]
+            verdicts[SENTENCE_GATE] = with_sentences.verdicts[name]
         lr_config = cache.fit(LR_BASELINE, others)
         scores[LR_GATE], verdicts[LR_GATE] = gate_scores(lr_config, data)
         fixed = max(BASELINES, key=lambda b: _mean(plain_auc[o][b][0] for o in others))
@@ -270,6 +301,20 @@ def run_loco(
             config, self_report = selfcal.fit(name, chosen, nested.configs[name])
             scores[SELF_GATE], verdicts[SELF_GATE] = gate_scores(config, data)
         rows[name] = _row(data, scores, verdicts, llm, fixed, oracle, nested, self_report)
+        if with_sentences is not None:
+            rows[name]["pick_sentences"] = with_sentences.picks[name].label
+        if llm:
+            set_cascade = set_cascade_section(
+                data.prepared,
+                data.retrievals,
+                nested.scores[name],
+                nested.configs[name].thresholds.relevant,
+                gate_name=LOCO_GATE,
+            )
+            if set_cascade is not None:
+                rows[name]["set_cascade"] = {
+                    key: value for key, value in set_cascade.items() if key != "graders"
+                }
     results = {
         "command": command,
         "library_version": __version__,
@@ -285,6 +330,17 @@ def run_loco(
         "library_default_is_the_pick": _library_default_is(nested.on_all),
         "inner": nested.inner,
         "plain_loco": {v: {n: list(a) for n, a in per.items()} for v, per in nested.loco.items()},
+        "sentences": None
+        if with_sentences is None
+        else {
+            "variants": [v.describe() for v in sentence_variants],
+            "picks": {n: with_sentences.picks[n].describe() for n in names},
+            "inner": with_sentences.inner,
+            "pick_on_all": with_sentences.on_all.describe(),
+            "plain_loco": {
+                v: {n: list(a) for n, a in per.items()} for v, per in with_sentences.loco.items()
+            },
+        },
         "self_calibration_queries": queries if self_calibrate else 0,
         "prior_c": prior_c,
         "self_variants": [dataclasses.asdict(v) for v in variants] if self_calibrate else [],
@@ -388,6 +444,8 @@ def _row(
     pairs = [(LOCO_GATE, LR_GATE), (LOCO_GATE, "top-1 score"), (LOCO_GATE, FIXED)]
     if SELF_GATE in scores:
         pairs.append((SELF_GATE, LOCO_GATE))
+    if SENTENCE_GATE in scores:
+        pairs.append((SENTENCE_GATE, LOCO_GATE))
     for ours, theirs in pairs:
         low, high = paired_bootstrap(groups, data.failed, scores[ours], scores[theirs])
         row["intervals"][f"{ours} - {theirs}"] = [low, high]
@@ -422,7 +480,7 @@ def _summary(rows: dict[str, Any]) -> dict[str, Any]:
             "mean_natural": _mean(natural),
             "natural_collections": len(natural),
         }
-    for gate in (LOCO_GATE, SELF_GATE, LR_GATE):
+    for gate in (LOCO_GATE, SELF_GATE, LR_GATE, SENTENCE_GATE):
         if gate not in gates:
             continue
         met = [n for n in names if meets_goal(rows[n]["verdicts"][gate])]
@@ -439,6 +497,14 @@ def _summary(rows: dict[str, Any]) -> dict[str, Any]:
     if SELF_GATE in gates:
         out["goals"]["self-calibrated >= nested + 0.02, mean"] = (
             out[SELF_GATE]["mean_mix"] >= out[LOCO_GATE]["mean_mix"] + 0.02
+        )
+    if SENTENCE_GATE in gates:
+        s = out[SENTENCE_GATE]
+        out["goals"]["with sentence evidence: >= the oracle's mean"] = (
+            s["mean_mix"] >= out[ORACLE]["mean_mix"]
+        )
+        out["goals"]["with sentence evidence: natural >= the score gap's"] = (
+            s["mean_natural"] >= out["score gap (top-1 - top-k)"]["mean_natural"]
         )
     return out
 
@@ -464,6 +530,7 @@ def render(results: dict[str, Any]) -> str:
     summary = results["summary"]
     has_self = any(SELF_GATE in r["auc"] for r in rows.values())
     has_llm = any(LLM_BEST in r["auc"] for r in rows.values())
+    has_sentences = any(SENTENCE_GATE in r["auc"] for r in rows.values())
     lines = [
         "# Leave one collection out, nested",
         "",
@@ -510,6 +577,10 @@ def render(results: dict[str, Any]) -> str:
                 if SELF_GATE in a
                 else "-"
             )
+        if has_sentences:
+            cells.append(
+                f"{_f(a[SENTENCE_GATE]['mix'])} ({_interval(r, f'{SENTENCE_GATE} - {LOCO_GATE}')})"
+            )
         if has_llm:
             cells.append(
                 f"{_f(a[LLM_MEDIAN]['mix'])} / {_f(a[LLM_BEST]['mix'])}" if LLM_BEST in a else "-"
@@ -519,13 +590,19 @@ def render(results: dict[str, Any]) -> str:
         "",
         "Intervals: the nested gate minus LR(top-1, max BM25), the nested gate minus top-1"
         + (", the self-calibrated gate minus the nested gate" if has_self else "")
+        + (", the gate with sentence evidence minus the nested gate" if has_sentences else "")
         + ".",
         "",
         "## Failure AUC, natural retrievals alone",
         "",
         "| collection | natural failed | nested gate | LR(top-1, max BM25) | top-1 | score gap | "
-        "oracle: best simple here" + (" | self-calibrated" if has_self else "") + " |",
-        "|---|---|---|---|---|---|---|" + ("---|" if has_self else ""),
+        "oracle: best simple here"
+        + (" | self-calibrated" if has_self else "")
+        + (" | with sentence evidence" if has_sentences else "")
+        + " |",
+        "|---|---|---|---|---|---|---|"
+        + ("---|" if has_self else "")
+        + ("---|" if has_sentences else ""),
     ]
     for name in names:
         r = rows[name]
@@ -540,10 +617,14 @@ def render(results: dict[str, Any]) -> str:
         ]
         if has_self:
             cells.append(_natural_cell(r, SELF_GATE))
+        if has_sentences:
+            cells.append(_natural_cell(r, SENTENCE_GATE))
         lines.append("| " + " | ".join(cells) + " |")
     shown = [LOCO_GATE, LR_GATE, FIXED, ORACLE, *BASELINES]
     if has_self:
         shown.insert(1, SELF_GATE)
+    if has_sentences:
+        shown.insert(1, SENTENCE_GATE)
     if has_llm:
         shown += [LLM_MEDIAN, LLM_BEST]
     lines += [
@@ -575,7 +656,7 @@ def render(results: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for name in names:
-        for gate in (LOCO_GATE, SELF_GATE, LR_GATE):
+        for gate in (LOCO_GATE, SELF_GATE, SENTENCE_GATE, LR_GATE):
             v = rows[name]["verdicts"].get(gate)
             if v is None:
                 continue
@@ -692,6 +773,41 @@ def ledger(results: dict[str, Any]) -> str:
         lines.append(
             f"| {label} | " + " | ".join(_f(v) for v in values) + f" | {_f(_mean(values))} |"
         )
+    sentences = results.get("sentences")
+    if sentences:
+        picks_s = {n: sentences["picks"][n]["label"] for n in names}
+        lines += [
+            "",
+            "## The opt-in gate with sentence evidence",
+            "",
+            "Chosen the same way among the evidence variants above and these:",
+            "",
+            "| variant | chunk stage | set stage | why |",
+            "|---|---|---|---|",
+        ]
+        for v in sentences["variants"]:
+            lines.append(
+                f"| {v['label']} | {', '.join(v['chunk_features'])} | "
+                f"{', '.join(v['set_features'])} | {v['note']} |"
+            )
+        lines += [
+            "",
+            "Step 1, mean inner AUC per outer fold (the pick in bold):",
+            "",
+            "| variant | " + " | ".join(names) + " |",
+            "|---|" + "---|" * len(names),
+        ]
+        for label in sentences["inner"][names[0]]["evidence"]:
+            cells = []
+            for n in names:
+                text = _f(sentences["inner"][n]["evidence"][label])
+                cells.append(f"**{text}**" if picks_s[n].startswith(label + " | ") else text)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines += [
+            "",
+            f"On every collection the rule picks **{sentences['pick_on_all']['label']}** (the "
+            "opt-in profile is made as this pick).",
+        ]
     if results.get("self_choice"):
         labels = [v["label"] for v in results["self_variants"]]
         lines += [

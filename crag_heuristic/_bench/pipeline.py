@@ -19,6 +19,7 @@ from .._types import Chunk
 from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
 from .retrievals import chunks_of, make_retrievals
+from .sentences import SentenceCache
 
 __all__ = [
     "HarnessRetriever",
@@ -74,6 +75,7 @@ class Prepared:
     cache_dir: Path | None
     encoder: MiniLM | None = None
     encode: bool = True
+    sentences: SentenceCache | None = None
 
     def vectors(self, texts: dict[str, str]) -> dict[str, Vector]:
         """Query vectors for ``texts`` (shipped, cached, or encoded with MiniLM).
@@ -193,6 +195,7 @@ def prepare(
     encode: bool = True,
     relevant_min: int | None = None,
     corpus_only: bool = False,
+    sentences: bool = False,
 ) -> Prepared:
     """Load the folder, index its vectors, count its document frequencies.
 
@@ -200,17 +203,21 @@ def prepare(
     with the folder (and the cost section times FAISS alone).
     ``relevant_min`` overrides the folder's relevance threshold.
     ``corpus_only``: the corpus and its vectors alone (no queries, no qrels read).
+    ``sentences``: the benchmark's retrievals carry each chunk's best sentence's
+    cosine (MiniLM sentence vectors, encoded on first use and cached in ``cache_dir``).
     """
     collection = load_collection(data_dir, relevant_min=relevant_min, corpus_only=corpus_only)
     analyzer = Analyzer()
     stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
+    cache = None if cache_dir is None else Path(cache_dir)
     return Prepared(
         collection=collection,
         index=DenseIndex(collection),
         stats=stats,
         analyzer=analyzer,
-        cache_dir=None if cache_dir is None else Path(cache_dir),
+        cache_dir=cache,
         encode=encode,
+        sentences=SentenceCache(collection, cache) if sentences else None,
     )
 
 
@@ -226,7 +233,16 @@ def retrievals_for(
     if not qids:
         raise InputError("no judged query with a relevant document")
     vectors = prepared.vectors({q: collection.queries[q] for q in qids})
-    return make_retrievals(collection, prepared.index, qids, vectors, relevant, k, probes=probes)
+    return make_retrievals(
+        collection,
+        prepared.index,
+        qids,
+        vectors,
+        relevant,
+        k,
+        probes=probes,
+        sentences=prepared.sentences,
+    )
 
 
 def _folder_and_split(item: str | Path, split: str) -> tuple[Path, str]:

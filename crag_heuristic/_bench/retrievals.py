@@ -18,6 +18,7 @@ from .._calibrate import GateExample
 from .._types import Chunk, ScoreKind
 from .data import Collection
 from .dense import DenseIndex, Vector
+from .sentences import SentenceCache
 
 __all__ = ["chunks_of", "make_retrievals"]
 
@@ -45,8 +46,10 @@ def make_retrievals(
     k: int,
     *,
     probes: bool = True,
+    sentences: SentenceCache | None = None,
 ) -> list[GateExample]:
-    """Natural (and probe) retrievals of depth ``k`` for ``qids``, in that order."""
+    """Natural (and probe) retrievals of depth ``k`` for ``qids``, in that order;
+    with ``sentences``, each chunk carries its best sentence's cosine to the query."""
     import numpy as np
 
     matrix = np.stack([vectors[q] for q in qids])
@@ -54,14 +57,23 @@ def make_retrievals(
     if probes:
         banned = [relevant.get(q, set()) for q in qids]
         runs.append(("probe", index.search(matrix, k, exclude=banned)))
-    return [
-        GateExample(
-            group=q,
-            kind=kind,
-            query=collection.queries[q],
-            chunks=chunks_of(collection, hits),
-            relevant=frozenset(relevant.get(q, ())),
-        )
-        for kind, rows in runs
-        for q, hits in zip(qids, rows, strict=True)
-    ]
+    if sentences is not None:
+        sentences.need(d for _, rows in runs for hits in rows for d, _ in hits)
+    out = []
+    for kind, rows in runs:
+        for q, hits in zip(qids, rows, strict=True):
+            chunks = chunks_of(collection, hits)
+            if sentences is not None:
+                chunks = tuple(
+                    c.replace(sentence_score=sentences.best(vectors[q], c.id)) for c in chunks
+                )
+            out.append(
+                GateExample(
+                    group=q,
+                    kind=kind,
+                    query=collection.queries[q],
+                    chunks=chunks,
+                    relevant=frozenset(relevant.get(q, ())),
+                )
+            )
+    return out

@@ -65,8 +65,11 @@ class SentenceCache:
             np.savez(self.path, **arrays)
 
     def best(self, query: npt.NDArray[np.float32], doc: str) -> float:
-        """The cosine of ``doc``'s best sentence to the unit vector ``query``."""
-        return float((self.vectors[doc] @ np.asarray(query, dtype=np.float32)).max())
+        """The cosine of ``doc``'s best sentence to ``query`` (clipped to [-1, 1])."""
+        q = np.asarray(query, dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        value = float((self.vectors[doc] @ (q / norm if norm > 0 else q)).max())
+        return min(1.0, max(-1.0, value))
 
     def scores(self, query: npt.NDArray[np.float32], docs: Sequence[str]) -> list[float]:
         self.need(docs)

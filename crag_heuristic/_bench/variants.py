@@ -6,6 +6,10 @@ nested leave-one-collection-out (:mod:`crag_heuristic._bench.selection`) and
 writes the ledger (``benchmarks/results/loco/ledger.md``). A variant dropped
 from a later comparison stays in the ledger's history section, not here.
 
+With sentence vectors (``--sentences``), a second gate, the opt-in one that reads
+each chunk's best sentence, is chosen the same way among :data:`EVIDENCE_VARIANTS`
+and :data:`SENTENCE_VARIANTS`.
+
 Two choices are made, each inside the training collections of an outer fold:
 
 1. **Evidence** (:data:`EVIDENCE_VARIANTS`): the chunk and set features, by
@@ -29,6 +33,7 @@ __all__ = [
     "EVIDENCE_VARIANTS",
     "GOAL",
     "LR_BASELINE",
+    "SENTENCE_VARIANTS",
     "meets_goal",
 ]
 
@@ -114,6 +119,49 @@ EVIDENCE_VARIANTS: tuple[GateVariant, ...] = (
     ),
 )
 """Step 1: the evidence of each stage (band targets at their defaults)."""
+
+_CHUNK_SENTENCE = (*DEFAULT_CHUNK_FEATURES, "sentence_similarity")
+
+SENTENCE_VARIANTS: tuple[GateVariant, ...] = (
+    GateVariant(
+        label="LR(top-1, max BM25) + best sentence",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "bm25_raw_max", "sentence_similarity_max"),
+        note="the LR baseline with the list's best sentence cosine",
+    ),
+    GateVariant(
+        label="best sentence + max BM25",
+        chunk_features=_CHUNK,
+        set_features=("sentence_similarity_max", "bm25_raw_max"),
+        note="the sentence cosine in place of the chunk cosine",
+    ),
+    GateVariant(
+        label="top-1, first sentence + BM25 (first, best)",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "sentence_similarity_top", "bm25_top", "bm25_raw_max"),
+        note="the first chunk's sentence cosine and both BM25 predictors",
+    ),
+    GateVariant(
+        label="two-stage + BM25, sentence chunk stage",
+        chunk_features=_CHUNK_SENTENCE,
+        set_features=("similarity_top", "best_chunk", "keyword_overlap", "bm25_raw_max"),
+        note="the chunk stage reads each chunk's best sentence",
+    ),
+    GateVariant(
+        label="two-stage + BM25 + best sentence",
+        chunk_features=_CHUNK,
+        set_features=(
+            "similarity_top",
+            "sentence_similarity_max",
+            "best_chunk",
+            "keyword_overlap",
+            "bm25_raw_max",
+        ),
+        note="the two-stage gate with the list's best sentence",
+    ),
+)
+"""The opt-in gate with sentence evidence (sentence vectors made at index time) is
+chosen among these and :data:`EVIDENCE_VARIANTS` (it may pick one without sentences)."""
 
 BAND_VARIANTS: tuple[Mapping[str, float], ...] = (
     {"target_precision": 0.90, "max_good_irrelevant": 0.15},

@@ -64,6 +64,8 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
         k=args.k,
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
+        sentences=args.sentences,
+        self_calibrate=not args.no_self_calibration,
         command=_command_line(),
     )
     for gate, row in results["summary"].items():
@@ -223,7 +225,19 @@ def register(commands: Any) -> None:
     bench.add_argument(
         "--loco",
         action="store_true",
-        help="leave one collection out: fit on the others, self-calibrate, score each",
+        help=(
+            "nested leave one collection out: choose and fit the gate on the others, "
+            "self-calibrate, score each; writes loco.md, loco.json and ledger.md"
+        ),
+    )
+    bench.add_argument(
+        "--sentences",
+        action="store_true",
+        help=(
+            "with --loco: the retrievals carry each chunk's best sentence's cosine (MiniLM "
+            "sentence vectors, encoded and cached), and the opt-in gate with sentence evidence "
+            "is chosen too"
+        ),
     )
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")
     bench.add_argument("--profile", help="profile name or file (default: the library default)")

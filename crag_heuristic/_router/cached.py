@@ -35,7 +35,7 @@ from .._config import EvaluatorConfig, Thresholds
 from .._evaluator import verdict_for
 from .._evidence import CHUNK_FEATURES
 from .._exceptions import CacheError, InvalidChunkError, _short
-from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict
+from .._types import CHUNK_FIELDS, Chunk, ChunkEvaluation, Evaluation, Signals, Verdict
 
 __all__ = ["is_bad_value", "open_evaluation", "open_grade", "open_web_results", "seal"]
 
@@ -46,7 +46,7 @@ _EVALUATION_KEYS = frozenset(
 )
 _GRADE_KEYS = frozenset({"chunk_id", "score", "verdict", "signals", "similarity", "features"})
 _SIGNAL_KEYS = frozenset(Signals.NAMES)
-_CHUNK_KEYS = frozenset({"id", "text", "score", "score_kind", "source", "metadata", "parent_id"})
+_CHUNK_KEYS = frozenset(CHUNK_FIELDS)
 _FEATURES = frozenset(CHUNK_FEATURES)
 _VERDICTS = {verdict.value: verdict for verdict in Verdict}
 _INT_LIMIT = 2**1023  # an integer a float holds (JSON may hold any)

@@ -515,6 +515,8 @@ async def _aresult(events: AsyncIterator[StageEvent]) -> CRAGResult:
         done = event
     assert isinstance(done, Done)
     return done.result
+
+
 def _size(retriever: Any) -> int | None:
     """How many chunks ``retriever`` holds, when it says (``len()``), else ``None``."""
     if getattr(type(retriever), "__len__", None) is None:  # cheaper than isinstance(Sized)
