@@ -310,8 +310,14 @@ def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             else ""
         )
         gates = [(f"`{name}` (shipped default){in_sample}", name)]
+        prior_in_sample = (
+            " (its prior was fitted on this test split: in-sample; the leave-one-collection-out "
+            "run has the honest number)"
+            if results.get("profile_fitted_on_this_test_split")
+            else ""
+        )
         titles = {
-            SELF_CALIBRATED: f"`{name}` self-calibrated on this corpus (no qrels)",
+            SELF_CALIBRATED: f"`{name}` self-calibrated on this corpus (no qrels){prior_in_sample}",
             LABEL_FITTED: "a gate fitted on this folder's train split (qrels)",
         }
         gates += [(titles[label], label) for label in _other_gate_labels(results)]
@@ -417,6 +423,10 @@ def render_report(results: dict[str, Any]) -> str:
         "|---|---|---|",
     ]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in headline(results)]
+    warned = results.get("self_calibration", {}).get("warnings") or []
+    if warned:
+        lines += ["", "**Self-calibration warnings** (the profile's header says the same):", ""]
+        lines += [f"- {message}" for message in warned]
     s = results["sections"]
     if "failure" in s:
         f = s["failure"]

@@ -268,6 +268,7 @@ def calibrate(
     set_features: Sequence[str] | None = None,
     cache_dir: str | Path | None = None,
     encode: bool = True,
+    sentences: bool = False,
     **targets: float,
 ) -> CalibrationResult:
     """Fit a gate profile on labelled retrievals of one or several BEIR folders.
@@ -287,6 +288,9 @@ def calibrate(
             (default: :func:`~crag_heuristic.bench.fit_gate`'s).
         cache_dir: where encoded query vectors are cached.
         encode: encode missing query vectors with MiniLM (else they must ship).
+        sentences: the retrievals carry each chunk's best sentence's cosine
+            (MiniLM sentence vectors, cached in ``cache_dir``): for a gate
+            that reads sentence evidence.
         targets: ``target_precision``, ``min_failure_recall``, ``max_good_irrelevant``.
 
     Returns:
@@ -305,6 +309,7 @@ def calibrate(
             folder,
             cache_dir=None if cache_dir is None else Path(cache_dir) / folder.name,
             encode=encode,
+            sentences=sentences,
         )
         qrels = labels_for(prepared.collection, labels, folder_split)
         found = retrievals_for(prepared, qrels, k, probes=probes)

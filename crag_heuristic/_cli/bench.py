@@ -92,6 +92,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         name=args.name,
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
+        sentences=args.sentences,
         target_precision=args.target_precision,
         min_failure_recall=args.min_failure_recall,
         max_good_irrelevant=args.max_good_irrelevant,
@@ -348,6 +349,14 @@ def register(commands: Any) -> None:
         help="share of good natural retrievals allowed into IRRELEVANT (default 0.15)",
     )
     calibrate.add_argument("--no-probes", action="store_true", help="natural retrievals only")
+    calibrate.add_argument(
+        "--sentences",
+        action="store_true",
+        help=(
+            "the retrievals carry each chunk's best sentence's cosine (MiniLM sentence vectors, "
+            "encoded and cached): for a gate that reads sentence evidence"
+        ),
+    )
     calibrate.add_argument("--cache-dir", help="where encoded query vectors are cached")
     calibrate.add_argument(
         "--no-encode", action="store_true", help="never load MiniLM: every query vector must ship"
