@@ -13,10 +13,11 @@ regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
    that query.
 2. **Set stage.** Every retrieval is labelled good (a relevant chunk in its
    top k) or failed. A second logistic regression on set evidence (by default
-   :data:`DEFAULT_SET_FEATURES`: the top similarity, the best chunk
-   probability and the best chunk's keyword overlap) estimates P(good), a
-   calibrated probability on the fitting distribution (checked with a
-   reliability diagram in the benchmark report).
+   :data:`DEFAULT_SET_FEATURES`: the top similarity and the first and the best
+   chunk's BM25; a set stage may also read the chunk stage's probabilities,
+   ``best_chunk`` and the like) estimates P(good), a calibrated probability on
+   the fitting distribution (checked with a reliability diagram in the
+   benchmark report).
 3. **Bands.** From out-of-fold predictions (grouped by query):
    ``relevant`` is the lowest band whose fast path has the target precision
    on natural retrievals while enough failed retrievals (probes included)
@@ -25,7 +26,8 @@ regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
    the web). Chunk bands: ``relevant`` maximises Cohen's kappa with the chunk
    labels; ``partial`` keeps 95 % of relevant chunks.
 4. **Fallbacks.** The same, fitted again without the similarities, without
-   the corpus statistics, and without both, for inputs that lack them.
+   the corpus statistics, and without both, for inputs that lack them (and,
+   for a gate that reads sentence evidence, without the sentence scores).
 
 Examples may weigh differently (``GateExample.weight``: collections fitted
 together weigh alike) and a fit may start from a prior gate and be pulled
@@ -70,8 +72,10 @@ __all__ = [
     "profile_toml",
 ]
 
-# Chosen by leave-one-collection-out over seven collections (benchmarks/results/loco):
-# the sets that held best on the collection left out, not on any test split.
+# Chosen by nested leave-one-collection-out over seven collections (the rule applied to
+# every collection, benchmarks/results/loco/ledger.md: "top-1 + BM25 (first, best)";
+# crag-heuristic bench --loco checks that these are its pick): the chunk stage grades each
+# chunk; the set stage reads the top similarity and the first and the best chunk's BM25.
 DEFAULT_CHUNK_FEATURES = (
     "similarity",
     "similarity_z",
@@ -79,7 +83,7 @@ DEFAULT_CHUNK_FEATURES = (
     "lexical_contrast",
     "rank",
 )
-DEFAULT_SET_FEATURES = ("similarity_top", "best_chunk", "keyword_overlap")
+DEFAULT_SET_FEATURES = ("similarity_top", "bm25_top", "bm25_raw_max")
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 
 

@@ -45,6 +45,9 @@ Per set (the list as a whole):
 ``bm25_max`` / ``bm25_margin``  the best chunk's ``bm25``; it minus the second best
 ``bm25_top``          the first chunk's ``bm25`` (its BM25 over the query's idf mass)
 ``bm25_raw_max`` / ``bm25_raw_top``  the best and the first chunk's ``bm25_raw``
+``bm25_scaled_max``   ``bm25_raw_max / ln(2N + 2)``, the idf of a term the corpus of ``N``
+                      documents never saw: the raw score grows with ``ln N``, this
+                      does not (1 without statistics)
 ``agreement``         1 when the lexically best chunk is the retriever's best, else 0
 ``lexical_coherence`` how much the chunks' term sets ``A_i`` overlap, a pooled Jaccard
                       ``sum_{i<j} |A_i & A_j| / sum_{i<j} |A_i | A_j|``: lists that hold
@@ -416,6 +419,19 @@ def _bm25_top(x: Inputs) -> Value:
 def _bm25_raw_max(x: Inputs) -> Value:
     """The best chunk's BM25, not normalised."""
     return max(_floats(x.chunk("bm25_raw")))
+
+
+@_register("bm25_scaled_max", "set", "keyword_overlap")
+def _bm25_scaled_max(x: Inputs) -> Value:
+    """The best chunk's BM25 over the corpus's largest idf, ln(2N + 2): comparable across
+    corpus sizes."""
+    stats = x.corpus_stats
+    scale = (
+        math.log(2.0 * stats.n_docs + 2.0)
+        if stats is not None and x.config.keyword.use_idf
+        else 1.0
+    )
+    return max(_floats(x.chunk("bm25_raw"))) / scale
 
 
 @_register("bm25_raw_top", "set", "keyword_overlap")

@@ -87,8 +87,8 @@ def test_the_default_profile_is_the_fitted_gate() -> None:
     assert config.model is not None and "scifact train, llmjudge test" in config.model.fitted_on
     assert [t.feature for t in config.model.set.terms] == [
         "similarity_top",
-        "best_chunk",
-        "keyword_overlap",
+        "bm25_top",
+        "bm25_raw_max",
     ]
     assert {f.missing for f in config.model.fallbacks} == {
         ("similarity",),

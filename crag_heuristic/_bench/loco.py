@@ -552,10 +552,12 @@ def render(results: dict[str, Any]) -> str:
         "| collection | queries (failed) | nested gate | LR(top-1, max BM25) | "
         "best simple, chosen on the others | top-1 | oracle: best simple here"
         + (" | self-calibrated" if has_self else "")
+        + (" | with sentence evidence (opt-in)" if has_sentences else "")
         + (" | LLM as gate: median / best" if has_llm else "")
         + " |",
         "|---|---|---|---|---|---|---|"
         + ("---|" if has_self else "")
+        + ("---|" if has_sentences else "")
         + ("---|" if has_llm else ""),
     ]
     for name in names:
@@ -676,6 +678,28 @@ def render(results: dict[str, Any]) -> str:
         ]
         for name, s in warned.items():
             lines.append(f"| {name} | {s['bands']} | {'; '.join(s['warnings']) or 'none'} |")
+    cascades = {n: r["set_cascade"] for n, r in rows.items() if r.get("set_cascade")}
+    if cascades:
+        lines += [
+            "",
+            "## Set-level cascade with the nested gate (collections with LLM label sets)",
+            "",
+            "The set-cascade section of the per-collection benchmark with the nested gate, "
+            "which never saw the collection: failure AUC with each LLM label set grading the "
+            "uncertain lists, read at 30 % of the lists escalated (the best label set) and at "
+            "20 % (the median over label sets).",
+            "",
+            "| collection | gate alone | LLM as gate: median / best | cascade, best set at 30 %: "
+            "threshold / youden | cascade, median at 20 %: threshold / youden |",
+            "|---|---|---|---|---|",
+        ]
+        for n, c in cascades.items():
+            at30, at20 = c["cascade_auc_at_30pct"], c["median_label_set_cascade_auc_at_20pct"]
+            lines.append(
+                f"| {n} | {_f(c['gate_auc'])} | {_f(c['median_llm_as_gate_auc'])} / "
+                f"{_f(c['best_llm_as_gate_auc'])} | {_f(at30['threshold'])} / "
+                f"{_f(at30['youden'])} | {_f(at20['threshold'])} / {_f(at20['youden'])} |"
+            )
     lines += [
         "",
         "## Picks",
@@ -684,6 +708,10 @@ def render(results: dict[str, Any]) -> str:
     ]
     lines += ["|---|---|"]
     lines += [f"| {n} | {rows[n]['pick']} |" for n in names]
+    if has_sentences:
+        lines += ["", "With sentence evidence (opt-in):", "", "| collection left out | pick |"]
+        lines += ["|---|---|"]
+        lines += [f"| {n} | {rows[n]['pick_sentences']} |" for n in names]
     return "\n".join(lines) + "\n"
 
 

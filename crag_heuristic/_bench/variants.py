@@ -65,6 +65,14 @@ EVIDENCE_VARIANTS: tuple[GateVariant, ...] = (
         note="the two BM25 predictors that win on SciFact and NFCorpus, beside the cosine",
     ),
     GateVariant(
+        label="top-1 + BM25 (first, best over ln 2N)",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "bm25_top", "bm25_scaled_max"),
+        note="added after the first nested run picked 'top-1 + BM25 (first, best)': the raw "
+        "BM25 grows with ln N (the collections here hold 1k to 11k documents, a user's 64 or "
+        "a million); over the largest idf, ln(2N + 2), it does not",
+    ),
+    GateVariant(
         label="top-1, mean + BM25",
         chunk_features=_CHUNK,
         set_features=("similarity_top", "similarity_mean", "bm25_top", "bm25_raw_max"),

@@ -5,6 +5,7 @@ chunk, and every bad grader leaves the gate's verdict standing with a typed flag
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -26,6 +27,7 @@ from crag_heuristic import (
     Verdict,
 )
 from crag_heuristic._cache.keys import grade_key
+from crag_heuristic._config import LogisticStage, ModelTerm
 from crag_heuristic._sample import sample_retriever
 from crag_heuristic.grading import (
     CallableGrader,
@@ -33,6 +35,7 @@ from crag_heuristic.grading import (
     CascadeReport,
     CascadeResult,
     Escalation,
+    SetEscalation,
 )
 from crag_heuristic.testing import RedisServer
 
@@ -107,12 +110,25 @@ def test_sync_and_async_agree_and_the_answers_are_applied(retriever: Any) -> Non
     assert set(report.gate_scores) == set(report.escalated)
 
 
-def test_the_grader_can_change_the_route(retriever: Any) -> None:
-    # bands just above the gate's own score for this query: PARTIAL on its own
-    score = CRAG(retriever, expander=False, cache=False).retrieve(QUERY, 5).initial_evaluation.score
-    gate = Evaluator(
-        EvaluatorConfig().replace(thresholds={"relevant": score + 1e-9, "partial": 0.0})
+def _reads_the_chunk_stage(base: EvaluatorConfig) -> EvaluatorConfig:
+    """The default gate with a set stage that reads the chunk stage (its best chunk's
+    probability): the kind of gate whose route a chunk cascade can change."""
+    assert base.model is not None
+    stage = LogisticStage(
+        intercept=0.0, terms=(ModelTerm(feature="best_chunk", weight=4.0, mean=0.5, scale=0.25),)
     )
+    return base.replace(model=dataclasses.replace(base.model, set=stage, fallbacks=()))
+
+
+def test_the_grader_can_change_the_route(retriever: Any) -> None:
+    reading = _reads_the_chunk_stage(EvaluatorConfig())
+    # bands just above the gate's own score for this query: PARTIAL on its own
+    score = (
+        CRAG(retriever, Evaluator(reading), expander=False, cache=False)
+        .retrieve(QUERY, 5)
+        .initial_evaluation.score
+    )
+    gate = Evaluator(reading.replace(thresholds={"relevant": score + 1e-9, "partial": 0.0}))
     plain = CRAG(retriever, gate, expander=False, cache=False).retrieve(QUERY, 5)
     assert plain.initial_evaluation.verdict is Verdict.PARTIAL
     assert plain.strategy.value == "query_expansion"  # (with nothing to expand with)
@@ -130,6 +146,55 @@ def test_the_grader_can_change_the_route(retriever: Any) -> None:
     ):
         assert result.initial_evaluation.verdict is Verdict.PARTIAL
         assert all(g.score == 1.0 for g in result.initial_evaluation.chunks)
+
+
+def test_with_the_default_gate_a_chunk_cascade_regrades_chunks_and_a_set_one_the_route(
+    retriever: Any,
+) -> None:
+    """The default set stage reads the similarity and BM25, not the chunk stage: a
+    chunk cascade changes the chunks' grades, not the set's; a SetEscalation settles
+    the set verdict of an uncertain list from the grader's answers."""
+    score = CRAG(retriever, expander=False, cache=False).retrieve(QUERY, 5).initial_evaluation.score
+    gate = Evaluator(
+        EvaluatorConfig().replace(thresholds={"relevant": score + 1e-9, "partial": 0.0})
+    )
+    sure = Counting(lambda texts: [1.0] * len(texts), "all-relevant")
+    for result in both(
+        CRAG(retriever, gate, expander=False, cache=False, grader=sure, escalation=EVERYTHING)
+    ):
+        assert all(g.score == 1.0 for g in result.initial_evaluation.chunks)
+        assert result.initial_evaluation.score == pytest.approx(score)
+        assert result.initial_evaluation.verdict is Verdict.PARTIAL
+    lists = SetEscalation(band=(0.0, 1.0))
+    for result in both(
+        CRAG(retriever, gate, expander=False, cache=False, grader=sure, escalation=lists)
+    ):
+        report = report_of(result)
+        assert report.level == "set" and report.candidates == 1 and len(report.escalated) == 5
+        assert report.gate_verdict is Verdict.PARTIAL and report.verdict is Verdict.RELEVANT
+        assert result.initial_evaluation.verdict is Verdict.RELEVANT
+        assert result.strategy.value == "none"
+        # noisy-or of five grades of 1.0, each counted at most 0.95 sure
+        assert result.initial_evaluation.score == pytest.approx(1 - 0.05**5)
+    doubtful = Counting(lambda texts: [0.0] * len(texts), "none-relevant")
+    crag = CRAG(
+        retriever,
+        gate,
+        expander=False,
+        cache=False,
+        grader=doubtful,
+        escalation=SetEscalation(band=(0.0, 1.0), trust=2.0),
+    )
+    for result in both(crag):  # trust 2: the log-odds move down by 2, not to zero
+        z = math.log(score / (1 - score)) - 2.0
+        assert result.initial_evaluation.score == pytest.approx(1 / (1 + math.exp(-z)))
+        assert result.initial_evaluation.verdict is Verdict.PARTIAL
+    outside = SetEscalation(band=(0.0, score / 2))
+    for result in both(
+        CRAG(retriever, gate, expander=False, cache=False, grader=sure, escalation=outside)
+    ):
+        assert report_of(result).candidates == 0 and report_of(result).escalated == ()
+        assert result.initial_evaluation.verdict is Verdict.PARTIAL
 
 
 def test_answers_are_cached_per_chunk_and_reused_by_overlapping_lists(retriever: Any) -> None:
