@@ -53,9 +53,19 @@ _TOKEN_RE = re.compile(r"[^\W_]+")
 _ASCII_SPLIT = str.maketrans(
     {chr(i): " " for i in range(128) if not (chr(i).isascii() and chr(i).isalnum())}
 )
-# The same on UTF-8 bytes: ASCII non-alphanumerics become spaces and every byte of a
-# multi-byte character (all >= 0x80) is left alone, so the result is valid UTF-8.
-_UTF8_SPLIT = bytes(b if b >= 0x80 or chr(b).isalnum() else 0x20 for b in range(256))
+# The same on UTF-8 bytes, with case folding: ASCII capitals become small letters,
+# other ASCII non-alphanumerics spaces, and every byte of a multi-byte character (all
+# >= 0x80) is left alone, so the result is valid UTF-8.
+_UTF8_FOLD = bytes(
+    b if b >= 0x80 or chr(b).islower() or chr(b).isdigit()
+    else b + 32 if chr(b).isupper() else 0x20
+    for b in range(256)
+)
+_ASCII_BYTES = bytes(range(128))
+# Up to this many distinct characters to replace, a text is scanned once per character
+# (``str.replace``, a fast C scan); past it, once through a table (``str.translate``,
+# slower per character but one pass whatever their number).
+_REPLACE_LIMIT = 16
 # The term cache's mark for a stop word. It can never be a term: tokens and their
 # stems hold no spaces.
 _STOP = " "
@@ -168,33 +178,33 @@ class Analyzer:
         """Case-folded word tokens, in order (stop words included, not stemmed).
 
         The same as ``re.findall(r"[^\\W_]+", unicodedata.normalize("NFKC",
-        text).casefold())``, computed without the regular expression where it
-        can: ASCII punctuation is turned into spaces by a translation table
-        (on the UTF-8 bytes when the text is not ASCII) and the result split
-        on whitespace; only words that still hold a non-ASCII character that
-        is not a letter or digit (a dash, a sign, a lone surrogate) go through
-        the expression.
+        text).casefold())``, computed without the regular expression and
+        without a per-word loop. ASCII text goes through a translation table
+        (punctuation to spaces) and a split. Other text is normalised (NFKC);
+        its UTF-8 bytes go through a byte table that folds ASCII capitals and
+        turns ASCII punctuation into spaces, and each *distinct* non-ASCII
+        character is replaced by its case folding with every character that is
+        not a letter or digit made a space (a dash, a sign, a lone surrogate,
+        the dot ``"İ"`` folds to): one ``str.replace`` each when they are few,
+        one ``str.translate`` when they are many; then one split. Case
+        folding is per character (``str.casefold`` takes no context), so the
+        result is the definition's, token for token.
         """
         if text.isascii():
             return text.lower().translate(_ASCII_SPLIT).split()
-        folded = unicodedata.normalize("NFKC", text).casefold()
-        if folded.isascii():
-            return folded.translate(_ASCII_SPLIT).split()
-        words = (
-            folded.encode("utf-8", "surrogatepass")
-            .translate(_UTF8_SPLIT)
-            .decode("utf-8", "surrogatepass")
-            .split()
-        )
-        if "".join(words).isalnum():
-            return words
-        out: list[str] = []
-        for word in words:
-            if word.isalnum():
-                out.append(word)
-            else:
-                out += _TOKEN_RE.findall(word)
-        return out
+        text = unicodedata.normalize("NFKC", text)
+        if text.isascii():
+            return text.lower().translate(_ASCII_SPLIT).split()
+        data = text.encode("utf-8", "surrogatepass")
+        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
+        wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        changed = [c for c in set(wide) if not (c.isalnum() and c.casefold() == c)]
+        if len(changed) <= _REPLACE_LIMIT:  # a few: one fast C scan each
+            for char in changed:
+                folded = folded.replace(char, _fold_char(char))
+        else:  # many (an alphabet soup): one pass of a table
+            folded = folded.translate({ord(c): _fold_char(c) for c in changed})
+        return folded.split()
 
     def stem(self, word: str) -> str:
         """The Snowball stem of one case-folded token (cached)."""
@@ -336,6 +346,12 @@ class Analyzer:
 
     def is_stop_word(self, token: str) -> bool:
         return token.casefold() in self.stop_words
+
+
+def _fold_char(char: str) -> str:
+    """One character's case folding, with each character that is not a letter or digit
+    made a space: what it becomes among tokens."""
+    return "".join(c if c.isalnum() else " " for c in char.casefold())
 
 
 # -- sentences ------------------------------------------------------------------------------

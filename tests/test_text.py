@@ -244,3 +244,21 @@ def test_fast_path_equals_the_reference_on_any_text(text: str) -> None:
 
 
 _PROPERTY_ANALYZER = Analyzer()
+
+
+# Words of ASCII letters glued by non-ASCII characters of every kind (letters with and
+# without a case folding, punctuation, symbols, marks, spaces, surrogates), so that
+# most generated texts take the per-character replacement path, a few the table path.
+_GLUE = st.characters(codec=None, min_codepoint=0x80, exclude_categories=())
+_GLUED_TEXT = st.lists(
+    st.one_of(st.sampled_from(["Cells", "the", "DNA", "x", "Straße", "ΣΊΣΥΦΟΣ", "10"]), _GLUE),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_GLUED_TEXT, many=st.lists(_GLUE, min_size=17, max_size=40, unique=True))
+def test_non_ascii_tokens_equal_the_reference(text: str, many: list[str]) -> None:
+    assert Analyzer.tokens(text) == _reference_tokens(text)
+    soup = text + " a".join(many)  # more distinct characters than str.replace is used for
+    assert Analyzer.tokens(soup) == _reference_tokens(soup)
