@@ -71,7 +71,7 @@ import numpy as np
 
 from crag_heuristic import BM25Retriever, Evaluator, FaissRetriever
 from crag_heuristic._text import DEFAULT_STOP_WORDS, Analyzer
-from crag_heuristic.text import CorpusStats
+from crag_heuristic.text import CorpusStats, DaskEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evaluator_micro import ReferenceAnalyzer
@@ -216,7 +216,8 @@ def stats_section(corpus: Corpus, args: argparse.Namespace, folder: Path) -> dic
     gc.collect()
     before = rss_mb()
     cpu = cpu_s()
-    stats, seconds = timed(lambda: CorpusStats.build(texts, workers=args.workers))
+    engine = DaskEngine(n_workers=args.workers)
+    stats, seconds = timed(lambda: CorpusStats.build(texts, engine=engine))
     out["build_workers"] = args.workers
     out["build_s"] = seconds
     after = cpu_s()
@@ -226,7 +227,7 @@ def stats_section(corpus: Corpus, args: argparse.Namespace, folder: Path) -> dic
     out["table_mb"] = stats.nbytes / 1e6
     log(f"stats: built {n} docs in {seconds:.1f} s with {args.workers} workers")
     cpu = cpu_s()
-    single, seconds = timed(lambda: CorpusStats.build(texts, workers=1))
+    single, seconds = timed(lambda: CorpusStats.build(texts))
     out["build_1_worker_s"] = seconds
     out["build_1_worker_cpu_s"] = cpu_s()[0] - cpu[0]
     assert single.fingerprint() == stats.fingerprint()

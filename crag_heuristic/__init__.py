@@ -25,7 +25,8 @@ module                         what
 ``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
 ``crag_heuristic.grading``     the cascade: expensive graders (cross-encoder, any callable),
                                the escalation policy, ``Cascade``, the grader errors
-``crag_heuristic.text``        ``Analyzer``, ``CorpusStats``, ``CorpusStatsFileError``
+``crag_heuristic.text``        ``Analyzer``, ``CorpusStats`` (+ ``ChunkAnalyses``), the engines
+                               that count them (``LocalEngine``, ``DaskEngine``), their errors
 ``crag_heuristic.metrics``     ``MetricsSink``, ``PrometheusMetrics``
 ``crag_heuristic.protocols``   every seam (retriever, web, cache, expander, metrics, logger)
 ``crag_heuristic.sample``      the bundled sample corpus and its retriever

@@ -57,8 +57,7 @@ _ASCII_SPLIT = str.maketrans(
 # other ASCII non-alphanumerics spaces, and every byte of a multi-byte character (all
 # >= 0x80) is left alone, so the result is valid UTF-8.
 _UTF8_FOLD = bytes(
-    b if b >= 0x80 or chr(b).islower() or chr(b).isdigit()
-    else b + 32 if chr(b).isupper() else 0x20
+    b if b >= 0x80 or chr(b).islower() or chr(b).isdigit() else b + 32 if chr(b).isupper() else 0x20
     for b in range(256)
 )
 _ASCII_BYTES = bytes(range(128))

@@ -1,4 +1,4 @@
-"""CorpusStats at scale: the compact term table, build (in processes), merge, save and load."""
+"""CorpusStats at scale: the compact term table, build (in partitions), merge, save and load."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import math
 import pickle
 import zipfile
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from crag_heuristic import InputError
+from crag_heuristic import ConfigError, InputError
 from crag_heuristic._corpus import FORMAT_VERSION, TermTable
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
@@ -104,15 +103,12 @@ def test_bad_document_frequencies() -> None:
         TermTable.from_counts({"cat": "three"})  # type: ignore[dict-item]
 
 
-def test_parallel_build_equals_the_serial_one() -> None:
+def test_partitioned_build_equals_the_whole() -> None:
     texts = [f"{TEXTS[i % len(TEXTS)]} word{i % 13} shared" for i in range(500)]
-    serial = CorpusStats.build(texts)
-    parallel = CorpusStats.build(iter(texts), workers=2, shard_size=64)
-    assert parallel.fingerprint() == serial.fingerprint()
-    assert parallel.avg_doc_len == pytest.approx(serial.avg_doc_len)
-    with ThreadPoolExecutor(2) as pool:  # any executor will do
-        threaded = CorpusStats.build(texts, executor=pool, shard_size=50)
-    assert threaded.fingerprint() == serial.fingerprint()
+    whole = CorpusStats.build(texts, partition_size=10_000)
+    cut = CorpusStats.build(iter(texts), partition_size=64)
+    assert cut.fingerprint() == whole.fingerprint()
+    assert cut.avg_doc_len == whole.avg_doc_len
 
 
 def test_build_rejects_bad_input() -> None:
@@ -120,12 +116,18 @@ def test_build_rejects_bad_input() -> None:
         CorpusStats.build([])
     with pytest.raises(InputError, match="not a string"):
         CorpusStats.build(["ok", 3])  # type: ignore[list-item]
-    with pytest.raises(InputError, match="shard starting at text #2"):
-        CorpusStats.build(["a", "b", "c", None], workers=2, shard_size=2)  # type: ignore[list-item]
+    with pytest.raises(InputError, match="text #3 is NoneType"):
+        CorpusStats.build(["a", "b", "c", None], partition_size=2)  # type: ignore[list-item]
     with pytest.raises(InputError, match="one string"):
         CorpusStats.build("a text")
-    with pytest.raises(InputError, match="workers"):
-        CorpusStats.build(TEXTS, workers=0)
+    with pytest.raises(InputError, match="partition_size"):
+        CorpusStats.build(TEXTS, partition_size=0)
+    with pytest.raises(InputError, match="fewer ids"):
+        CorpusStats.build(TEXTS, ids=["a"], analyses=True)
+    with pytest.raises(InputError, match="more ids"):
+        CorpusStats.build(TEXTS[:1], ids=["a", "b"], analyses=True)
+    with pytest.raises(ConfigError, match="engine"):
+        CorpusStats.build(TEXTS, engine="spark")
 
 
 def test_merge_of_shards_equals_the_whole() -> None:
@@ -165,7 +167,7 @@ def test_build_logs_an_event() -> None:
         CorpusStats.build(TEXTS)
     [event] = [e for e in events if e["event"] == "crag.corpus_stats"]
     assert event["source"] == "built" and event["n_docs"] == len(TEXTS)
-    assert event["n_terms"] > 0 and event["workers"] == 1
+    assert event["n_terms"] > 0 and event["engine"] == "local"
 
 
 def _rewrite(path: Path, **changes: object) -> None:
