@@ -41,7 +41,9 @@ any                    ``faiss.SearchParameters(sel=...)``             an ID sel
 Corpus statistics (document frequencies for the evaluator's IDF) are ready
 when the retriever is: given, loaded from a file (:meth:`CorpusStats.load`,
 refused if built with another analyzer) or built from the docstore's texts
-at construction, never on the first query. Building and loading log a
+at construction, never on the first query; built here, they keep each
+document's analysis (``CorpusStats.analyses``), which the evaluator looks the
+retriever's chunks up in (by id and text digest) instead of tokenising them. Building and loading log a
 ``crag.corpus_stats`` event (``source="built"`` or ``"loaded"``, ``n_docs``,
 ``seconds``).
 """

@@ -49,6 +49,7 @@ import hashlib
 import math
 import threading
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from .._checks import check_k, check_query
@@ -232,15 +233,34 @@ def document_to_chunk(
         raise RetrieverError(f"result #{position}: {exc}", retriever=retriever) from None
 
 
-def _store_texts(store: Any) -> list[str] | None:
-    """The texts of a store's in-process docstore (FAISS, InMemoryVectorStore), if any."""
+def _store_documents(store: Any, retriever: str) -> list[tuple[str, str]] | None:
+    """The ``(chunk id, text)`` pairs of a store's in-process docstore (FAISS,
+    ``InMemoryVectorStore``), if any: the ids its search results get."""
     documents = getattr(getattr(store, "docstore", None), "_dict", None)
+    found: list[Any]
     if isinstance(documents, Mapping) and documents:
-        return [str(getattr(d, "page_content", "")) for d in documents.values()]
-    records = getattr(store, "store", None)
-    if _is_in_memory_store(store) and isinstance(records, Mapping) and records:
-        return [str(r.get("text", "")) for r in records.values() if isinstance(r, Mapping)]
-    return None
+        found = list(documents.values())
+    else:
+        records = getattr(store, "store", None)
+        if not (_is_in_memory_store(store) and isinstance(records, Mapping) and records):
+            return None
+        found = [
+            SimpleNamespace(
+                page_content=str(r.get("text", "")), metadata=r.get("metadata"), id=r.get("id")
+            )
+            for r in records.values()
+            if isinstance(r, Mapping)
+        ]
+    pairs = []
+    for position, document in enumerate(found):
+        try:
+            chunk = document_to_chunk(
+                document, score=None, score_kind=ScoreKind.UNKNOWN, retriever=retriever
+            )
+            pairs.append((chunk.id, chunk.text))
+        except RetrieverError:  # one its searches would refuse too: counted by its text
+            pairs.append((f"#{position}", str(getattr(document, "page_content", ""))))
+    return pairs
 
 
 def _unwrap(base: Any) -> tuple[Any, dict[str, Any]]:
@@ -540,14 +560,21 @@ class LangChainRetriever:
 
     def corpus_stats(self) -> CorpusStats | None:
         """Document frequencies over the store's in-process docstore (FAISS,
-        ``InMemoryVectorStore``), computed once; ``None`` for other stores."""
+        ``InMemoryVectorStore``), with each document's analysis (the evaluator
+        looks the store's chunks up instead of tokenising them), computed once;
+        ``None`` for other stores."""
         if self._stats is None:
             with self._stats_lock:
                 if self._stats is None:
-                    texts = _store_texts(self.base)
-                    if not texts:
+                    documents = _store_documents(self.base, self.name)
+                    if not documents:
                         return None
-                    self._stats = CorpusStats.from_texts(texts, self._analyzer)
+                    self._stats = CorpusStats.build(
+                        [text for _, text in documents],
+                        ids=[chunk_id for chunk_id, _ in documents],
+                        analyzer=self._analyzer,
+                        analyses=True,
+                    )
         return self._stats
 
 

@@ -327,8 +327,11 @@ class QdrantRetriever:
 
     def build_corpus_stats(self, *, batch_size: int = 256) -> CorpusStats | None:
         """Scroll the whole collection once and build document frequencies from
-        the text payloads (kept for :meth:`corpus_stats`). ``None`` when empty."""
+        the text payloads, with each point's analysis (the evaluator looks the
+        collection's chunks up by point id and text digest instead of tokenising
+        them), kept for :meth:`corpus_stats`. ``None`` when empty."""
         texts: list[str] = []
+        ids: list[str] = []
         offset: Any = None
         while True:
             records, offset = self.client.scroll(
@@ -338,14 +341,18 @@ class QdrantRetriever:
                 with_payload=[self.text_key],
                 with_vectors=False,
             )
-            texts.extend(
-                text
-                for record in records
-                if isinstance(text := (record.payload or {}).get(self.text_key), str)
-            )
+            for record in records:
+                text = (record.payload or {}).get(self.text_key)
+                if isinstance(text, str):
+                    texts.append(text)
+                    ids.append(str(record.id))  # the id search results give the chunk
             if offset is None:
                 break
-        self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
+        self._stats = (
+            CorpusStats.build(texts, ids=ids, analyzer=self._analyzer, analyses=True)
+            if texts
+            else None
+        )
         return self._stats
 
     def corpus_stats(self) -> CorpusStats | None:

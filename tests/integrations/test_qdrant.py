@@ -17,6 +17,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from crag_heuristic import CRAG, Chunk, InputError, RetrieverError, ScoreKind, Strategy
 from crag_heuristic.integrations.qdrant import QdrantRetriever, QdrantScores
 from crag_heuristic.sample import LsaEmbedder
+from crag_heuristic.text import Analyzer
 
 DIM = 12
 N = 30
@@ -243,6 +244,8 @@ def test_string_ids_empty_collections_and_corpus_stats(
     assert empty.search("q", 1)[0].id == point
     stats = empty.build_corpus_stats(batch_size=1)
     assert stats is not None and stats.n_docs == 1 and empty.corpus_stats() is stats
+    assert stats.analyses is not None  # by point id: what the search gives the chunk
+    assert stats.analyses.get(point, "roads") == Analyzer().analyze("roads")
 
 
 def sample_collection(client: QdrantClient, corpus: list[Chunk], lsa: LsaEmbedder) -> str:
