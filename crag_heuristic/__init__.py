@@ -17,6 +17,7 @@ into. Each area's other names live in a public submodule:
 =============================  ===============================================================
 module                         what
 =============================  ===============================================================
+``crag_heuristic.cache``       the caches (``TieredCache`` too) and their counters
 ``crag_heuristic.config``      the configuration sections (``Thresholds``, ``SignalWeights``
                                ...) and the fitted model's parts
 ``crag_heuristic.web``         ``CircuitState``, ``WebResults``, ``WebSearchInfo``,

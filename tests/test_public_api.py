@@ -70,6 +70,7 @@ EXPECTED = [
 ]
 
 SUBMODULES = {
+    "crag_heuristic.cache": ["CacheStats", "MemoryCache", "RedisCache", "TieredCache"],
     "crag_heuristic.bench": [
         "CalibrationResult",
         "GateExample",

@@ -43,9 +43,9 @@ when the retriever is: given, loaded from a file (:meth:`CorpusStats.load`,
 refused if built with another analyzer) or built from the docstore's texts
 at construction, never on the first query; built here, they keep each
 document's analysis (``CorpusStats.analyses``), which the evaluator looks the
-retriever's chunks up in (by id and text digest) instead of tokenising them. Building and loading log a
-``crag.corpus_stats`` event (``source="built"`` or ``"loaded"``, ``n_docs``,
-``seconds``).
+retriever's chunks up in (by id and text digest) instead of tokenising them.
+Building and loading log a ``crag.corpus_stats`` event (``source="built"`` or
+``"loaded"``, ``n_docs``, ``seconds``).
 """
 
 from __future__ import annotations
