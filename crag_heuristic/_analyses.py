@@ -162,6 +162,18 @@ class AnalysesPart:
         return np.bincount(ids, minlength=len(self.vocab)).astype(np.int64)
 
 
+def _segments(
+    offsets: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], *arrays: npt.NDArray[Any]
+) -> tuple[list[int], list[list[int]]]:
+    """The lengths of ``rows``' segments and, for each of ``arrays``, their values
+    one after another (Python lists: one gather and one ``tolist`` per array)."""
+    low, high = offsets[rows], offsets[rows + 1]
+    lengths = high - low
+    index = np.repeat(low - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    index += np.arange(len(index), dtype=np.int64)
+    return lengths.tolist(), [values[index].tolist() for values in arrays]
+
+
 def _offsets(lengths: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -316,45 +328,71 @@ class ChunkAnalyses:
         return self.get_many([(chunk_id, text)])[0]
 
     def get_many(self, chunks: Sequence[tuple[str, str]]) -> list[TextStats | None]:
-        """:meth:`get` for each ``(id, text)``, the ids searched together."""
-        keys = np.fromiter((id_key(i) for i, _ in chunks), dtype=np.uint64, count=len(chunks))
+        """:meth:`get` for each ``(id, text)``: the ids searched together, the rows found
+        read with one gather per array (a few numpy calls per batch, not per row)."""
+        found: list[TextStats | None] = [None] * len(chunks)
         id_keys = self._arrays["id_keys"]
-        rows = id_keys.searchsorted(keys).tolist()
         n = len(id_keys)
-        found: list[TextStats | None] = []
-        for (_, text), key, row in zip(chunks, keys.tolist(), rows, strict=True):
-            stats = None
-            if row < n and int(id_keys[row]) == key:
-                digest = text_digest16(text)
-                while row < n and int(id_keys[row]) == key:
-                    if self._digests[16 * row : 16 * row + 16] == digest:
-                        stats = self._stats(row)
-                        break
-                    row += 1
-            found.append(stats)
+        if not chunks or not n:
+            return found
+        keys = np.fromiter((id_key(i) for i, _ in chunks), dtype=np.uint64, count=len(chunks))
+        starts = id_keys.searchsorted(keys)
+        known = (starts < n) & (id_keys[np.minimum(starts, n - 1)] == keys)
+        positions, rows = [], []
+        for position in np.flatnonzero(known).tolist():
+            row = self._row(int(starts[position]), int(keys[position]), chunks[position][1])
+            if row is not None:
+                positions.append(position)
+                rows.append(row)
+        if rows:
+            for position, stats in zip(positions, self._rows(rows), strict=True):
+                found[position] = stats
         return found
 
-    def _stats(self, row: int) -> TextStats:
+    def _row(self, row: int, key: int, text: str) -> int | None:
+        """The row of ``text`` among the rows from ``row`` on whose id key is ``key``."""
+        digest = text_digest16(text)
+        id_keys, digests, n = self._arrays["id_keys"], self._digests, len(self._digests) // 16
+        while row < n and int(id_keys[row]) == key:
+            if digests[16 * row : 16 * row + 16] == digest:
+                return row
+            row += 1
+        return None
+
+    def _rows(self, rows: list[int]) -> list[TextStats]:
+        """The analyses of ``rows``: each array gathered once for all of them."""
         a = self._arrays
-        start, end = a["term_offsets"][row : row + 2].tolist()
-        positions = a["term_ids"][start:end].tolist()
-        counts = a["term_counts"][start:end].tolist()
-        cached = list(map(self._strings.get, positions))
-        terms: list[str] = self._decode(positions) if None in cached else cached  # type: ignore[assignment]
-        term_counts: dict[str, int] = dict(zip(terms, counts, strict=True))
-        low, high = a["stop_offsets"][row : row + 2].tolist()
-        stop_set = (
-            frozenset(map(self.stop_words.__getitem__, a["stop_ids"][low:high].tolist()))
-            if high > low
-            else _EMPTY
+        at = np.asarray(rows, dtype=np.int64)
+        term_lengths, term_values = _segments(
+            a["term_offsets"], at, a["term_ids"], a["term_counts"]
         )
-        return TextStats(
-            term_set=frozenset(term_counts),
-            stop_set=stop_set,
-            n_tokens=int(a["n_tokens"][row]),
-            term_counts=term_counts,
-            n_terms=sum(counts),
-        )
+        stop_lengths, (stop_ids,) = _segments(a["stop_offsets"], at, a["stop_ids"])
+        positions, counts = term_values
+        strings = self._strings
+        cached = list(map(strings.get, positions))
+        # all(): a C-level truth test per term (only None fails it), unlike `None in`
+        terms: list[str] = cached if all(cached) else self._decode(positions)  # type: ignore[assignment]
+        words = self.stop_words
+        n_tokens = a["n_tokens"][at].tolist()
+        out = []
+        t = s = 0
+        for i, (n_terms, n_stops) in enumerate(zip(term_lengths, stop_lengths, strict=True)):
+            row_counts = counts[t : t + n_terms]
+            term_counts = dict(zip(terms[t : t + n_terms], row_counts, strict=True))
+            t += n_terms
+            out.append(
+                TextStats(
+                    term_set=frozenset(term_counts),
+                    stop_set=frozenset(map(words.__getitem__, stop_ids[s : s + n_stops]))
+                    if n_stops
+                    else _EMPTY,
+                    n_tokens=n_tokens[i],
+                    term_counts=term_counts,
+                    n_terms=sum(row_counts),
+                )
+            )
+            s += n_stops
+        return out
 
     def _decode(self, positions: list[int]) -> list[str]:
         strings = self._strings
