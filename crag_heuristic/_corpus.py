@@ -415,10 +415,16 @@ class CorpusStats:
         else:
             count = functools.partial(count_partition, analyzer, analyses=analyses)
         merger = Merger()
+        merging = 0.0  # seconds spent here adding partitions up, not counting them
+        n_parts = 0
         for part in engine.map_unordered(count, partitions):
+            began = time.perf_counter()
             merger.add(part)
+            merging += time.perf_counter() - began
+            n_parts += 1
         if merger.n_docs == 0:
             raise InputError("CorpusStats.build needs at least one text")
+        began = time.perf_counter()
         table, stored = merger.finish(TermTable.of_terms)
         stats = cls(
             n_docs=merger.n_docs,
@@ -427,7 +433,16 @@ class CorpusStats:
             analyzer=analyzer.fingerprint,
             analyses=stored,
         )
-        _log_event("built", stats, started, engine=engine.name)
+        merging += time.perf_counter() - began
+        _log_event(
+            "built",
+            stats,
+            started,
+            engine=engine.name,
+            partitions=n_parts,
+            merge_seconds=round(merging, 3),
+            analyses=stored is not None,
+        )
         return stats
 
     @classmethod
