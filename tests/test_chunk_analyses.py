@@ -14,14 +14,13 @@ from hypothesis import strategies as st
 
 from crag_heuristic import BM25Retriever, Chunk, Evaluator, FaissRetriever, InputError, ScoreKind
 from crag_heuristic._analyses import ChunkAnalyses
-from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
+from crag_heuristic.text import Analyzer, CorpusStats
 
 TEXTS = [
-    "Cats chase mice; the cat sleeps.",
-    "A dog and a cat.",
-    "Dogs bark at the mailman.",
+    "Honeybees dance; the bees follow the dancer.",
+    "A cell and a membrane.",
     "",
-    "the of and",  # only stop words
+    "of the and to",  # only stop words
     "Ünïcödé Straße ﬁnance x² 10–20 ± 3 µm",
     "cat " * 300,  # a count past 255
     "İstanbul ΣΊΣΥΦΟΣ lone \ud800 surrogate",
@@ -132,44 +131,6 @@ def test_save_load_and_merge_keep_the_analyses(tmp_path: Path) -> None:
     assert merged.analyses.get("x", "new words here") == Analyzer().analyze("new words here")
     assert merged.analyses.get("5", TEXTS[5]) == Analyzer().analyze(TEXTS[5])
     assert CorpusStats.merge(loaded, CorpusStats.build(["plain"])).analyses is None
-
-
-def _rewrite(path: Path, **changes: object) -> None:
-    with np.load(path, allow_pickle=False) as data:
-        fields = {key: data[key] for key in data.files}
-    fields.update({k: np.asarray(v) for k, v in changes.items()})
-    with path.open("wb") as out:
-        np.savez(out, **fields)
-
-
-def test_damaged_analyses_are_refused(tmp_path: Path) -> None:
-    stats = CorpusStats.build(TEXTS, analyses=True)
-    assert stats.analyses is not None
-    arrays = stats.analyses.arrays()
-    path = stats.save(tmp_path / "a.npz")
-    counts = np.array(arrays["term_counts"])
-    counts[0] += 1  # consistent shape, another count
-    _rewrite(path, analyses_term_counts=counts)
-    with pytest.raises(CorpusStatsFileError, match="analyses are damaged"):
-        CorpusStats.load(path)
-    path = stats.save(tmp_path / "b.npz")
-    _rewrite(path, analyses_term_offsets=arrays["term_offsets"][:-1])
-    with pytest.raises(CorpusStatsFileError, match="do not cut term_ids"):
-        CorpusStats.load(path)
-    path = stats.save(tmp_path / "c.npz")
-    ids = np.array(arrays["term_ids"])
-    ids[0] = len(stats.doc_freq) + 5
-    _rewrite(path, analyses_term_ids=ids)
-    with pytest.raises(CorpusStatsFileError, match="outside the table"):
-        CorpusStats.load(path)
-
-
-def test_a_version_1_file_loads_without_analyses(tmp_path: Path) -> None:
-    stats = CorpusStats.build(TEXTS)
-    path = stats.save(tmp_path / "v1.npz")
-    _rewrite(path, format_version=np.int64(1))
-    loaded = CorpusStats.load(path)
-    assert loaded.fingerprint() == stats.fingerprint() and loaded.analyses is None
 
 
 def test_analyses_belong_to_their_own_table() -> None:

@@ -236,3 +236,33 @@ def test_load_refuses_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(CorpusStatsFileError) as caught:
         CorpusStats.load(empty_zip)
     assert caught.value.field == "kind"
+
+
+def test_damaged_analyses_are_refused(tmp_path: Path) -> None:
+    stats = CorpusStats.build(TEXTS, analyses=True)
+    assert stats.analyses is not None
+    arrays = stats.analyses.arrays()
+    path = stats.save(tmp_path / "a.npz")
+    counts = np.array(arrays["term_counts"])
+    counts[0] += 1  # consistent shape, another count
+    _rewrite(path, analyses_term_counts=counts)
+    with pytest.raises(CorpusStatsFileError, match="analyses are damaged"):
+        CorpusStats.load(path)
+    path = stats.save(tmp_path / "b.npz")
+    _rewrite(path, analyses_term_offsets=arrays["term_offsets"][:-1])
+    with pytest.raises(CorpusStatsFileError, match="do not cut term_ids"):
+        CorpusStats.load(path)
+    path = stats.save(tmp_path / "c.npz")
+    ids = np.array(arrays["term_ids"])
+    ids[0] = len(stats.doc_freq) + 5
+    _rewrite(path, analyses_term_ids=ids)
+    with pytest.raises(CorpusStatsFileError, match="outside the table"):
+        CorpusStats.load(path)
+
+
+def test_a_version_1_file_loads_without_analyses(tmp_path: Path) -> None:
+    stats = CorpusStats.build(TEXTS)
+    path = stats.save(tmp_path / "v1.npz")
+    _rewrite(path, format_version=np.int64(1))
+    loaded = CorpusStats.load(path)
+    assert loaded.fingerprint() == stats.fingerprint() and loaded.analyses is None

@@ -132,6 +132,19 @@ class TieredCache:
             )
         return self.far
 
+    def _local(self, key: str) -> tuple[str | None, bool, bool]:
+        """The in-process tier's value (a hit is counted), and whether each tier holds
+        this key's kind (a miss is counted when the shared tier does not)."""
+        near, far = self._tiers(key)
+        if near:
+            value = self.near.get(key)
+            if value is not None:
+                self._counters.add("hits")
+                return value, near, far
+        if not far:
+            self._counters.add("misses")
+        return None, near, far
+
     def _found(self, key: str, value: str | None, near: bool) -> str | None:
         if value is not None and near:
             self.near.set(key, value, self.near_ttl)
@@ -146,15 +159,9 @@ class TieredCache:
         Raises:
             CacheError: the shared tier failed (what this process holds is served first).
         """
-        near, far = self._tiers(key)
-        if near:
-            value = self.near.get(key)
-            if value is not None:
-                self._counters.add("hits")
-                return value
-        if not far:
-            self._counters.add("misses")
-            return None
+        value, near, far = self._local(key)
+        if value is not None or not far:
+            return value
         return self._found(key, self._sync_far("get").get(key), near)
 
     def set(self, key: str, value: str, ttl: float | None = None) -> None:
@@ -184,15 +191,9 @@ class TieredCache:
 
     async def aget(self, key: str) -> str | None:
         """:meth:`get` with the shared tier's async client (or its sync one in a thread)."""
-        near, far = self._tiers(key)
-        if near:
-            value = self.near.get(key)
-            if value is not None:
-                self._counters.add("hits")
-                return value
-        if not far:
-            self._counters.add("misses")
-            return None
+        value, near, far = self._local(key)
+        if value is not None or not far:
+            return value
         if isinstance(self.far, AsyncCache):
             found = await self.far.aget(key)
         else:
