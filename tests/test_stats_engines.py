@@ -126,3 +126,16 @@ def test_the_stats_command_on_a_two_worker_local_cluster(tmp_path: Path) -> None
     assert local["analyses"] == dask["analyses"] == 300
     _same(CorpusStats.load(tmp_path / "local.npz"), CorpusStats.load(tmp_path / "dask.npz"))
     assert main(["stats", "--docs", str(docs), "--out", "x.npz", "--scheduler", "tcp://h:1"]) == 2
+
+
+def test_the_stats_command_reads_a_json_array_and_refuses_bad_input(tmp_path: Path) -> None:
+    docs = tmp_path / "docs.json"
+    docs.write_text(json.dumps([{"id": "a", "text": "bees dance"}, "a plain text"]), "utf-8")
+    out = io.StringIO()
+    assert main(["stats", "--docs", str(docs), "--out", str(tmp_path / "s.npz")], out=out) == 0
+    stats = CorpusStats.load(tmp_path / "s.npz")
+    assert stats.n_docs == 2 and stats.analyses is not None
+    assert stats.analyses.get("a", "bees dance") is not None
+    assert stats.analyses.get("1", "a plain text") is not None  # no id: its position
+    missing = ["stats", "--docs", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "x.npz")]
+    assert main(missing) == 2
