@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -160,6 +161,11 @@ class AnalysesPart:
         """Documents per local term id (each document lists a term once)."""
         ids = np.frombuffer(self.term_ids, dtype=np.uint32)
         return np.bincount(ids, minlength=len(self.vocab)).astype(np.int64)
+
+
+def _stop_set(words: tuple[str, ...], ids: list[int]) -> frozenset[str]:
+    """A row's stop words (made when first asked for: see :class:`TextStats`)."""
+    return frozenset(map(words.__getitem__, ids))
 
 
 def _segments(
@@ -383,7 +389,7 @@ class ChunkAnalyses:
             out.append(
                 TextStats(
                     term_set=frozenset(term_counts),
-                    stop_set=frozenset(map(words.__getitem__, stop_ids[s : s + n_stops]))
+                    stop_set=partial(_stop_set, words, stop_ids[s : s + n_stops])
                     if n_stops
                     else _EMPTY,
                     n_tokens=n_tokens[i],

@@ -22,8 +22,8 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -72,24 +72,80 @@ _EMPTY: frozenset[str] = frozenset()
 _STEM_CACHE_LIMIT = 200_000
 
 
-@dataclass(frozen=True, slots=True)
 class TextStats:
-    """What the evaluator needs to know about one text.
+    """What the evaluator needs to know about one text (immutable).
 
     Attributes:
         term_set: the distinct stemmed content terms (stop words removed).
         stop_set: the distinct stop words it contains (case-folded, not
-            stemmed), to match a query made only of stop words.
+            stemmed), to match a query made only of stop words. It may be
+            given as a function that makes it, called on first use: the
+            corpus's stored analyses do (a query of only stop words is rare,
+            and the set costs as much to make as the rest of the analysis).
         n_tokens: number of word tokens, stop words included.
         term_counts: stemmed content term -> occurrences (for BM25); read-only.
         n_terms: number of content-term occurrences (the BM25 document length).
     """
 
+    __slots__ = ("_stop_set", "n_terms", "n_tokens", "term_counts", "term_set")
+
     term_set: frozenset[str]
-    stop_set: frozenset[str]
     n_tokens: int
-    term_counts: Mapping[str, int] = field(default_factory=dict)
-    n_terms: int = 0
+    term_counts: Mapping[str, int]
+    n_terms: int
+    _stop_set: frozenset[str] | Callable[[], frozenset[str]]
+
+    def __init__(
+        self,
+        term_set: frozenset[str],
+        stop_set: frozenset[str] | Callable[[], frozenset[str]],
+        n_tokens: int,
+        term_counts: Mapping[str, int] | None = None,
+        n_terms: int = 0,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "term_set", term_set)
+        setter(self, "_stop_set", stop_set)
+        setter(self, "n_tokens", n_tokens)
+        setter(self, "term_counts", {} if term_counts is None else term_counts)
+        setter(self, "n_terms", n_terms)
+
+    @property
+    def stop_set(self) -> frozenset[str]:
+        stop = self._stop_set
+        if not isinstance(stop, frozenset):  # made on first use
+            stop = stop()
+            object.__setattr__(self, "_stop_set", stop)
+        return stop
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TextStats is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"TextStats is immutable: cannot delete {name!r}")
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.term_set, self.stop_set, self.n_tokens, self.term_counts, self.n_terms)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TextStats):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # term_counts is a dict
+
+    def __repr__(self) -> str:
+        term_set, stop_set, n_tokens, term_counts, n_terms = self._fields()
+        return (
+            f"TextStats(term_set={term_set!r}, stop_set={stop_set!r}, n_tokens={n_tokens!r}, "
+            f"term_counts={term_counts!r}, n_terms={n_terms!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            TextStats,
+            (self.term_set, self.stop_set, self.n_tokens, dict(self.term_counts), self.n_terms),
+        )
 
     def match_set(self, query: QueryTerms) -> frozenset[str]:
         """The terms ``query`` is matched against (see :class:`QueryTerms`)."""
