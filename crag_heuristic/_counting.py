@@ -72,18 +72,22 @@ class TextsPartition:
     ids: Sequence[Any] | None = None
 
     def documents(self) -> Iterator[tuple[str | int, str]]:
-        """``(id, text)``; the id is the position in the partition where none was given."""
+        """``(id, text)``: the id given (an ``int`` one as its decimal string), else the
+        position in the partition (an ``int``, made a corpus position by the merge)."""
         ids: Iterable[Any] = range(len(self.texts)) if self.ids is None else self.ids
         for position, (doc_id, text) in enumerate(zip(ids, self.texts, strict=True)):
             if not isinstance(text, str):
                 raise InputError(
                     f"text #{self.first + position} is {type(text).__name__}, not a string"
                 )
+            if self.ids is None:
+                yield doc_id, text
+                continue
             if not isinstance(doc_id, str | int) or isinstance(doc_id, bool):
                 raise InputError(
                     f"id #{self.first + position} is {type(doc_id).__name__}, not a string"
                 )
-            yield doc_id, text
+            yield str(doc_id), text
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import ConfigError, CragError, StatsEngineError
+from ._exceptions import ConfigError, StatsEngineError
 
 if TYPE_CHECKING:
     from ._protocols import StatsEngine
@@ -153,7 +153,7 @@ class DaskEngine:
 
         limit = self.in_flight or 2 * max(1, len(client.scheduler_info().get("workers", {})))
         run = uuid.uuid4().hex[:12]
-        pending = distributed.as_completed()
+        pending = distributed.as_completed(loop=client.loop)
         todo = iter(partitions)
 
         def submit(partition: Any) -> None:
@@ -164,19 +164,21 @@ class DaskEngine:
         counter = itertools.count()
         for partition in itertools.islice(todo, limit):
             submit(partition)
-        for future in pending:
-            try:
-                result = future.result()
-            except CragError:
-                raise
-            except distributed.KilledWorker as exc:
-                raise StatsEngineError(f"a Dask worker died: {exc}", engine=self.name) from exc
-            finally:
-                future.release()
-            nxt = next(todo, None)
-            if nxt is not None:
-                submit(nxt)
-            yield result
+        try:
+            for future in pending:
+                try:
+                    result = future.result()
+                except distributed.KilledWorker as exc:
+                    raise StatsEngineError(f"a Dask worker died: {exc}", engine=self.name) from exc
+                finally:
+                    future.release()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    submit(nxt)
+                yield result
+        except BaseException:  # a bad text, a dead worker, the caller gone: stop the rest
+            client.cancel(list(pending.futures))
+            raise
 
 
 def _distributed() -> Any:

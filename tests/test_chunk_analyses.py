@@ -52,6 +52,14 @@ def test_a_changed_text_or_an_unknown_id_is_never_served() -> None:
     assert stats.analyses.get_many([]) == []
 
 
+def test_integer_ids_are_their_decimal_strings() -> None:
+    stats = CorpusStats.build(["alpha text", "beta text"], ids=[7, 3], analyses=True)  # type: ignore[list-item]
+    assert stats.analyses is not None
+    assert stats.analyses.get("7", "alpha text") is not None
+    assert stats.analyses.get("3", "beta text") is not None
+    assert stats.analyses.get("0", "alpha text") is None
+
+
 def test_repeated_ids_are_told_apart_by_their_texts() -> None:
     stats = CorpusStats.build(["one text", "another text"], ids=["same", "same"], analyses=True)
     assert stats.analyses is not None
