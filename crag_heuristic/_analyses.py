@@ -50,7 +50,7 @@ from ._text import TextStats
 if TYPE_CHECKING:
     from ._corpus import TermTable
 
-__all__ = ["AnalysesPart", "ChunkAnalyses", "id_key", "text_digest16"]
+__all__ = ["AnalysesPart", "ChunkAnalyses", "id_key", "key64", "text_digest16", "utf8"]
 
 _EMPTY: frozenset[str] = frozenset()
 _STRINGS_LIMIT = 262_144  # decoded term strings kept (about 20 MB at most)
@@ -66,15 +66,25 @@ ARRAY_NAMES = (
 )
 
 
-def id_key(chunk_id: str) -> int:
-    """The 64-bit key of an id (BLAKE2b of its UTF-8 bytes, stable across runs)."""
-    data = chunk_id.encode("utf-8", "surrogatepass")
+def utf8(text: str) -> bytes:
+    """A string's UTF-8 bytes, unpaired surrogates kept (``"surrogatepass"``)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def key64(data: bytes) -> int:
+    """The 64-bit key of some bytes (BLAKE2b, stable across runs and processes): what
+    the term table and the analyses sort by."""
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def id_key(chunk_id: str) -> int:
+    """The 64-bit key of an id (:func:`key64` of its UTF-8 bytes)."""
+    return key64(utf8(chunk_id))
 
 
 def text_digest16(text: str) -> bytes:
     """The first 16 bytes of the SHA-256 of a text's UTF-8 bytes (surrogates kept)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+    return hashlib.sha256(utf8(text)).digest()[:16]
 
 
 def _smallest_uint(values: npt.NDArray[Any]) -> npt.NDArray[Any]:

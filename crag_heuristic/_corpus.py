@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._analyses import ARRAY_NAMES, AnalysesPart, ChunkAnalyses
+from ._analyses import ARRAY_NAMES, AnalysesPart, ChunkAnalyses, key64, utf8
 from ._counting import (
     Merger,
     Part,
@@ -76,15 +76,6 @@ _KIND = "crag_heuristic.CorpusStats"
 _LOOKUP_CACHE = 65_536
 _PARTITION = 25_000  # texts per partition
 _PARTITION_BYTES = 32 << 20  # bytes of a documents file per partition
-
-
-def _key(data: bytes) -> int:
-    """The 64-bit lookup key of a term's UTF-8 bytes (BLAKE2b, stable across runs)."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
-def _encode(term: str) -> bytes:
-    return term.encode("utf-8", "surrogatepass")
 
 
 class TermTable(Mapping[str, int]):
@@ -134,24 +125,34 @@ class TermTable(Mapping[str, int]):
             InputError: a term that is not a string.
         """
         try:
-            data = [_encode(term) for term in terms]
+            data = [utf8(term) for term in terms]
         except AttributeError as exc:
             raise InputError(f"document frequencies must map str -> int: {exc}") from None
         n = len(data)
-        keys = np.fromiter(map(_key, data), dtype=np.uint64, count=n)
+        keys = np.fromiter(map(key64, data), dtype=np.uint64, count=n)
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         if n > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
             # equal keys: order those by their bytes too, so the table stays canonical
             order = np.asarray(sorted(range(n), key=lambda i: (int(keys[i]), data[i])))
             sorted_keys = keys[order]
-        lengths = np.fromiter((len(data[i]) for i in order), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        blob = b"".join(data[i] for i in order)
         positions = np.empty(n, dtype=np.int64)
         positions[order] = np.arange(n, dtype=np.int64)
-        return cls(sorted_keys, offsets, blob, np.asarray(counts, dtype=np.int64)[order]), positions
+        table = cls.from_sorted(
+            sorted_keys, [data[i] for i in order], np.asarray(counts, dtype=np.int64)[order]
+        )
+        return table, positions
+
+    @classmethod
+    def from_sorted(
+        cls, keys: npt.NDArray[np.uint64], data: list[bytes], counts: npt.NDArray[np.int64]
+    ) -> TermTable:
+        """The table of terms already in table order: ``keys`` sorted (ties by bytes),
+        ``data`` their UTF-8 bytes, ``counts`` theirs."""
+        lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+        offsets = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(keys, offsets, b"".join(data), counts)
 
     # -- Mapping ------------------------------------------------------------------------------
 
@@ -168,8 +169,8 @@ class TermTable(Mapping[str, int]):
 
     def _find(self, term: str) -> int:
         """The count of ``term``, or -1 when the table does not hold it."""
-        data = _encode(term)
-        key = np.uint64(_key(data))
+        data = utf8(term)
+        key = np.uint64(key64(data))
         keys, offsets, blob = self._keys, self._offsets, self._blob
         i = int(keys.searchsorted(key))
         while i < len(keys) and keys[i] == key:
@@ -188,8 +189,8 @@ class TermTable(Mapping[str, int]):
         Raises:
             InputError: a term the table does not hold.
         """
-        data = [_encode(term) for term in terms]
-        keys = np.fromiter(map(_key, data), dtype=np.uint64, count=len(data))
+        data = [utf8(term) for term in terms]
+        keys = np.fromiter(map(key64, data), dtype=np.uint64, count=len(data))
         table_keys, n = self._keys, len(self._keys)
         found = table_keys.searchsorted(keys)
         inside = np.minimum(found, max(n - 1, 0))
@@ -425,7 +426,7 @@ class CorpusStats:
         if merger.n_docs == 0:
             raise InputError("CorpusStats.build needs at least one text")
         began = time.perf_counter()
-        table, stored = merger.finish(TermTable.of_terms)
+        table, stored = merger.finish(TermTable)
         stats = cls(
             n_docs=merger.n_docs,
             doc_freq=table,
@@ -480,9 +481,10 @@ class CorpusStats:
                     vocab,
                     np.array(table.counts),
                     None if stored is None else AnalysesPart.from_analyses(stored, vocab),
+                    keys=table._keys,
                 )
             )
-        merged, analyses = merger.finish(TermTable.of_terms)
+        merged, analyses = merger.finish(TermTable)
         n_docs = sum(part.n_docs for part in parts)
         lengths = [part.avg_doc_len for part in parts]
         avg = (

@@ -84,7 +84,7 @@ def test_term_table_keys_collide_without_a_wrong_count(monkeypatch: pytest.Monke
     import crag_heuristic._corpus as corpus
 
     # every term on one key: lookups must compare bytes, and the order stays canonical
-    monkeypatch.setattr(corpus, "_key", lambda data: 42)
+    monkeypatch.setattr(corpus, "key64", lambda data: 42)
     counts = {"dog": 2, "cat": 3, "cow": 5}
     table = TermTable.from_counts(counts)
     assert dict(table.items()) == counts and list(table) == ["cat", "cow", "dog"]
@@ -109,6 +109,22 @@ def test_partitioned_build_equals_the_whole() -> None:
     cut = CorpusStats.build(iter(texts), partition_size=64)
     assert cut.fingerprint() == whole.fingerprint()
     assert cut.avg_doc_len == whole.avg_doc_len
+
+
+def test_terms_sharing_a_key_are_merged_by_the_terms(monkeypatch: pytest.MonkeyPatch) -> None:
+    import crag_heuristic._counting as counting
+
+    texts = [f"{TEXTS[i % len(TEXTS)]} word{i % 13} shared" for i in range(300)]
+    usual = CorpusStats.build(texts, analyses=True, partition_size=50)
+
+    def colliding(vocab: list[str]) -> np.ndarray:
+        return np.asarray([len(term) for term in vocab], dtype=np.uint64)  # many share one
+
+    monkeypatch.setattr(counting, "vocab_keys", colliding)
+    merged = CorpusStats.build(texts, analyses=True, partition_size=50)
+    assert merged.fingerprint() == usual.fingerprint()
+    assert merged.analyses is not None and usual.analyses is not None
+    assert merged.analyses.digest() == usual.analyses.digest()
 
 
 def test_build_rejects_bad_input() -> None:
