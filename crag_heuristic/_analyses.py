@@ -412,10 +412,10 @@ class ChunkAnalyses:
 
     def _decode(self, positions: list[int]) -> list[str]:
         strings = self._strings
-        missing = [p for p in positions if p not in strings]
+        missing = list({p for p in positions if p not in strings})
         if len(strings) + len(missing) > _STRINGS_LIMIT:
             strings.clear()
-        term_at = self.terms.term_at
-        fresh = {p: term_at(p) for p in missing}
+        fresh = dict(zip(missing, self.terms.terms_at(missing), strict=True))
         strings.update(fresh)
-        return [strings.get(p) or fresh.get(p) or term_at(p) for p in positions]
+        # another thread may have emptied the cache meanwhile: then read the table
+        return [fresh.get(p) or strings.get(p) or self.terms.term_at(p) for p in positions]

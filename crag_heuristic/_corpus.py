@@ -214,6 +214,17 @@ class TermTable(Mapping[str, int]):
         start, end = self._offsets[position : position + 2].tolist()
         return self._blob[start:end]
 
+    def terms_at(self, positions: list[int]) -> list[str]:
+        """The terms at these positions (one gather of the offsets for all of them)."""
+        at = np.asarray(positions, dtype=np.int64)
+        blob = self._blob
+        return [
+            blob[start:end].decode("utf-8", "surrogatepass")
+            for start, end in zip(
+                self._offsets[at].tolist(), self._offsets[at + 1].tolist(), strict=True
+            )
+        ]
+
     def term_at(self, position: int) -> str:
         """The term at a position of the table (``0 <= position < len(self)``)."""
         return self._bytes_at(position).decode("utf-8", "surrogatepass")
