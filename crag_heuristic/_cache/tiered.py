@@ -7,14 +7,14 @@ process reads often in a :class:`~crag_heuristic.MemoryCache` (LRU + TTL) and
 goes to the shared tier for what other processes computed:
 
 * ``near_kinds`` (evaluations and grades by default) are read from the
-  in-process tier first; a miss there reads the shared tier (where the kind
-  is shared) and keeps the answer in process; a write goes to both;
-* ``far_kinds`` are the kinds the shared tier holds: by default grades (an
-  expensive grader's answer is worth a round trip) and web results (seconds
-  of web search, shared by every process), not evaluations, whose cold
-  evaluation costs less than a round trip on a busy host (see
-  ``benchmarks/results/evaluator_micro.md``); pass ``far_kinds=None`` to
-  share every kind.
+  in-process tier first; a miss there reads the shared tier and keeps the
+  answer in process; a write goes to both;
+* ``far_kinds`` are the kinds the shared tier holds: every kind by default
+  (``None``): what other processes computed, and web results. Pass
+  ``far_kinds=("grade", "web")`` where a round trip to Redis costs more than
+  evaluating the chunks again (``benchmarks/results/evaluator_micro.md``
+  measures both in one run: a first sight through Redis against a cold
+  evaluation).
 
 The kind of a value is the kind part of its key
 (``<namespace>:v<version>:<kind>:<hex>``, see :mod:`.keys`): invalidation is
@@ -82,7 +82,7 @@ class TieredCache:
         *,
         near: MemoryCache | None = None,
         near_kinds: Iterable[str] = ("eval", "grade"),
-        far_kinds: Iterable[str] | None = ("grade", "web"),
+        far_kinds: Iterable[str] | None = None,
         near_ttl: float = 600.0,
         max_entries: int = 10_000,
     ) -> None:

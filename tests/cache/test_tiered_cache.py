@@ -37,7 +37,8 @@ def test_implements_both_cache_protocols(far: RedisCache) -> None:
 
 
 def test_each_kind_goes_to_its_tiers(far: RedisCache, admin: redis.Redis, namespace: str) -> None:
-    tiered = TieredCache(far)  # evaluations in process, grades in both, web results shared
+    assert TieredCache(far).far_kinds is None  # by default every kind is shared
+    tiered = TieredCache(far, far_kinds=("grade", "web"))  # evaluations in process only
     for key in (EVAL, GRADE, WEB):
         tiered.set(key, VALUE, ttl=60)
     assert EVAL in tiered.near and GRADE in tiered.near and WEB not in tiered.near
@@ -51,7 +52,7 @@ def test_each_kind_goes_to_its_tiers(far: RedisCache, admin: redis.Redis, namesp
 
 
 def test_what_another_process_wrote_is_read_once_then_kept_in_process(far: RedisCache) -> None:
-    writer, reader = TieredCache(far, far_kinds=None), TieredCache(far, far_kinds=None)
+    writer, reader = TieredCache(far), TieredCache(far)
     writer.set(EVAL, VALUE)
     assert reader.get(EVAL) == VALUE  # from Redis, kept in process
     assert reader.get(EVAL) == VALUE  # from the process
