@@ -19,9 +19,12 @@ crag-heuristic bench --loco --data-dir "$DATA" --out benchmarks/results/loco
 python benchmarks/self_calibration.py --data-root "$DATA" --out benchmarks/results/self_calibration
 # which correction each route should make, chosen on training data only
 python benchmarks/corrections.py --data-root "$DATA" --out benchmarks/results/corrections
-python benchmarks/evaluator_micro.py --out benchmarks/results/evaluator_micro.json \
-    > benchmarks/results/evaluator_micro.md
-# about 15 minutes and 5 GB of memory: a million synthetic documents
+# the tokeniser against the analyzer of cab6cc6 and the definition, on every shared text
+python benchmarks/tokens_check.py --data-root "$DATA" --out benchmarks/results/tokens_check
+# the evaluator (synthetic and SciFact), the cache tiers (a real redis-server) and start-up
+python benchmarks/evaluator_micro.py --data-dir "$DATA/scifact" \
+    --out benchmarks/results/evaluator_micro.json > /dev/null
+# about 20 minutes and 6 GB of memory: a million synthetic documents (and a Dask LocalCluster)
 nice -n 10 python benchmarks/scale.py --docs 1000000 --out benchmarks/results/scale \
     > /dev/null
 python benchmarks/load_faults.py --queries 1000 --concurrency 50 --out benchmarks/results/load_faults

@@ -17,6 +17,7 @@ into. Each area's other names live in a public submodule:
 =============================  ===============================================================
 module                         what
 =============================  ===============================================================
+``crag_heuristic.cache``       the caches (``TieredCache`` too) and their counters
 ``crag_heuristic.config``      the configuration sections (``Thresholds``, ``SignalWeights``
                                ...) and the fitted model's parts
 ``crag_heuristic.web``         ``CircuitState``, ``WebResults``, ``WebSearchInfo``,
@@ -26,7 +27,8 @@ module                         what
 ``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
 ``crag_heuristic.grading``     the cascade: expensive graders (cross-encoder, any callable),
                                the escalation policy, ``Cascade``, the grader errors
-``crag_heuristic.text``        ``Analyzer``, ``CorpusStats``, ``CorpusStatsFileError``
+``crag_heuristic.text``        ``Analyzer``, ``CorpusStats`` (+ ``ChunkAnalyses``), the engines
+                               that count them (``LocalEngine``, ``DaskEngine``), their errors
 ``crag_heuristic.metrics``     ``MetricsSink``, ``PrometheusMetrics``
 ``crag_heuristic.protocols``   every seam (retriever, web, cache, expander, metrics, logger)
 ``crag_heuristic.sample``      the bundled sample corpus and its retriever
@@ -35,10 +37,13 @@ module                         what
 ``crag_heuristic.testing``     helpers for tests (real Redis and SearXNG, fakes, tracing)
 =============================  ===============================================================
 
-``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn.
+``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn, nor
+httpx (the web client's names load on first use) nor structlog (loaded with the
+first event a logger lets through).
 """
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._cache import CacheStats, MemoryCache, RedisCache
 from ._config import DEFAULT_PROFILE, EvaluatorConfig, RouterConfig, available_profiles, load_config
@@ -69,7 +74,9 @@ from ._router import CRAG, CRAGResult, Strategy
 from ._self_calibrate import calibrate_self
 from ._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Signals, Verdict
 from ._version import __version__
-from ._web import CircuitBreaker, SearxngClient, SearxngConfig
+
+if TYPE_CHECKING:  # imported on first use (httpx takes a tenth of a second to import)
+    from ._web import CircuitBreaker, SearxngClient, SearxngConfig
 
 __all__ = [
     "AsyncCache",
@@ -171,8 +178,21 @@ _MOVED = {
 }
 
 
+# Top-level names whose module is imported on first use (the web client needs httpx).
+_LAZY = dict.fromkeys(("CircuitBreaker", "SearxngClient", "SearxngConfig"), "._web")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def __getattr__(name: str) -> Any:
-    """Say where a name that moved to a submodule lives now."""
+    """A lazily imported name; or say where a name that moved to a submodule lives now."""
+    lazy = _LAZY.get(name)
+    if lazy is not None:
+        value = getattr(importlib.import_module(lazy, __name__), name)
+        globals()[name] = value
+        return value
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module 'crag_heuristic' has no attribute {name!r}")

@@ -20,15 +20,19 @@ live in a :class:`TermTable`: three numpy arrays and one bytes blob (about 30
 bytes a term, against some 130 for a ``dict`` of ``str`` -> ``int``), looked
 up by a 64-bit BLAKE2b key of the term's UTF-8 bytes with a binary search and
 a byte comparison, so a lookup is exact whatever the keys. Building is
-counting: shards of texts are counted in worker processes
-(``concurrent.futures.ProcessPoolExecutor``) and the partial counts summed,
-which is also how :meth:`CorpusStats.merge` combines statistics of separate
-shards. The file format is one ``.npz`` (see :meth:`CorpusStats.save`).
+counting: partitions of the corpus are counted by an engine, in this process
+or on a Dask cluster (:mod:`crag_heuristic._engines`), and the partial counts
+merged (:mod:`crag_heuristic._counting`), which is also how
+:meth:`CorpusStats.merge` combines statistics built apart. With
+``analyses=True`` each document's analysis is kept too
+(:class:`~crag_heuristic._analyses.ChunkAnalyses`), for the evaluator to look
+up instead of tokenising. The file format is one ``.npz`` (see
+:meth:`CorpusStats.save`).
 """
 
 from __future__ import annotations
 
-import copy
+import functools
 import hashlib
 import itertools
 import math
@@ -36,38 +40,42 @@ import os
 import tempfile
 import time
 import zipfile
-from collections import Counter
-from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ._analyses import ARRAY_NAMES, AnalysesPart, ChunkAnalyses, key64, utf8
+from ._counting import (
+    Merger,
+    Part,
+    count_partition,
+    counting_copy,
+    file_partitions,
+    texts_partitions,
+)
+from ._engines import LocalEngine, resolve_engine
 from ._exceptions import CorpusStatsFileError, InputError, _short
 from ._logging import get_logger
 from ._text import Analyzer
 from ._version import __version__
 
+if TYPE_CHECKING:
+    from ._protocols import StatsEngine
+
 __all__ = ["FORMAT_VERSION", "CorpusStats", "TermTable", "resolve_corpus_stats"]
 
-#: The version of the statistics file format this library writes and reads.
-FORMAT_VERSION = 1
+#: The version of the statistics file format this library writes; it reads this one
+#: and version 1 (the same file without chunk analyses).
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 _KIND = "crag_heuristic.CorpusStats"
 _LOOKUP_CACHE = 65_536
-_SHARD = 25_000
-_BUILD_CACHE = 2_000_000  # tokens in a build's private term cache (~300 MB at most)
-
-
-def _key(data: bytes) -> int:
-    """The 64-bit lookup key of a term's UTF-8 bytes (BLAKE2b, stable across runs)."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
-def _encode(term: str) -> bytes:
-    return term.encode("utf-8", "surrogatepass")
+_PARTITION = 25_000  # texts per partition
+_PARTITION_BYTES = 32 << 20  # bytes of a documents file per partition
 
 
 class TermTable(Mapping[str, int]):
@@ -101,23 +109,50 @@ class TermTable(Mapping[str, int]):
         if isinstance(counts, TermTable):
             return counts
         try:
-            data = [_encode(term) for term in counts]
-            n = len(data)
-            keys = np.fromiter(map(_key, data), dtype=np.uint64, count=n)
-            values = np.fromiter(counts.values(), dtype=np.int64, count=n)
+            values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
         except (AttributeError, TypeError, ValueError, OverflowError) as exc:
             raise InputError(f"document frequencies must map str -> int: {exc}") from None
+        return cls.of_terms(list(counts), values)[0]
+
+    @classmethod
+    def of_terms(
+        cls, terms: list[str], counts: npt.NDArray[np.int64]
+    ) -> tuple[TermTable, npt.NDArray[np.int64]]:
+        """The table of distinct ``terms`` with their ``counts``, and the table
+        position of each term (``positions[i]`` is where ``terms[i]`` went).
+
+        Raises:
+            InputError: a term that is not a string.
+        """
+        try:
+            data = [utf8(term) for term in terms]
+        except AttributeError as exc:
+            raise InputError(f"document frequencies must map str -> int: {exc}") from None
+        n = len(data)
+        keys = np.fromiter(map(key64, data), dtype=np.uint64, count=n)
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         if n > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
             # equal keys: order those by their bytes too, so the table stays canonical
             order = np.asarray(sorted(range(n), key=lambda i: (int(keys[i]), data[i])))
             sorted_keys = keys[order]
-        lengths = np.fromiter((len(data[i]) for i in order), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
+        positions = np.empty(n, dtype=np.int64)
+        positions[order] = np.arange(n, dtype=np.int64)
+        table = cls.from_sorted(
+            sorted_keys, [data[i] for i in order], np.asarray(counts, dtype=np.int64)[order]
+        )
+        return table, positions
+
+    @classmethod
+    def from_sorted(
+        cls, keys: npt.NDArray[np.uint64], data: list[bytes], counts: npt.NDArray[np.int64]
+    ) -> TermTable:
+        """The table of terms already in table order: ``keys`` sorted (ties by bytes),
+        ``data`` their UTF-8 bytes, ``counts`` theirs."""
+        lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+        offsets = np.zeros(len(data) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        blob = b"".join(data[i] for i in order)
-        return cls(sorted_keys, offsets, blob, values[order])
+        return cls(keys, offsets, b"".join(data), counts)
 
     # -- Mapping ------------------------------------------------------------------------------
 
@@ -134,8 +169,8 @@ class TermTable(Mapping[str, int]):
 
     def _find(self, term: str) -> int:
         """The count of ``term``, or -1 when the table does not hold it."""
-        data = _encode(term)
-        key = np.uint64(_key(data))
+        data = utf8(term)
+        key = np.uint64(key64(data))
         keys, offsets, blob = self._keys, self._offsets, self._blob
         i = int(keys.searchsorted(key))
         while i < len(keys) and keys[i] == key:
@@ -143,6 +178,56 @@ class TermTable(Mapping[str, int]):
                 return int(self._counts[i])
             i += 1
         return -1
+
+    def positions(self, terms: list[str]) -> npt.NDArray[np.int64]:
+        """The table position of each of ``terms`` (all of which it must hold).
+
+        Vectorised: a key found once in the table is its term's (the table holds
+        every term asked for); only keys the table holds twice or more (a
+        collision, vanishingly rare) are told apart by their bytes.
+
+        Raises:
+            InputError: a term the table does not hold.
+        """
+        data = [utf8(term) for term in terms]
+        keys = np.fromiter(map(key64, data), dtype=np.uint64, count=len(data))
+        table_keys, n = self._keys, len(self._keys)
+        found = table_keys.searchsorted(keys)
+        inside = np.minimum(found, max(n - 1, 0))
+        if n == 0 or bool(np.any(table_keys[inside] != keys)):
+            missing = next(
+                i for i in range(len(keys)) if n == 0 or table_keys[inside[i]] != keys[i]
+            )
+            raise InputError(f"the term table does not hold {terms[missing]!r}")
+        after = found + 1
+        shared = np.flatnonzero((after < n) & (table_keys[np.minimum(after, n - 1)] == keys))
+        for i in shared.tolist():  # the key is the table's twice: compare the bytes
+            at = int(found[i])
+            while at < n and table_keys[at] == keys[i] and self._bytes_at(at) != data[i]:
+                at += 1
+            if at == n or table_keys[at] != keys[i]:
+                raise InputError(f"the term table does not hold {terms[i]!r}")
+            found[i] = at
+        return found.astype(np.int64)
+
+    def _bytes_at(self, position: int) -> bytes:
+        start, end = self._offsets[position : position + 2].tolist()
+        return self._blob[start:end]
+
+    def terms_at(self, positions: list[int]) -> list[str]:
+        """The terms at these positions (one gather of the offsets for all of them)."""
+        at = np.asarray(positions, dtype=np.int64)
+        blob = self._blob
+        return [
+            blob[start:end].decode("utf-8", "surrogatepass")
+            for start, end in zip(
+                self._offsets[at].tolist(), self._offsets[at + 1].tolist(), strict=True
+            )
+        ]
+
+    def term_at(self, position: int) -> str:
+        """The term at a position of the table (``0 <= position < len(self)``)."""
+        return self._bytes_at(position).decode("utf-8", "surrogatepass")
 
     def __getitem__(self, term: str) -> int:
         count: int | None = self.get(term)
@@ -213,12 +298,17 @@ class CorpusStats:
         avg_doc_len: mean document length in content terms (stop words not
             counted), if known: the BM25 ``avgdl``.
         analyzer: fingerprint of the analyzer that produced the terms.
+        analyses: each document's analysis, by id and text digest, if built
+            (``build(..., analyses=True)``); the evaluator reads a chunk's
+            here before it tokenises it. Not part of :meth:`fingerprint`:
+            it changes no count.
     """
 
     n_docs: int
     doc_freq: Mapping[str, int]
     avg_doc_len: float | None = None
     analyzer: str | None = None
+    analyses: ChunkAnalyses | None = field(default=None, compare=False, repr=False)
     _fingerprint: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -228,6 +318,12 @@ class CorpusStats:
             )
         if not isinstance(self.doc_freq, Mapping):
             raise InputError("CorpusStats.doc_freq must be a mapping of term -> count")
+        if self.analyses is not None and (
+            not isinstance(self.analyses, ChunkAnalyses) or self.analyses.terms is not self.doc_freq
+        ):
+            raise InputError(
+                "CorpusStats.analyses must be None or the ChunkAnalyses built with this doc_freq"
+            )
 
     def df(self, term: str) -> int:
         """Documents containing ``term`` (0 when unseen)."""
@@ -262,50 +358,105 @@ class CorpusStats:
         texts: Iterable[str],
         *,
         analyzer: Analyzer | None = None,
-        workers: int = 1,
-        shard_size: int = _SHARD,
-        executor: Executor | None = None,
+        ids: Iterable[str] | None = None,
+        analyses: bool = False,
+        engine: StatsEngine | str = "local",
+        partition_size: int = _PARTITION,
     ) -> CorpusStats:
-        """Count document frequencies over ``texts``, in parallel processes if asked.
+        """Count document frequencies over ``texts``: in this process, or on Dask.
 
         Args:
-            texts: the documents' texts, read once, in shards (an iterator is fine).
+            texts: the documents' texts, read once, in partitions (an iterator
+                is fine).
             analyzer: the evaluator's analyzer (default :class:`Analyzer`).
-            workers: processes to count in; ``1`` counts in this process. With
-                more, shards of ``shard_size`` texts go to a
-                ``ProcessPoolExecutor`` (the platform's start method: where it
-                is ``spawn`` or ``forkserver``, call this under
-                ``if __name__ == "__main__":``) and their counts are summed.
-            shard_size: texts per shard.
-            executor: an executor of your own to count in (``workers`` is then
-                only the number of shards in flight per worker, times two).
+            ids: the documents' ids, in the order of ``texts`` (the chunk ids
+                the retriever will give them); default: their positions
+                (``"0"``, ``"1"`` ...). Only the analyses use them.
+            analyses: keep each document's analysis too (:attr:`analyses`).
+            engine: ``"local"`` (this process), ``"dask"`` (a
+                :class:`DaskEngine` on a ``LocalCluster`` of its own) or an
+                engine (``DaskEngine(scheduler="tcp://...")``). Every engine
+                gives the same statistics, bit for bit.
+            partition_size: texts per partition.
 
         Raises:
-            InputError: no texts, a text that is not a string, or bad arguments.
+            InputError: no texts, a text that is not a string, ids that do not
+                match the texts, or bad arguments.
+            ConfigError: an unknown engine (or Dask not installed).
+            StatsEngineError: the engine failed (a scheduler out of reach ...).
         """
+        _check_size("partition_size", partition_size)
+        partitions = texts_partitions(texts, ids, partition_size)
+        return cls._count(partitions, analyzer, analyses, resolve_engine(engine))
+
+    @classmethod
+    def from_jsonl(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        analyzer: Analyzer | None = None,
+        analyses: bool = False,
+        engine: StatsEngine | str = "local",
+        partition_bytes: int = _PARTITION_BYTES,
+    ) -> CorpusStats:
+        """Count a JSON Lines documents file (``id`` / ``_id``, ``text``, optional
+        ``title``: what ``crag-heuristic retrieve --docs`` reads; a document
+        without an id is known by its position), cut into byte ranges that each
+        engine's workers read where they run.
+
+        Raises:
+            InputError: an unreadable file or line, or no documents.
+            ConfigError, StatsEngineError: as :meth:`build`.
+        """
+        _check_size("partition_bytes", partition_bytes)
+        partitions = file_partitions(path, partition_bytes)
+        return cls._count(partitions, analyzer, analyses, resolve_engine(engine))
+
+    @classmethod
+    def _count(
+        cls,
+        partitions: Iterable[Any],
+        analyzer: Analyzer | None,
+        analyses: bool,
+        engine: StatsEngine,
+    ) -> CorpusStats:
         analyzer = analyzer or Analyzer()
-        if isinstance(texts, str | bytes):
-            raise InputError("texts must be an iterable of strings, not one string")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(f"workers must be a positive integer, got {_short(workers)}")
-        if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-            raise InputError(f"shard_size must be a positive integer, got {_short(shard_size)}")
         started = time.perf_counter()
-        if workers == 1 and executor is None:
-            n_docs, n_terms, counts = _count_shard(analyzer, texts)
-        else:
-            n_docs, n_terms, counts = _count_in_parallel(
-                analyzer, texts, workers, shard_size, executor
+        if isinstance(engine, LocalEngine):  # one analyzer, its term cache kept throughout
+            count = functools.partial(
+                count_partition, counting_copy(analyzer), analyses=analyses, private=False
             )
-        if n_docs == 0:
+        else:
+            count = functools.partial(count_partition, analyzer, analyses=analyses)
+        merger = Merger()
+        merging = 0.0  # seconds spent here adding partitions up, not counting them
+        n_parts = 0
+        for part in engine.map_unordered(count, partitions):
+            began = time.perf_counter()
+            merger.add(part)
+            merging += time.perf_counter() - began
+            n_parts += 1
+        if merger.n_docs == 0:
             raise InputError("CorpusStats.build needs at least one text")
+        began = time.perf_counter()
+        table, stored = merger.finish(TermTable)
         stats = cls(
-            n_docs=n_docs,
-            doc_freq=TermTable.from_counts(counts),
-            avg_doc_len=n_terms / n_docs,
+            n_docs=merger.n_docs,
+            doc_freq=table,
+            avg_doc_len=merger.n_terms / merger.n_docs,
             analyzer=analyzer.fingerprint,
+            analyses=stored,
         )
-        _log_event("built", stats, started, workers=workers)
+        merging += time.perf_counter() - began
+        _log_event(
+            "built",
+            stats,
+            started,
+            engine=engine.name,
+            partitions=n_parts,
+            merge_seconds=round(merging, 3),
+            analyses=stored is not None,
+        )
         return stats
 
     @classmethod
@@ -313,7 +464,8 @@ class CorpusStats:
         """The statistics of the union of the parts' corpora (e.g. shards counted apart).
 
         ``n_docs`` and document frequencies add up; ``avg_doc_len`` is the
-        mean weighted by documents (unknown if any part's is).
+        mean weighted by documents (unknown if any part's is); the chunk
+        analyses are joined when every part has them (else dropped).
 
         Raises:
             InputError: no parts, or parts built with different analyzers.
@@ -329,9 +481,23 @@ class CorpusStats:
                 "cannot merge statistics built with different analyzers: "
                 f"{sorted(map(str, analyzers))}"
             )
-        counts: Counter[str] = Counter()
-        for part in parts:
-            counts.update(dict(part.doc_freq.items()))
+        merger = Merger()
+        for index, part in enumerate(parts):
+            table = TermTable.from_counts(part.doc_freq)
+            vocab = list(table)
+            stored = part.analyses
+            merger.add(
+                Part(
+                    index,
+                    part.n_docs,
+                    0,
+                    vocab,
+                    np.array(table.counts),
+                    None if stored is None else AnalysesPart.from_analyses(stored, vocab),
+                    keys=table._keys,
+                )
+            )
+        merged, analyses = merger.finish(TermTable)
         n_docs = sum(part.n_docs for part in parts)
         lengths = [part.avg_doc_len for part in parts]
         avg = (
@@ -341,9 +507,10 @@ class CorpusStats:
         )
         return cls(
             n_docs=n_docs,
-            doc_freq=TermTable.from_counts(counts),
+            doc_freq=merged,
             avg_doc_len=avg,
             analyzer=parts[0].analyzer,
+            analyses=analyses,
         )
 
     # -- the file ---------------------------------------------------------------------------
@@ -355,8 +522,11 @@ class CorpusStats:
         the analyzer's fingerprint, the library version that wrote it,
         ``n_docs``, ``avg_doc_len``, the :class:`TermTable`'s arrays
         (``keys``, ``offsets``, ``blob``, ``counts``) and the statistics'
-        :meth:`fingerprint`, which :meth:`load` checks. Numpy reads it
-        without pickle. The path is used as given (no suffix is added).
+        :meth:`fingerprint`, which :meth:`load` checks; with :attr:`analyses`,
+        their arrays too (``analyses_<name>``, see
+        :mod:`crag_heuristic._analyses`), their stop words and their digest,
+        checked likewise. Numpy reads it without pickle. The path is used as
+        given (no suffix is added).
 
         Returns:
             the path written.
@@ -378,6 +548,12 @@ class CorpusStats:
             "blob": np.frombuffer(table._blob, dtype=np.uint8),
             "counts": table._counts,
         }
+        if self.analyses is not None:
+            arrays.update(
+                {f"analyses_{name}": a for name, a in self.analyses.arrays().items()},
+                analyses_stop_words=np.asarray("\n".join(self.analyses.stop_words)),
+                analyses_fingerprint=np.asarray(self.analyses.digest()),
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
@@ -426,7 +602,7 @@ class CorpusStats:
         if kind != _KIND:
             raise CorpusStatsFileError(name, "kind", kind, _KIND)
         version = _scalar(fields, "format_version", int)
-        if version != FORMAT_VERSION:
+        if version not in _READABLE_VERSIONS:
             raise CorpusStatsFileError(name, "format_version", version, FORMAT_VERSION)
         built_with = _scalar(fields, "analyzer", str)
         if built_with != expected_analyzer:
@@ -443,12 +619,14 @@ class CorpusStats:
         except (KeyError, TypeError, ValueError) as exc:
             raise CorpusStatsFileError(name, "content", f"damaged ({exc})", "valid arrays") from exc
         _check_table(name, table, n_docs)
+        analyses = _read_analyses(name, fields, table, n_docs)
         try:
             stats = cls(
                 n_docs=n_docs,
                 doc_freq=table,
                 avg_doc_len=None if math.isnan(avg) else avg,
                 analyzer=built_with or None,
+                analyses=analyses,
             )
         except InputError as exc:
             raise CorpusStatsFileError(name, "content", str(exc), "valid statistics") from exc
@@ -473,26 +651,32 @@ def resolve_corpus_stats(
     given: CorpusStats | str | os.PathLike[str] | None,
     *,
     analyzer: Analyzer | None,
-    texts: Callable[[], Iterable[str]] | None,
-    workers: int = 1,
+    documents: Callable[[], Iterable[tuple[str, str]]] | None,
+    analyses: bool = True,
 ) -> CorpusStats | None:
     """What a retriever's ``corpus_stats=`` argument means, resolved now (not on a query).
 
     A :class:`CorpusStats` is used as is; a path is loaded (refused if built
-    with another analyzer); ``None`` builds from ``texts()`` when given, or
-    gives ``None``. Building and loading log a ``crag.corpus_stats`` event.
-    The statistics' fingerprint (the router's cache keys hold it) is computed
-    here too: a digest of every count, milliseconds the first query would pay.
+    with another analyzer); ``None`` builds from ``documents()`` (``(chunk id,
+    text)`` pairs: what the retriever holds) when given, with each document's
+    analysis if ``analyses``, or gives ``None``. Building and loading log a
+    ``crag.corpus_stats`` event. The statistics' fingerprint (the router's cache
+    keys hold it) is computed here too: a digest of every count, milliseconds the
+    first query would pay.
 
     Raises:
         InputError: a value of another type; see also :meth:`CorpusStats.load`.
     """
     stats: CorpusStats | None
     if given is None:
-        stats = (
-            None
-            if texts is None
-            else CorpusStats.build(texts(), analyzer=analyzer, workers=workers)
+        if documents is None:
+            return None
+        pairs, copies = itertools.tee(documents())  # read in step: one partition is buffered
+        stats = CorpusStats.build(
+            (text for _, text in pairs),
+            ids=(doc_id for doc_id, _ in copies),
+            analyzer=analyzer,
+            analyses=analyses,
         )
     elif isinstance(given, CorpusStats):
         stats = given
@@ -508,111 +692,9 @@ def resolve_corpus_stats(
     return stats
 
 
-# -- counting ---------------------------------------------------------------------------------
-
-
-def _counting_copy(analyzer: Analyzer) -> Analyzer:
-    """A copy of ``analyzer`` with an empty term cache allowed to grow to ``_BUILD_CACHE``.
-
-    A corpus's long tail would empty the default cache again and again; the
-    caller's analyzer is left as it was (``Analyzer.__getstate__`` drops the
-    cache, as sending it to a worker process does).
-    """
-    clone = copy.copy(analyzer)
-    clone.cache_limit = _BUILD_CACHE
-    return clone
-
-
-def _count_shard(
-    analyzer: Analyzer, texts: Iterable[str], *, private: bool = True
-) -> tuple[int, int, Counter[str]]:
-    """Documents, content-term occurrences and document frequencies of ``texts``."""
-    if private:
-        analyzer = _counting_copy(analyzer)
-    sizes = [0, 0]  # documents, content terms
-
-    def distinct(text: str) -> set[str]:
-        if not isinstance(text, str):
-            raise InputError(f"text #{sizes[0]} is {type(text).__name__}, not a string")
-        terms, n_terms = analyzer.distinct_terms(text)
-        sizes[0] += 1
-        sizes[1] += n_terms
-        return terms
-
-    counts = Counter(itertools.chain.from_iterable(map(distinct, texts)))
-    return sizes[0], sizes[1], counts
-
-
-class _Worker:
-    """A worker process's analyzer, kept across its shards (so is its term cache).
-
-    Set by the pool's initializer, in the worker processes only.
-    """
-
-    analyzer: Analyzer | None = None
-
-
-def _start_worker(analyzer: Analyzer) -> None:
-    _Worker.analyzer = _counting_copy(analyzer)
-
-
-def _count_texts(
-    analyzer: Analyzer, texts: Sequence[str], offset: int
-) -> tuple[int, int, Counter[str]]:
-    """A worker's task: one shard (errors name the text's position in the corpus)."""
-    kept = _Worker.analyzer
-    try:
-        if kept is not None and kept == analyzer:
-            return _count_shard(kept, texts, private=False)
-        return _count_shard(analyzer, texts)
-    except InputError as exc:
-        raise InputError(f"{exc} (shard starting at text #{offset})") from None
-
-
-def _count_in_parallel(
-    analyzer: Analyzer,
-    texts: Iterable[str],
-    workers: int,
-    shard_size: int,
-    executor: Executor | None,
-) -> tuple[int, int, Counter[str]]:
-    own = executor is None
-    pool: Executor = (
-        ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(analyzer,))
-        if executor is None
-        else executor
-    )
-    n_docs = n_terms = 0
-    total: Counter[str] = Counter()
-    pending: list[Future[tuple[int, int, Counter[str]]]] = []
-
-    def collect(future: Future[tuple[int, int, Counter[str]]]) -> None:
-        nonlocal n_docs, n_terms, total
-        docs, terms, counts = future.result()
-        n_docs += docs
-        n_terms += terms
-        if total:
-            total.update(counts)
-        else:
-            total = counts  # the first shard's counts: no copy
-
-    try:
-        iterator = iter(texts)
-        offset = 0
-        while True:
-            shard = list(itertools.islice(iterator, shard_size))
-            if not shard:
-                break
-            pending.append(pool.submit(_count_texts, analyzer, shard, offset))
-            offset += len(shard)
-            while len(pending) >= 2 * workers:  # bounded: texts are read as shards are counted
-                collect(pending.pop(0))
-        for future in pending:
-            collect(future)
-    finally:
-        if own:
-            pool.shutdown(wait=True, cancel_futures=True)
-    return n_docs, n_terms, total
+def _check_size(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
 
 
 # -- file checks ----------------------------------------------------------------------------
@@ -652,6 +734,35 @@ def _check_table(name: str, table: TermTable, n_docs: Any) -> None:
         raise CorpusStatsFileError(
             name, "content", "damaged: " + ", ".join(problems), "consistent arrays"
         )
+
+
+def _read_analyses(
+    name: str, fields: Mapping[str, Any], table: TermTable, n_docs: int
+) -> ChunkAnalyses | None:
+    """The file's chunk analyses, checked (``None`` when it has none)."""
+    if "analyses_id_keys" not in fields:
+        return None
+    try:
+        arrays = {key: np.ascontiguousarray(fields[f"analyses_{key}"]) for key in ARRAY_NAMES}
+        stop_words = _scalar(fields, "analyses_stop_words", str)
+        if stop_words is None:
+            raise KeyError("analyses_stop_words")
+        analyses = ChunkAnalyses(arrays, stop_words.split("\n") if stop_words else (), table)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorpusStatsFileError(
+            name, "content", f"damaged analyses ({exc})", "valid arrays"
+        ) from exc
+    problems = analyses.problems(n_docs)
+    if problems:
+        raise CorpusStatsFileError(
+            name, "content", "damaged analyses: " + ", ".join(problems), "consistent arrays"
+        )
+    recorded = _scalar(fields, "analyses_fingerprint", str)
+    if analyses.digest() != recorded:
+        raise CorpusStatsFileError(
+            name, "fingerprint", analyses.digest(), recorded, note="its analyses are damaged"
+        )
+    return analyses
 
 
 def _log_event(source: str, stats: CorpusStats, started: float, **fields: Any) -> None:

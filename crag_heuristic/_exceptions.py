@@ -12,6 +12,7 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
     │   └── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
+    ├── StatsEngineError             the engine counting corpus statistics failed (engine)
     ├── GraderError                  a cascade's grader failed (the gate's verdict stands)
     │   ├── GraderTimeout            no answer within the escalation's timeout
     │   └── GraderOutputError        NaN, the wrong number of grades, a value outside [0, 1]
@@ -58,6 +59,7 @@ __all__ = [
     "InvalidChunkError",
     "InvalidQueryError",
     "RetrieverError",
+    "StatsEngineError",
     "SynonymFormatError",
     "WebSearchConnectionError",
     "WebSearchEnginesFailed",
@@ -238,6 +240,21 @@ class RetrieverError(CragError):
     ) -> None:
         self.retriever = retriever
         self.timeout = timeout
+        super().__init__(message)
+
+
+class StatsEngineError(CragError):
+    """The engine counting corpus statistics failed: its scheduler could not be
+    reached, a worker died, or the cluster would not start (see
+    :class:`~crag_heuristic.text.DaskEngine`). A bad text in the corpus is an
+    :class:`InputError` instead, wherever it was counted.
+
+    Attributes:
+        engine: ``"dask"``, or the engine's name.
+    """
+
+    def __init__(self, message: str, *, engine: str) -> None:
+        self.engine = engine
         super().__init__(message)
 
 

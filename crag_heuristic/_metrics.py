@@ -14,12 +14,24 @@ metric                                          type        labels
 ``crag_web_errors_total``                       counter     ``kind`` (exception class)
 ``crag_cache_errors_total``                     counter     ``kind``
 ``crag_stage_seconds``                          histogram   ``stage``
+``crag_cache_lookups_total``                    counter     ``cache``, ``tier``, ``outcome``
 ==============================================  ==========  ==================================
+
+``crag_cache_lookups_total`` is read from the caches' own counters
+(:class:`~crag_heuristic.CacheStats`) when the registry is scraped: the hits
+and misses of a cache (``tier="all"``) and, for a
+:class:`~crag_heuristic.cache.TieredCache`, of each tier (``"near"``, the in-process
+one, and ``"far"``, the shared one). The router hands its cache to
+:meth:`PrometheusMetrics.observe_cache` itself.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
+
+from ._cache.stats import CacheStats
 
 __all__ = ["MetricsSink", "PrometheusMetrics"]
 
@@ -82,6 +94,16 @@ class PrometheusMetrics:
         self._stages = prom.Histogram(
             "stage_seconds", "Latency per router stage", ["stage"], buckets=_BUCKETS, **options
         )
+        from prometheus_client.core import CounterMetricFamily
+
+        self._caches = _CacheLookups(CounterMetricFamily, f"{namespace}_cache_lookups")
+        self.registry.register(self._caches)
+
+    def observe_cache(self, cache: object, name: str = "router") -> None:
+        """Report this cache's hits and misses (each tier's too) as
+        ``crag_cache_lookups_total``, read from its ``stats`` at scrape time.
+        A cache without ``stats`` is ignored; the same cache twice is one."""
+        self._caches.add(cache, name)
 
     def decision(self, verdict: str) -> None:
         self._decisions.labels(verdict=verdict).inc()
@@ -97,3 +119,37 @@ class PrometheusMetrics:
 
     def stage(self, stage: str, seconds: float) -> None:
         self._stages.labels(stage=stage).observe(seconds)
+
+
+class _CacheLookups:
+    """A collector of the observed caches' lookups (their ``stats`` at scrape time)."""
+
+    def __init__(self, family: Any, name: str) -> None:
+        self._family = family  # prometheus_client.core.CounterMetricFamily
+        self._name = name
+        self._lock = threading.Lock()
+        self._caches: dict[int, tuple[object, str]] = {}
+
+    def add(self, cache: object, name: str) -> None:
+        with self._lock:
+            self._caches[id(cache)] = (cache, name)
+
+    def describe(self) -> list[Any]:
+        return []  # the collector's samples change with the caches observed
+
+    def collect(self) -> Iterator[Any]:
+        family = self._family(
+            self._name,
+            "Cache lookups, by cache, tier and outcome",
+            labels=["cache", "tier", "outcome"],
+        )
+        with self._lock:
+            caches = list(self._caches.values())
+        for cache, name in caches:
+            stats = getattr(cache, "stats", None)
+            if not isinstance(stats, CacheStats):
+                continue
+            for tier, counts in (("all", stats), *stats.tiers.items()):
+                family.add_metric([name, tier, "hit"], counts.hits)
+                family.add_metric([name, tier, "miss"], counts.misses)
+        yield family

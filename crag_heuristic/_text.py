@@ -22,8 +22,8 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -53,9 +53,18 @@ _TOKEN_RE = re.compile(r"[^\W_]+")
 _ASCII_SPLIT = str.maketrans(
     {chr(i): " " for i in range(128) if not (chr(i).isascii() and chr(i).isalnum())}
 )
-# The same on UTF-8 bytes: ASCII non-alphanumerics become spaces and every byte of a
-# multi-byte character (all >= 0x80) is left alone, so the result is valid UTF-8.
-_UTF8_SPLIT = bytes(b if b >= 0x80 or chr(b).isalnum() else 0x20 for b in range(256))
+# The same on UTF-8 bytes, with case folding: ASCII capitals become small letters,
+# other ASCII non-alphanumerics spaces, and every byte of a multi-byte character (all
+# >= 0x80) is left alone, so the result is valid UTF-8.
+_UTF8_FOLD = bytes(
+    b if b >= 0x80 or chr(b).islower() or chr(b).isdigit() else b + 32 if chr(b).isupper() else 0x20
+    for b in range(256)
+)
+_ASCII_BYTES = bytes(range(128))
+# Up to this many distinct characters to replace, a text is scanned once per character
+# (``str.replace``, a fast C scan); past it, once through a table (``str.translate``,
+# slower per character but one pass whatever their number).
+_REPLACE_LIMIT = 16
 # The term cache's mark for a stop word. It can never be a term: tokens and their
 # stems hold no spaces.
 _STOP = " "
@@ -63,24 +72,80 @@ _EMPTY: frozenset[str] = frozenset()
 _STEM_CACHE_LIMIT = 200_000
 
 
-@dataclass(frozen=True, slots=True)
 class TextStats:
-    """What the evaluator needs to know about one text.
+    """What the evaluator needs to know about one text (immutable).
 
     Attributes:
         term_set: the distinct stemmed content terms (stop words removed).
         stop_set: the distinct stop words it contains (case-folded, not
-            stemmed), to match a query made only of stop words.
+            stemmed), to match a query made only of stop words. It may be
+            given as a function that makes it, called on first use: the
+            corpus's stored analyses do (a query of only stop words is rare,
+            and the set costs as much to make as the rest of the analysis).
         n_tokens: number of word tokens, stop words included.
         term_counts: stemmed content term -> occurrences (for BM25); read-only.
         n_terms: number of content-term occurrences (the BM25 document length).
     """
 
+    __slots__ = ("_stop_set", "n_terms", "n_tokens", "term_counts", "term_set")
+
     term_set: frozenset[str]
-    stop_set: frozenset[str]
     n_tokens: int
-    term_counts: Mapping[str, int] = field(default_factory=dict)
-    n_terms: int = 0
+    term_counts: Mapping[str, int]
+    n_terms: int
+    _stop_set: frozenset[str] | Callable[[], frozenset[str]]
+
+    def __init__(
+        self,
+        term_set: frozenset[str],
+        stop_set: frozenset[str] | Callable[[], frozenset[str]],
+        n_tokens: int,
+        term_counts: Mapping[str, int] | None = None,
+        n_terms: int = 0,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "term_set", term_set)
+        setter(self, "_stop_set", stop_set)
+        setter(self, "n_tokens", n_tokens)
+        setter(self, "term_counts", {} if term_counts is None else term_counts)
+        setter(self, "n_terms", n_terms)
+
+    @property
+    def stop_set(self) -> frozenset[str]:
+        stop = self._stop_set
+        if not isinstance(stop, frozenset):  # made on first use
+            stop = stop()
+            object.__setattr__(self, "_stop_set", stop)
+        return stop
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TextStats is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"TextStats is immutable: cannot delete {name!r}")
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.term_set, self.stop_set, self.n_tokens, self.term_counts, self.n_terms)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TextStats):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # term_counts is a dict
+
+    def __repr__(self) -> str:
+        term_set, stop_set, n_tokens, term_counts, n_terms = self._fields()
+        return (
+            f"TextStats(term_set={term_set!r}, stop_set={stop_set!r}, n_tokens={n_tokens!r}, "
+            f"term_counts={term_counts!r}, n_terms={n_terms!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            TextStats,
+            (self.term_set, self.stop_set, self.n_tokens, dict(self.term_counts), self.n_terms),
+        )
 
     def match_set(self, query: QueryTerms) -> frozenset[str]:
         """The terms ``query`` is matched against (see :class:`QueryTerms`)."""
@@ -168,33 +233,33 @@ class Analyzer:
         """Case-folded word tokens, in order (stop words included, not stemmed).
 
         The same as ``re.findall(r"[^\\W_]+", unicodedata.normalize("NFKC",
-        text).casefold())``, computed without the regular expression where it
-        can: ASCII punctuation is turned into spaces by a translation table
-        (on the UTF-8 bytes when the text is not ASCII) and the result split
-        on whitespace; only words that still hold a non-ASCII character that
-        is not a letter or digit (a dash, a sign, a lone surrogate) go through
-        the expression.
+        text).casefold())``, computed without the regular expression and
+        without a per-word loop. ASCII text goes through a translation table
+        (punctuation to spaces) and a split. Other text is normalised (NFKC);
+        its UTF-8 bytes go through a byte table that folds ASCII capitals and
+        turns ASCII punctuation into spaces, and each *distinct* non-ASCII
+        character is replaced by its case folding with every character that is
+        not a letter or digit made a space (a dash, a sign, a lone surrogate,
+        the dot ``"İ"`` folds to): one ``str.replace`` each when they are few,
+        one ``str.translate`` when they are many; then one split. Case
+        folding is per character (``str.casefold`` takes no context), so the
+        result is the definition's, token for token.
         """
         if text.isascii():
             return text.lower().translate(_ASCII_SPLIT).split()
-        folded = unicodedata.normalize("NFKC", text).casefold()
-        if folded.isascii():
-            return folded.translate(_ASCII_SPLIT).split()
-        words = (
-            folded.encode("utf-8", "surrogatepass")
-            .translate(_UTF8_SPLIT)
-            .decode("utf-8", "surrogatepass")
-            .split()
-        )
-        if "".join(words).isalnum():
-            return words
-        out: list[str] = []
-        for word in words:
-            if word.isalnum():
-                out.append(word)
-            else:
-                out += _TOKEN_RE.findall(word)
-        return out
+        text = unicodedata.normalize("NFKC", text)
+        if text.isascii():
+            return text.lower().translate(_ASCII_SPLIT).split()
+        data = text.encode("utf-8", "surrogatepass")
+        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
+        wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        changed = [c for c in set(wide) if not (c.isalnum() and c.casefold() == c)]
+        if len(changed) <= _REPLACE_LIMIT:  # a few: one fast C scan each
+            for char in changed:
+                folded = folded.replace(char, _fold_char(char))
+        else:  # many (an alphabet soup): one pass of a table
+            folded = folded.translate({ord(c): _fold_char(c) for c in changed})
+        return folded.split()
 
     def stem(self, word: str) -> str:
         """The Snowball stem of one case-folded token (cached)."""
@@ -336,6 +401,12 @@ class Analyzer:
 
     def is_stop_word(self, token: str) -> bool:
         return token.casefold() in self.stop_words
+
+
+def _fold_char(char: str) -> str:
+    """One character's case folding, with each character that is not a letter or digit
+    made a space: what it becomes among tokens."""
+    return "".join(c if c.isalnum() else " " for c in char.casefold())
 
 
 # -- sentences ------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Any object with the right methods fits; nothing needs to inherit from these.
 :class:`Cache` and/or an :class:`AsyncCache`; the expander is a
 :class:`QueryExpander`, the metrics a :class:`MetricsSink`, the logger an
 :class:`EventLogger` (a structlog bound logger is one) and a cascade's grader a
-:class:`Grader` and/or an :class:`AsyncGrader`.
+:class:`Grader` and/or an :class:`AsyncGrader`; the engine that counts corpus
+statistics a :class:`StatsEngine`.
 """
 
 from ._expansion import QueryExpander
@@ -25,6 +26,7 @@ from ._protocols import (
     Grader,
     ParentLookup,
     Retriever,
+    StatsEngine,
     StatsProvider,
     WebSearcher,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "ParentLookup",
     "QueryExpander",
     "Retriever",
+    "StatsEngine",
     "StatsProvider",
     "WebSearcher",
 ]

@@ -166,3 +166,19 @@ def test_profiles_command() -> None:
     assert code == EXIT_OK and "synapse" in out.split()
     code, out = run(["profiles", "crag"])
     assert json.loads(out)["thresholds"] == {"relevant": 0.7, "partial": 0.3}
+
+
+def test_retrieve_imports_nothing_it_does_not_use() -> None:
+    """The command line's start: no structlog (with its dev console and rich), no web
+    client, no Dask, no scikit-learn, unless the command needs them."""
+    code = (
+        "import io, sys\n"
+        "from crag_heuristic._cli import main\n"
+        "code = main(['retrieve', '--query', 'How do honeybees dance?'], out=io.StringIO())\n"
+        "unused = sorted({m.split('.')[0] for m in sys.modules} & {'structlog', 'rich', "
+        "'httpx', 'httpcore', 'dask', 'distributed', 'sklearn', 'scipy', 'torch', "
+        "'prometheus_client', 'redis'})\n"
+        "print(code, ','.join(unused))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0"], done.stdout + done.stderr

@@ -1,4 +1,4 @@
-"""CorpusStats at scale: the compact term table, build (in processes), merge, save and load."""
+"""CorpusStats at scale: the compact term table, build (in partitions), merge, save and load."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import math
 import pickle
 import zipfile
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from crag_heuristic import InputError
+from crag_heuristic import ConfigError, InputError
 from crag_heuristic._corpus import FORMAT_VERSION, TermTable
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
@@ -85,7 +84,7 @@ def test_term_table_keys_collide_without_a_wrong_count(monkeypatch: pytest.Monke
     import crag_heuristic._corpus as corpus
 
     # every term on one key: lookups must compare bytes, and the order stays canonical
-    monkeypatch.setattr(corpus, "_key", lambda data: 42)
+    monkeypatch.setattr(corpus, "key64", lambda data: 42)
     counts = {"dog": 2, "cat": 3, "cow": 5}
     table = TermTable.from_counts(counts)
     assert dict(table.items()) == counts and list(table) == ["cat", "cow", "dog"]
@@ -104,15 +103,28 @@ def test_bad_document_frequencies() -> None:
         TermTable.from_counts({"cat": "three"})  # type: ignore[dict-item]
 
 
-def test_parallel_build_equals_the_serial_one() -> None:
+def test_partitioned_build_equals_the_whole() -> None:
     texts = [f"{TEXTS[i % len(TEXTS)]} word{i % 13} shared" for i in range(500)]
-    serial = CorpusStats.build(texts)
-    parallel = CorpusStats.build(iter(texts), workers=2, shard_size=64)
-    assert parallel.fingerprint() == serial.fingerprint()
-    assert parallel.avg_doc_len == pytest.approx(serial.avg_doc_len)
-    with ThreadPoolExecutor(2) as pool:  # any executor will do
-        threaded = CorpusStats.build(texts, executor=pool, shard_size=50)
-    assert threaded.fingerprint() == serial.fingerprint()
+    whole = CorpusStats.build(texts, partition_size=10_000)
+    cut = CorpusStats.build(iter(texts), partition_size=64)
+    assert cut.fingerprint() == whole.fingerprint()
+    assert cut.avg_doc_len == whole.avg_doc_len
+
+
+def test_terms_sharing_a_key_are_merged_by_the_terms(monkeypatch: pytest.MonkeyPatch) -> None:
+    import crag_heuristic._counting as counting
+
+    texts = [f"{TEXTS[i % len(TEXTS)]} word{i % 13} shared" for i in range(300)]
+    usual = CorpusStats.build(texts, analyses=True, partition_size=50)
+
+    def colliding(vocab: list[str]) -> np.ndarray:
+        return np.asarray([len(term) for term in vocab], dtype=np.uint64)  # many share one
+
+    monkeypatch.setattr(counting, "vocab_keys", colliding)
+    merged = CorpusStats.build(texts, analyses=True, partition_size=50)
+    assert merged.fingerprint() == usual.fingerprint()
+    assert merged.analyses is not None and usual.analyses is not None
+    assert merged.analyses.digest() == usual.analyses.digest()
 
 
 def test_build_rejects_bad_input() -> None:
@@ -120,12 +132,18 @@ def test_build_rejects_bad_input() -> None:
         CorpusStats.build([])
     with pytest.raises(InputError, match="not a string"):
         CorpusStats.build(["ok", 3])  # type: ignore[list-item]
-    with pytest.raises(InputError, match="shard starting at text #2"):
-        CorpusStats.build(["a", "b", "c", None], workers=2, shard_size=2)  # type: ignore[list-item]
+    with pytest.raises(InputError, match="text #3 is NoneType"):
+        CorpusStats.build(["a", "b", "c", None], partition_size=2)  # type: ignore[list-item]
     with pytest.raises(InputError, match="one string"):
         CorpusStats.build("a text")
-    with pytest.raises(InputError, match="workers"):
-        CorpusStats.build(TEXTS, workers=0)
+    with pytest.raises(InputError, match="partition_size"):
+        CorpusStats.build(TEXTS, partition_size=0)
+    with pytest.raises(InputError, match="fewer ids"):
+        CorpusStats.build(TEXTS, ids=["a"], analyses=True)
+    with pytest.raises(InputError, match="more ids"):
+        CorpusStats.build(TEXTS[:1], ids=["a", "b"], analyses=True)
+    with pytest.raises(ConfigError, match="engine"):
+        CorpusStats.build(TEXTS, engine="spark")
 
 
 def test_merge_of_shards_equals_the_whole() -> None:
@@ -165,7 +183,7 @@ def test_build_logs_an_event() -> None:
         CorpusStats.build(TEXTS)
     [event] = [e for e in events if e["event"] == "crag.corpus_stats"]
     assert event["source"] == "built" and event["n_docs"] == len(TEXTS)
-    assert event["n_terms"] > 0 and event["workers"] == 1
+    assert event["n_terms"] > 0 and event["engine"] == "local"
 
 
 def _rewrite(path: Path, **changes: object) -> None:
@@ -234,3 +252,33 @@ def test_load_refuses_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(CorpusStatsFileError) as caught:
         CorpusStats.load(empty_zip)
     assert caught.value.field == "kind"
+
+
+def test_damaged_analyses_are_refused(tmp_path: Path) -> None:
+    stats = CorpusStats.build(TEXTS, analyses=True)
+    assert stats.analyses is not None
+    arrays = stats.analyses.arrays()
+    path = stats.save(tmp_path / "a.npz")
+    counts = np.array(arrays["term_counts"])
+    counts[0] += 1  # consistent shape, another count
+    _rewrite(path, analyses_term_counts=counts)
+    with pytest.raises(CorpusStatsFileError, match="analyses are damaged"):
+        CorpusStats.load(path)
+    path = stats.save(tmp_path / "b.npz")
+    _rewrite(path, analyses_term_offsets=arrays["term_offsets"][:-1])
+    with pytest.raises(CorpusStatsFileError, match="do not cut term_ids"):
+        CorpusStats.load(path)
+    path = stats.save(tmp_path / "c.npz")
+    ids = np.array(arrays["term_ids"])
+    ids[0] = len(stats.doc_freq) + 5
+    _rewrite(path, analyses_term_ids=ids)
+    with pytest.raises(CorpusStatsFileError, match="outside the table"):
+        CorpusStats.load(path)
+
+
+def test_a_version_1_file_loads_without_analyses(tmp_path: Path) -> None:
+    stats = CorpusStats.build(TEXTS)
+    path = stats.save(tmp_path / "v1.npz")
+    _rewrite(path, format_version=np.int64(1))
+    loaded = CorpusStats.load(path)
+    assert loaded.fingerprint() == stats.fingerprint() and loaded.analyses is None

@@ -70,6 +70,7 @@ EXPECTED = [
 ]
 
 SUBMODULES = {
+    "crag_heuristic.cache": ["CacheStats", "MemoryCache", "RedisCache", "TieredCache"],
     "crag_heuristic.bench": [
         "CalibrationResult",
         "CalibrationWarning",
@@ -149,6 +150,7 @@ SUBMODULES = {
         "ParentLookup",
         "QueryExpander",
         "Retriever",
+        "StatsEngine",
         "StatsProvider",
         "WebSearcher",
     ],
@@ -159,7 +161,16 @@ SUBMODULES = {
         "load_sample_queries",
         "sample_retriever",
     ],
-    "crag_heuristic.text": ["Analyzer", "CorpusStats", "CorpusStatsFileError", "SentenceVectors"],
+    "crag_heuristic.text": [
+        "Analyzer",
+        "ChunkAnalyses",
+        "CorpusStats",
+        "CorpusStatsFileError",
+        "DaskEngine",
+        "LocalEngine",
+        "SentenceVectors",
+        "StatsEngineError",
+    ],
     "crag_heuristic.web": [
         "CircuitBreaker",
         "CircuitState",

@@ -244,3 +244,43 @@ def test_fast_path_equals_the_reference_on_any_text(text: str) -> None:
 
 
 _PROPERTY_ANALYZER = Analyzer()
+
+
+# Words of ASCII letters glued by non-ASCII characters of every kind (letters with and
+# without a case folding, punctuation, symbols, marks, spaces, surrogates), so that
+# most generated texts take the per-character replacement path, a few the table path.
+_GLUE = st.characters(codec=None, min_codepoint=0x80, exclude_categories=())
+_GLUED_TEXT = st.lists(
+    st.one_of(st.sampled_from(["Cells", "the", "DNA", "x", "Straße", "ΣΊΣΥΦΟΣ", "10"]), _GLUE),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_GLUED_TEXT, many=st.lists(_GLUE, min_size=17, max_size=40, unique=True))
+def test_non_ascii_tokens_equal_the_reference(text: str, many: list[str]) -> None:
+    assert Analyzer.tokens(text) == _reference_tokens(text)
+    soup = text + " a".join(many)  # more distinct characters than str.replace is used for
+    assert Analyzer.tokens(soup) == _reference_tokens(soup)
+
+
+def test_text_stats_are_immutable_and_compare_by_value() -> None:
+    import pickle
+
+    stats = Analyzer().analyze("The cats and the dogs.")
+    with pytest.raises(AttributeError, match="immutable"):
+        stats.n_tokens = 3
+    made: list[int] = []
+
+    def stop_words() -> frozenset[str]:
+        made.append(1)
+        return frozenset({"the", "and"})
+
+    lazy = TextStats(stats.term_set, stop_words, stats.n_tokens, dict(stats.term_counts), 2)
+    assert made == []  # not made until asked for
+    assert lazy == stats and made == [1]
+    assert lazy.stop_set == frozenset({"the", "and"}) and made == [1]  # made once
+    assert pickle.loads(pickle.dumps(lazy)) == stats
+    assert "stop_set=frozenset" in repr(lazy)
+    with pytest.raises(TypeError):
+        hash(stats)  # term_counts is a dict, as with the dataclass it was

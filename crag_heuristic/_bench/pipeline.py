@@ -208,7 +208,12 @@ def prepare(
     """
     collection = load_collection(data_dir, relevant_min=relevant_min, corpus_only=corpus_only)
     analyzer = Analyzer()
-    stats = CorpusStats.from_texts((collection.doc_text(d) for d in collection.doc_ids), analyzer)
+    stats = CorpusStats.build(  # with each document's analysis: the chunks are the corpus's
+        (collection.doc_text(d) for d in collection.doc_ids),
+        ids=collection.doc_ids,
+        analyzer=analyzer,
+        analyses=True,
+    )
     cache = None if cache_dir is None else Path(cache_dir)
     return Prepared(
         collection=collection,

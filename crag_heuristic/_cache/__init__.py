@@ -3,11 +3,12 @@
 * :mod:`.keys`: deterministic SHA-256 cache keys (``crag:v<version>:<kind>:<hex>``).
 * :mod:`.memory`: :class:`MemoryCache`, the embedded default.
 * :mod:`.redis`: :class:`RedisCache` on redis-py, sync and async, fail-fast when down.
+* :mod:`.tiered`: :class:`TieredCache`, an in-process tier in front of a shared one.
 * :mod:`.health`: error kinds and the down window; :mod:`.clients`: fail-fast clients.
 * :mod:`.codec`: values are JSON text only, never pickle.
 * :mod:`.stats`: :class:`CacheStats` snapshots.
 
-Both caches implement the ``Cache`` and ``AsyncCache`` protocols of
+The caches implement the ``Cache`` and ``AsyncCache`` protocols of
 :mod:`crag_heuristic._protocols`, and every failure is a
 :class:`~crag_heuristic.CacheError`. Events are logged through structlog as
 ``crag.cache``.
@@ -18,12 +19,14 @@ from .keys import KEY_SCHEMA, cache_key, canonical_json, evaluation_key, text_di
 from .memory import MemoryCache
 from .redis import RedisCache
 from .stats import CacheStats
+from .tiered import TieredCache
 
 __all__ = [
     "KEY_SCHEMA",
     "CacheStats",
     "MemoryCache",
     "RedisCache",
+    "TieredCache",
     "cache_key",
     "canonical_json",
     "dumps",

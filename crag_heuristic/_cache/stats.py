@@ -35,6 +35,9 @@ class CacheStats:
             <crag_heuristic.CacheError.kind>` (``"connection"``, ``"timeout"``,
             ``"oom"``, ``"payload"`` ...).
         skipped: calls refused at once because the backend was marked down.
+        tiers: each tier's own counters, for a cache of tiers
+            (:class:`~crag_heuristic.cache.TieredCache`: ``"near"``, the in-process
+            tier, and ``"far"``, the shared one); empty for one backend.
     """
 
     backend: str
@@ -47,6 +50,7 @@ class CacheStats:
     errors: int = 0
     errors_by_kind: Mapping[str, int] = field(default_factory=dict)
     skipped: int = 0
+    tiers: Mapping[str, CacheStats] = field(default_factory=dict)
 
     @property
     def lookups(self) -> int:
@@ -72,6 +76,7 @@ class CacheStats:
             "errors_by_kind": dict(sorted(self.errors_by_kind.items())),
             "skipped": self.skipped,
             "hit_rate": self.hit_rate,
+            "tiers": {name: tier.to_dict() for name, tier in self.tiers.items()},
         }
 
 
@@ -104,9 +109,15 @@ class Counters:
             errors = dict(sorted(self._errors.items()))
         return CacheStats(
             backend=self._backend,
+            hits=counts["hits"],
+            misses=counts["misses"],
+            sets=counts["sets"],
+            deletes=counts["deletes"],
+            evictions=counts["evictions"],
+            expirations=counts["expirations"],
             errors=sum(errors.values()),
             errors_by_kind=MappingProxyType(errors),
-            **counts,
+            skipped=counts["skipped"],
         )
 
     def reset(self) -> None:

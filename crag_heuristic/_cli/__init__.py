@@ -30,7 +30,7 @@ from typing import TextIO
 from .._exceptions import ConfigError, CragError, InputError
 from .._logging import LOGGER_NAME
 from .._version import __version__
-from . import bench, evaluate, retrieve
+from . import bench, evaluate, retrieve, stats
 from .common import (
     EPILOG,
     EXIT_BAD_INPUT,
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieve.register(commands)
     evaluate.register(commands)
     bench.register(commands)
+    stats.register(commands)
     for command in commands.choices.values():  # accepted after the sub-command too
         _add_global_options(command, default=argparse.SUPPRESS)
     return parser
@@ -124,9 +125,15 @@ def _configure_logging(*, verbose: bool) -> None:
     replace by a hash."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(EventFormatter())
+    handler.addFilter(_warnings_or_ours)  # other libraries (Dask) lower their own loggers
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     if verbose:
         logging.getLogger(LOGGER_NAME).setLevel(logging.DEBUG)
+
+
+def _warnings_or_ours(record: logging.LogRecord) -> bool:
+    """Warnings and errors of any logger; lower levels of the library's only."""
+    return record.levelno >= logging.WARNING or record.name.startswith(LOGGER_NAME)
 
 
 def _report(

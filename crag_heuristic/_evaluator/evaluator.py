@@ -1,7 +1,9 @@
 """The evaluator: four signals -> weighted score -> verdict, for a set and per chunk.
 
-Pure Python, no model, no network: the cost is tokenising the chunks (cached
-per chunk id and text) and a few passes over at most ``k`` numbers.
+Pure Python, no model, no network: the cost is analysing the chunks (cached
+per chunk id and text; looked up in the corpus's analyses made at index time
+where the statistics carry them; else tokenised) and a few passes over at
+most ``k`` numbers.
 """
 
 from __future__ import annotations
@@ -134,14 +136,38 @@ class Evaluator:
         """Forget the analysed chunks (for cold-start measurements)."""
         self._cache.clear()
 
-    def analyze_chunk(self, chunk: Chunk) -> TextStats:
-        """The chunk's terms and token count, cached by (id, text)."""
-        key = (chunk.id, chunk.text)
-        stats = self._cache.get(key)
-        if stats is None:
-            stats = self.analyzer.analyze(chunk.text)
-            self._cache.put(key, stats)
-        return stats
+    def analyze_chunk(self, chunk: Chunk, corpus_stats: CorpusStats | None = None) -> TextStats:
+        """The chunk's terms and token count, cached by (id, text); see :meth:`analyze_chunks`."""
+        return self.analyze_chunks([chunk], corpus_stats)[0]
+
+    def analyze_chunks(
+        self, chunks: Sequence[Chunk], corpus_stats: CorpusStats | None = None
+    ) -> list[TextStats]:
+        """Each chunk's analysis: from this evaluator's cache (by id and text), else
+        from the corpus's analyses made at index time (``corpus_stats.analyses``,
+        by id and text digest, when built with this evaluator's analyzer), else
+        by tokenising its text. All three give the same analysis."""
+        get = self._cache.get
+        found = [get((chunk.id, chunk.text)) for chunk in chunks]
+        missing = [i for i, stats in enumerate(found) if stats is None]
+        if not missing:
+            return found  # type: ignore[return-value]  # no None left
+        looked_up: list[TextStats | None] = [None] * len(missing)
+        if (
+            corpus_stats is not None
+            and corpus_stats.analyses is not None
+            and corpus_stats.analyzer == self.analyzer.fingerprint
+        ):
+            looked_up = corpus_stats.analyses.get_many(
+                [(chunks[i].id, chunks[i].text) for i in missing]
+            )
+        analyze = self.analyzer.analyze
+        for i, stats in zip(missing, looked_up, strict=True):
+            chunk = chunks[i]
+            analysis = stats if stats is not None else analyze(chunk.text)
+            self._cache.put((chunk.id, chunk.text), analysis)
+            found[i] = analysis
+        return found  # type: ignore[return-value]  # every None replaced
 
     def term_weights(
         self, terms: QueryTerms, corpus_stats: CorpusStats | None, config: EvaluatorConfig
@@ -308,7 +334,7 @@ class Evaluator:
         inputs = evidence.Inputs(
             terms=terms,
             weights=self.term_weights(terms, corpus_stats, cfg),
-            analysed=[self.analyze_chunk(chunk) for chunk in chunks],
+            analysed=self.analyze_chunks(chunks, corpus_stats),
             sims=sims,
             sources=sources,
             config=cfg,

@@ -44,12 +44,13 @@ import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .._analyses import AnalysesPart, ChunkAnalyses
 from .._checks import check_k, check_query
 from .._corpus import CorpusStats, TermTable, _log_event
 from .._exceptions import InputError, _short
@@ -90,7 +91,7 @@ class _SparseIndex:
     """BM25 weights in a term-major CSR matrix (see the module doc)."""
 
     def __init__(
-        self, term_counts: Iterable[dict[str, int]], *, variant: str, k1: float, b: float
+        self, term_counts: Iterable[Mapping[str, int]], *, variant: str, k1: float, b: float
     ) -> None:
         vocab: dict[str, int] = {}
         term_ids = array("i")
@@ -199,6 +200,10 @@ class BM25Retriever:
             ``"okapi"`` (rank-bm25's ``BM25Okapi`` as is) or ``"plus"`` (``BM25Plus``).
         backend: ``"sparse"`` (precomputed weights, numpy; the default) or
             ``"rank-bm25"`` (see the module doc). Both give the same scores.
+        chunk_analyses: keep each document's analysis with the corpus
+            statistics (``CorpusStats.analyses``), so that the evaluator looks
+            this corpus's chunks up by id and text digest instead of
+            tokenising them again.
 
     Raises:
         InputError: an empty corpus, duplicate ids or bad parameters.
@@ -213,6 +218,7 @@ class BM25Retriever:
         b: float = 0.75,
         variant: str = "lucene",
         backend: str = "sparse",
+        chunk_analyses: bool = True,
         name: str = "bm25",
     ) -> None:
         if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
@@ -244,21 +250,27 @@ class BM25Retriever:
         self._sparse: _SparseIndex | None = None
         self._bm25: Any = None
         n_terms = 0
+        part = AnalysesPart(self.analyzer.stop_words) if chunk_analyses else None
         if backend == "sparse":
             lengths: list[int] = []
 
-            def counts() -> Iterable[dict[str, int]]:
-                term_counts = self.analyzer.term_counts
+            def counts() -> Iterable[Mapping[str, int]]:
+                analyze = self.analyzer.analyze
                 for chunk in self.documents:
-                    counts = term_counts(chunk.text)
-                    lengths.append(sum(counts.values()))
-                    yield counts
+                    analysis = analyze(chunk.text)
+                    if part is not None:
+                        part.add(chunk.id, chunk.text, analysis)
+                    lengths.append(analysis.n_terms)
+                    yield analysis.term_counts
 
             self._sparse = _SparseIndex(counts(), variant=variant, k1=float(k1), b=float(b))
             doc_freq: Any = self._sparse.doc_freq
             n_terms = sum(lengths)
         else:
             tokenised = [self.analyzer.terms(chunk.text) for chunk in self.documents]
+            if part is not None:
+                for chunk in self.documents:
+                    part.add(chunk.id, chunk.text, self.analyzer.analyze(chunk.text))
             # rank-bm25 divides by the corpus's total length: give empty texts one placeholder
             safe = [tokens or [_PLACEHOLDER] for tokens in tokenised]
             self._bm25 = _rank_bm25_model(variant)(safe, k1=k1, b=b)
@@ -267,11 +279,16 @@ class BM25Retriever:
                 df.update(set(tokens))
             doc_freq = TermTable.from_counts(df)
             n_terms = sum(map(len, tokenised))
+        analyses = None
+        if part is not None:
+            positions = doc_freq.positions(list(part.vocab))
+            analyses = ChunkAnalyses.assemble([(part, positions, 0)], doc_freq)
         self._stats = CorpusStats(
             n_docs=len(self.documents),
             doc_freq=doc_freq,
             avg_doc_len=n_terms / len(self.documents),
             analyzer=self.analyzer.fingerprint,
+            analyses=analyses,
         )
         _log_event("built", self._stats, started, by=f"bm25:{backend}")
 

@@ -41,9 +41,11 @@ any                    ``faiss.SearchParameters(sel=...)``             an ID sel
 Corpus statistics (document frequencies for the evaluator's IDF) are ready
 when the retriever is: given, loaded from a file (:meth:`CorpusStats.load`,
 refused if built with another analyzer) or built from the docstore's texts
-at construction, never on the first query. Building and loading log a
-``crag.corpus_stats`` event (``source="built"`` or ``"loaded"``, ``n_docs``,
-``seconds``).
+at construction, never on the first query; built here, they keep each
+document's analysis (``CorpusStats.analyses``), which the evaluator looks the
+retriever's chunks up in (by id and text digest) instead of tokenising them.
+Building and loading log a ``crag.corpus_stats`` event (``source="built"`` or
+``"loaded"``, ``n_docs``, ``seconds``).
 """
 
 from __future__ import annotations
@@ -233,8 +235,11 @@ class FaissRetriever:
             :meth:`CorpusStats.save` (loaded now, refused if built with
             another analyzer), or ``None``: built now from the docstore's
             texts (``stats_from_docstore=False`` turns that off).
-        stats_workers: processes to build the statistics in (see
-            :meth:`CorpusStats.build`); for docstores of many documents.
+        chunk_analyses: when the statistics are built from the docstore, keep
+            each document's analysis with them (``CorpusStats.analyses``), so
+            that the evaluator looks its chunks up instead of tokenising them.
+            For a large corpus, build them apart (on Dask if need be: see
+            :meth:`CorpusStats.build`) and pass the file.
         warm_up: run one search of a zero vector now, so that FAISS's
             one-time set-up (its OpenMP threads, 10 to 20 ms measured on two
             busy cores) is not paid by the first query.
@@ -265,7 +270,7 @@ class FaissRetriever:
         normalize_query: bool | None = None,
         corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
         stats_from_docstore: bool = True,
-        stats_workers: int = 1,
+        chunk_analyses: bool = True,
         warm_up: bool = True,
         search_params: Any = None,
         analyzer: Analyzer | None = None,
@@ -308,8 +313,8 @@ class FaissRetriever:
         self._stats = resolve_corpus_stats(
             corpus_stats,
             analyzer=analyzer,
-            texts=self._texts if has_texts else None,
-            workers=stats_workers,
+            documents=self._documents if has_texts else None,
+            analyses=chunk_analyses,
         )
         if warm_up and index.ntotal > 0:
             self._warm_up()
@@ -464,20 +469,20 @@ class FaissRetriever:
         """Document frequencies for the evaluator (ready since construction)."""
         return self._stats
 
-    def _texts(self) -> Iterator[str]:
-        """The docstore's texts, in order."""
+    def _documents(self) -> Iterator[tuple[str, str]]:
+        """The docstore's ``(chunk id, text)`` pairs, in order: the ids :meth:`to_chunks`
+        gives (the entry's own id, else its FAISS id)."""
         store = self.docstore
-        entries = store.values() if isinstance(store, Mapping) else store
-        for entry in entries:
+        items = store.items() if isinstance(store, Mapping) else enumerate(store)
+        for faiss_id, entry in items:
             if isinstance(entry, str):
-                yield entry
-            elif isinstance(entry, Chunk):
-                yield entry.text
+                yield str(faiss_id), entry
             else:
-                yield to_chunk(
+                chunk = to_chunk(
                     entry,
-                    default_id="-",
+                    default_id=str(faiss_id),
                     score=None,
                     score_kind=ScoreKind.UNKNOWN,
                     retriever=self.name,
-                ).text
+                )
+                yield chunk.id, chunk.text

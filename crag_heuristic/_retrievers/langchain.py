@@ -49,6 +49,7 @@ import hashlib
 import math
 import os
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from .._checks import check_k, check_query
@@ -232,15 +233,34 @@ def document_to_chunk(
         raise RetrieverError(f"result #{position}: {exc}", retriever=retriever) from None
 
 
-def _store_texts(store: Any) -> list[str] | None:
-    """The texts of a store's in-process docstore (FAISS, InMemoryVectorStore), if any."""
+def _store_documents(store: Any, retriever: str) -> list[tuple[str, str]] | None:
+    """The ``(chunk id, text)`` pairs of a store's in-process docstore (FAISS,
+    ``InMemoryVectorStore``), if any: the ids its search results get."""
     documents = getattr(getattr(store, "docstore", None), "_dict", None)
+    found: list[Any]
     if isinstance(documents, Mapping) and documents:
-        return [str(getattr(d, "page_content", "")) for d in documents.values()]
-    records = getattr(store, "store", None)
-    if _is_in_memory_store(store) and isinstance(records, Mapping) and records:
-        return [str(r.get("text", "")) for r in records.values() if isinstance(r, Mapping)]
-    return None
+        found = list(documents.values())
+    else:
+        records = getattr(store, "store", None)
+        if not (_is_in_memory_store(store) and isinstance(records, Mapping) and records):
+            return None
+        found = [
+            SimpleNamespace(
+                page_content=str(r.get("text", "")), metadata=r.get("metadata"), id=r.get("id")
+            )
+            for r in records.values()
+            if isinstance(r, Mapping)
+        ]
+    pairs = []
+    for position, document in enumerate(found):
+        try:
+            chunk = document_to_chunk(
+                document, score=None, score_kind=ScoreKind.UNKNOWN, retriever=retriever
+            )
+            pairs.append((chunk.id, chunk.text))
+        except RetrieverError:  # one its searches would refuse too: counted by its text
+            pairs.append((f"#{position}", str(getattr(document, "page_content", ""))))
+    return pairs
 
 
 def _unwrap(base: Any) -> tuple[Any, dict[str, Any]]:
@@ -355,9 +375,12 @@ class LangChainRetriever:
                 what = f"metadata[{score_key!r}] declared by the caller: {kind.value}"
             self.scores = DeclaredScores(kind, what, kind.value)
         self._scoreless = False  # a store found to return no scores
-        texts = _store_texts(base) if stats_from_docstore else None
+        documents = _store_documents(base, self.name) if stats_from_docstore else None
+        # with each document's analysis: the evaluator looks the store's chunks up
         self._stats = resolve_corpus_stats(
-            corpus_stats, analyzer=analyzer, texts=None if texts is None else lambda: texts
+            corpus_stats,
+            analyzer=analyzer,
+            documents=None if not documents else lambda: documents,
         )
 
     def __repr__(self) -> str:
@@ -550,7 +573,9 @@ class LangChainRetriever:
 
     def corpus_stats(self) -> CorpusStats | None:
         """The document frequencies given, or built at construction from the store's
-        in-process docstore; ``None`` for other stores (see the class doc)."""
+        in-process docstore (FAISS, ``InMemoryVectorStore``) with each document's
+        analysis (the evaluator looks the store's chunks up instead of tokenising
+        them); ``None`` for other stores (see the class doc)."""
         return self._stats
 
 

@@ -196,6 +196,8 @@ class CRAG:
         self.parents: ParentLookup | AsyncParentLookup | None = parents
         self.metrics: MetricsSink | None = metrics
         self._log: EventLogger = logger if logger is not None else get_logger()
+        if self.cache is not None and callable(getattr(metrics, "observe_cache", None)):
+            self._metric("observe_cache", self.cache)  # PrometheusMetrics: cache lookups
         self._stats: CorpusStats | None = None
         self._stats_known = False
         self._stats_lock = threading.Lock()

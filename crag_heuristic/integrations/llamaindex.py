@@ -139,7 +139,7 @@ class CRAGPostprocessor(BaseNodePostprocessor):
         except ValueError as exc:
             raise InputError(str(exc)) from None
         gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        stats = resolve_corpus_stats(corpus_stats, analyzer=gate.analyzer, texts=None)
+        stats = resolve_corpus_stats(corpus_stats, analyzer=gate.analyzer, documents=None)
         if score_semantics is None:
             score_semantics = (
                 f"declared by the caller: {kind.value}"
@@ -181,9 +181,11 @@ class CRAGPostprocessor(BaseNodePostprocessor):
             raise InputError(f"{type(index).__name__} has no vector_store")
         kind, semantics = vector_store_score_kind(store)
         gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        texts = _docstore_texts(index)
+        documents = _docstore_documents(index)
         stats = resolve_corpus_stats(
-            corpus_stats, analyzer=gate.analyzer, texts=(lambda: texts) if texts else None
+            corpus_stats,
+            analyzer=gate.analyzer,
+            documents=(lambda: documents) if documents else None,
         )
         return cls(gate, score_kind=kind, score_semantics=semantics, corpus_stats=stats, **kwargs)
 
@@ -256,12 +258,16 @@ class CRAGPostprocessor(BaseNodePostprocessor):
         return out
 
 
-def _docstore_texts(index: Any) -> list[str]:
-    """The texts of the nodes in an index's docstore, as the postprocessor grades them."""
+def _docstore_documents(index: Any) -> list[tuple[str, str]]:
+    """The (node id, text) of the nodes in an index's docstore, as the postprocessor
+    grades them (with each node's analysis, looked up by id and text digest)."""
     docs = getattr(getattr(index, "docstore", None), "docs", None)
     if not isinstance(docs, dict):
         return []
-    return [node.get_content(metadata_mode=MetadataMode.NONE) for node in docs.values()]
+    return [
+        (str(node.node_id), node.get_content(metadata_mode=MetadataMode.NONE))
+        for node in docs.values()
+    ]
 
 
 def _union(keys: list[str] | None) -> list[str]:

@@ -429,11 +429,13 @@ class QdrantRetriever:
                 )
             self.normalized = detected if normalized is None else bool(normalized)
         self.scores = QdrantScores(self.distance, self.normalized)
-        texts = None
+        documents: list[tuple[str, str]] = []
         if corpus_stats is None and stats_from_collection:
-            texts = yield from self._texts(256)
+            documents = yield from self._documents(256)
         self._stats = resolve_corpus_stats(
-            corpus_stats, analyzer=self._analyzer, texts=(lambda: texts) if texts else None
+            corpus_stats,
+            analyzer=self._analyzer,
+            documents=(lambda: documents) if documents else None,
         )
         if warm_up:
             unit = [1.0] + [0.0] * (self.dimension - 1)
@@ -444,9 +446,10 @@ class QdrantRetriever:
                 "cannot search",
             )  # fmt: skip
 
-    def _texts(self, batch_size: int) -> Generator[_Read, Any, list[str]]:
-        """Every text payload of the collection, scrolled in batches."""
-        texts: list[str] = []
+    def _documents(self, batch_size: int) -> Generator[_Read, Any, list[tuple[str, str]]]:
+        """Every (point id, text payload) of the collection, scrolled in batches: the
+        id is the one search results give the chunk."""
+        documents: list[tuple[str, str]] = []
         offset: Any = None
         while True:
             records, offset = yield _Read(
@@ -455,13 +458,24 @@ class QdrantRetriever:
                  "offset": offset, "with_payload": [self.text_key], "with_vectors": False},
                 "cannot read the texts of",
             )  # fmt: skip
-            texts.extend(
-                text
+            documents.extend(
+                (str(record.id), text)
                 for record in records
                 if isinstance(text := (record.payload or {}).get(self.text_key), str)
             )
             if offset is None:
-                return texts
+                return documents
+
+    def _built(self, documents: list[tuple[str, str]]) -> CorpusStats | None:
+        """Statistics (with each point's analysis) of ``documents``; ``None`` for none."""
+        if not documents:
+            return None
+        return CorpusStats.build(
+            [text for _, text in documents],
+            ids=[doc_id for doc_id, _ in documents],
+            analyzer=self._analyzer,
+            analyses=True,
+        )
 
     def _run(self, reads: Generator[_Read, Any, T]) -> T:
         """Run ``reads`` (a set-up's) on the sync client; their result."""
@@ -519,18 +533,18 @@ class QdrantRetriever:
 
     def build_corpus_stats(self, *, batch_size: int = 256) -> CorpusStats | None:
         """Scroll the whole collection once and build document frequencies from
-        the text payloads (kept for :meth:`corpus_stats`; ``None`` when empty): the
-        warm-up after ``stats_from_collection=False``, or a refresh after writes."""
-        texts = self._run(self._texts(batch_size))
-        self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
+        the text payloads, with each point's analysis (the evaluator looks the
+        collection's chunks up by point id and text digest instead of tokenising
+        them), kept for :meth:`corpus_stats` (``None`` when empty): the warm-up
+        after ``stats_from_collection=False``, or a refresh after writes."""
+        self._stats = self._built(self._run(self._documents(batch_size)))
         return self._stats
 
     async def abuild_corpus_stats(self, *, batch_size: int = 256) -> CorpusStats | None:
         """The async :meth:`build_corpus_stats` (through ``aclient``, else a thread)."""
         if self.aclient is None:
             return await asyncio.to_thread(self.build_corpus_stats, batch_size=batch_size)
-        texts = await self._arun(self._texts(batch_size))
-        self._stats = CorpusStats.from_texts(texts, self._analyzer) if texts else None
+        self._stats = self._built(await self._arun(self._documents(batch_size)))
         return self._stats
 
     def corpus_stats(self) -> CorpusStats | None:

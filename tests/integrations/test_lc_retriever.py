@@ -21,6 +21,7 @@ from crag_heuristic import Chunk, InputError, ScoreKind, WebSearchTimeout
 from crag_heuristic.integrations.langchain import CRAGRetriever, LangChainRetriever
 from crag_heuristic.sample import sample_retriever
 from crag_heuristic.testing import RecordingWebSearcher
+from crag_heuristic.text import Analyzer
 
 CRAG_KEYS = {
     "chunk_id", "origin", "verdict", "initial_verdict", "set_score", "grade", "strategy",
@@ -134,6 +135,27 @@ def test_as_retriever_is_unwrapped_so_scores_are_kept(
     documents = retriever.invoke(ANSWERED)
     assert len(documents) == 4  # CRAGRetriever's k, not the wrapped retriever's
     assert documents[0].metadata["crag"]["score_kind"] == "cosine"
+
+
+@pytest.mark.parametrize("kind", ["memory", "faiss"])
+def test_stores_of_documents_give_analyses_their_chunks_find(
+    kind: str,
+    memory_store: InMemoryVectorStore,
+    corpus: list[Chunk],
+    lc_embeddings: LsaEmbeddings,
+) -> None:
+    store = (
+        memory_store
+        if kind == "memory"
+        else langchain_faiss().from_documents(lc_documents(corpus), lc_embeddings)
+    )
+    retriever = LangChainRetriever(store)
+    stats = retriever.corpus_stats()
+    assert stats is not None and stats.analyses is not None
+    chunks = retriever.search(ANSWERED, 4)
+    assert chunks
+    for chunk in chunks:  # the ids the searches give are those the analyses are kept by
+        assert stats.analyses.get(chunk.id, chunk.text) == Analyzer().analyze(chunk.text)
 
 
 def test_plain_retriever_has_no_scores_and_the_gate_says_so(corpus: list[Chunk]) -> None:

@@ -19,6 +19,7 @@ from crag_heuristic import CRAG, Chunk, InputError, RetrieverError, ScoreKind, S
 from crag_heuristic.integrations.qdrant import QdrantRetriever, QdrantScores
 from crag_heuristic.sample import LsaEmbedder, load_sample_queries, sample_retriever
 from crag_heuristic.testing import capture_events
+from crag_heuristic.text import Analyzer
 
 DIM = 12
 N = 30
@@ -245,6 +246,8 @@ def test_string_ids_empty_collections_and_corpus_stats(
     assert empty.search("q", 1)[0].id == point
     stats = empty.build_corpus_stats(batch_size=1)
     assert stats is not None and stats.n_docs == 1 and empty.corpus_stats() is stats
+    assert stats.analyses is not None  # by point id: what the search gives the chunk
+    assert stats.analyses.get(point, "roads") == Analyzer().analyze("roads")
 
 
 def sample_points(corpus: list[Chunk], lsa: LsaEmbedder) -> list[models.PointStruct]:

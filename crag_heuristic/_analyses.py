@@ -1,0 +1,421 @@
+"""Chunk analyses made at index time: each document's terms, counts and length, by id.
+
+The corpus is known before any query: the retrievers wrapped by the router are
+built from it, and so are its statistics. Each of its documents can then be
+analysed once, when the statistics are built, like its vector. The evaluator
+looks a chunk up here, by its id and the digest of its text, before it
+tokenises it; a chunk the corpus never held, or whose text changed since (its
+digest differs), is tokenised as before: a stale analysis is never served.
+
+What is served equals :meth:`Analyzer.analyze` of the text field for field
+(the term set, the stop words, the token count, the term counts, the content
+length), so an evaluation is the same, bit for bit, whichever way its chunks
+were analysed.
+
+Layout (numpy arrays; rows sorted by the 64-bit BLAKE2b key of the id's UTF-8
+bytes, ties in build order)::
+
+    id_keys       uint64[n]        the ids' keys (binary search)
+    digests       uint8[n, 16]     the first 16 bytes of the SHA-256 of the text's UTF-8
+    term_offsets  int64[n + 1]     row i's content terms are term_ids[o[i]:o[i+1]]
+    term_ids      uint32[]         positions in the statistics' TermTable
+    term_counts   uint8/16/32[]    their counts (the smallest type that holds them)
+    stop_offsets  int64[n + 1]     row i's distinct stop words are stop_ids[s[i]:s[i+1]]
+    stop_ids      uint8/16[]       positions in the sorted stop-word list
+    n_tokens      uint32[n]        word tokens, stop words included
+    stop_words    str              the sorted stop words, one per line
+
+The id only finds the row; the text's digest decides: two texts with one
+digest are (to 2^-128) one text, and an analysis depends on the text alone.
+Rows whose ids share a key (a repeated id, or a collision) are all tried.
+Term strings are decoded from the TermTable on first use and kept in a
+bounded cache (the vocabulary a service meets is far smaller than the
+corpus's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._exceptions import InputError
+from ._text import TextStats
+
+if TYPE_CHECKING:
+    from ._corpus import TermTable
+
+__all__ = ["AnalysesPart", "ChunkAnalyses", "id_key", "key64", "text_digest16", "utf8"]
+
+_EMPTY: frozenset[str] = frozenset()
+_STRINGS_LIMIT = 262_144  # decoded term strings kept (about 20 MB at most)
+ARRAY_NAMES = (
+    "id_keys",
+    "digests",
+    "term_offsets",
+    "term_ids",
+    "term_counts",
+    "stop_offsets",
+    "stop_ids",
+    "n_tokens",
+)
+
+
+def utf8(text: str) -> bytes:
+    """A string's UTF-8 bytes, unpaired surrogates kept (``"surrogatepass"``)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def key64(data: bytes) -> int:
+    """The 64-bit key of some bytes (BLAKE2b, stable across runs and processes): what
+    the term table and the analyses sort by."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def id_key(chunk_id: str) -> int:
+    """The 64-bit key of an id (:func:`key64` of its UTF-8 bytes)."""
+    return key64(utf8(chunk_id))
+
+
+def text_digest16(text: str) -> bytes:
+    """The first 16 bytes of the SHA-256 of a text's UTF-8 bytes (surrogates kept)."""
+    return hashlib.sha256(utf8(text)).digest()[:16]
+
+
+def _smallest_uint(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    top = int(values.max()) if len(values) else 0
+    kind = np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.uint32
+    return values.astype(kind)
+
+
+class AnalysesPart:
+    """The analyses of one partition of a corpus, with term ids of its own.
+
+    Its terms are numbered in order of first occurrence (:attr:`vocab`); the
+    merge renumbers them as positions in the whole corpus's TermTable. An id
+    may be left to the merge as an ``int`` (the document's position within
+    the partition) where the input gave none.
+    """
+
+    def __init__(self, stop_words: Iterable[str]) -> None:
+        self.stop_list = tuple(sorted(stop_words))
+        self._stop_position = {word: i for i, word in enumerate(self.stop_list)}
+        self.ids: list[str | int] = []
+        self.digests = bytearray()
+        self.vocab: dict[str, int] = {}
+        self.term_ids = array("I")
+        self.term_counts = array("I")
+        self.term_lengths = array("I")
+        self.stop_ids = array("H")
+        self.stop_lengths = array("I")
+        self.n_tokens = array("I")
+        self.keys: npt.NDArray[np.uint64] | None = None  # the ids' keys, when ids are gone
+
+    @classmethod
+    def from_analyses(cls, analyses: ChunkAnalyses, vocab: list[str]) -> AnalysesPart:
+        """Stored analyses as a partition (to merge statistics): its local term ids
+        are the positions in its table, whose terms in order are ``vocab``; its
+        rows keep their id keys (the ids themselves are not stored)."""
+        part = cls(analyses.stop_words)
+        a = analyses.arrays()
+        part.vocab = {term: i for i, term in enumerate(vocab)}
+        part.keys = np.array(a["id_keys"], dtype=np.uint64)
+        part.ids = [""] * len(part.keys)
+        part.digests = bytearray(np.ascontiguousarray(a["digests"]).tobytes())
+        for name, values in (
+            ("term_ids", a["term_ids"]),
+            ("term_counts", a["term_counts"]),
+            ("term_lengths", np.diff(a["term_offsets"])),
+            ("stop_ids", a["stop_ids"]),
+            ("stop_lengths", np.diff(a["stop_offsets"])),
+            ("n_tokens", a["n_tokens"]),
+        ):
+            target: array[int] = getattr(part, name)
+            target.frombytes(np.asarray(values).astype(target.typecode).tobytes())
+        return part
+
+    def __len__(self) -> int:
+        return len(self.n_tokens)
+
+    def id_keys(self, first: int) -> npt.NDArray[np.uint64]:
+        """The rows' id keys; an id left to the merge is ``str(first + position)``."""
+        if self.keys is not None:
+            return self.keys
+        ids = (str(first + i) if isinstance(i, int) else i for i in self.ids)
+        return np.fromiter(map(id_key, ids), dtype=np.uint64, count=len(self.ids))
+
+    def add(self, doc_id: str | int, text: str, stats: TextStats) -> None:
+        """One document's analysis (what :meth:`Analyzer.analyze` gave for ``text``)."""
+        vocab = self.vocab
+        counts = stats.term_counts
+        new = set(counts).difference(vocab)
+        if new:
+            for term in counts:  # numbered in order of first occurrence
+                if term in new:
+                    vocab[term] = len(vocab)
+        self.ids.append(doc_id)
+        self.digests += text_digest16(text)
+        self.term_ids.extend(map(vocab.__getitem__, counts))
+        self.term_counts.extend(counts.values())
+        self.term_lengths.append(len(counts))
+        self.stop_ids.extend(sorted(map(self._stop_position.__getitem__, stats.stop_set)))
+        self.stop_lengths.append(len(stats.stop_set))
+        self.n_tokens.append(stats.n_tokens)
+
+    def doc_freq(self) -> npt.NDArray[np.int64]:
+        """Documents per local term id (each document lists a term once)."""
+        ids = np.frombuffer(self.term_ids, dtype=np.uint32)
+        return np.bincount(ids, minlength=len(self.vocab)).astype(np.int64)
+
+
+def _stop_set(words: tuple[str, ...], ids: list[int]) -> frozenset[str]:
+    """A row's stop words (made when first asked for: see :class:`TextStats`)."""
+    return frozenset(map(words.__getitem__, ids))
+
+
+def _segments(
+    offsets: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], *arrays: npt.NDArray[Any]
+) -> tuple[list[int], list[list[int]]]:
+    """The lengths of ``rows``' segments and, for each of ``arrays``, their values
+    one after another (Python lists: one gather and one ``tolist`` per array)."""
+    low, high = offsets[rows], offsets[rows + 1]
+    lengths = high - low
+    index = np.repeat(low - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    index += np.arange(len(index), dtype=np.int64)
+    return lengths.tolist(), [values[index].tolist() for values in arrays]
+
+
+def _offsets(lengths: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def _gather(
+    values: npt.NDArray[Any], offsets: npt.NDArray[np.int64], order: npt.NDArray[np.intp]
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """The rows' segments of ``values`` in the row order ``order``, and their offsets."""
+    lengths = np.diff(offsets)[order]
+    new_offsets = _offsets(lengths)
+    starts = np.repeat(offsets[:-1][order] - new_offsets[:-1], lengths)
+    return values[starts + np.arange(int(new_offsets[-1]), dtype=np.int64)], new_offsets
+
+
+class ChunkAnalyses:
+    """The analyses of a corpus's documents, looked up by chunk id and text digest.
+
+    Built with the statistics (:meth:`CorpusStats.build` with
+    ``analyses=True``), saved in the same file, and read by the evaluator
+    through ``corpus_stats.analyses`` (see the module doc). Read-only and
+    thread-safe.
+    """
+
+    __slots__ = ("_arrays", "_digests", "_strings", "stop_words", "terms")
+
+    def __init__(
+        self, arrays: Mapping[str, npt.NDArray[Any]], stop_words: Sequence[str], terms: TermTable
+    ) -> None:
+        self._arrays = dict(arrays)
+        self._digests = np.ascontiguousarray(arrays["digests"], dtype=np.uint8).tobytes()
+        self.stop_words = tuple(stop_words)
+        self.terms = terms  # the statistics' table: term ids are its positions
+        self._strings: dict[int, str] = {}
+
+    @classmethod
+    def assemble(
+        cls,
+        parts: Sequence[tuple[AnalysesPart, npt.NDArray[np.int64], int]],
+        terms: TermTable,
+    ) -> ChunkAnalyses:
+        """The corpus's analyses from its partitions' (in corpus order).
+
+        Args:
+            parts: each partition's analyses, the table position of each of
+                its local term ids, and the corpus position of its first
+                document (for the ids left to the merge).
+            terms: the statistics' term table.
+
+        Raises:
+            InputError: no parts, or parts with different stop-word lists.
+        """
+        if not parts:
+            raise InputError("no analyses to assemble")
+        stop_lists = {part.stop_list for part, _, _ in parts}
+        if len(stop_lists) > 1:
+            raise InputError("cannot assemble analyses made with different stop words")
+        keys = np.concatenate([part.id_keys(first) for part, _, first in parts])
+        order = np.argsort(keys, kind="stable")
+
+        def joined(name: str, dtype: Any) -> npt.NDArray[Any]:
+            return np.concatenate(
+                [np.frombuffer(getattr(part, name), dtype=dtype) for part, _, _ in parts]
+            )
+
+        term_ids = np.concatenate(
+            [
+                positions[np.frombuffer(part.term_ids, dtype=np.uint32)]
+                for part, positions, _ in parts
+            ]
+        ).astype(np.uint32)
+        term_offsets = _offsets(joined("term_lengths", np.uint32))
+        stop_offsets = _offsets(joined("stop_lengths", np.uint32))
+        term_ids, new_term_offsets = _gather(term_ids, term_offsets, order)
+        term_counts, _ = _gather(joined("term_counts", np.uint32), term_offsets, order)
+        stop_ids, new_stop_offsets = _gather(joined("stop_ids", np.uint16), stop_offsets, order)
+        digests = np.frombuffer(b"".join(part.digests for part, _, _ in parts), dtype=np.uint8)
+        arrays = {
+            "id_keys": keys[order],
+            "digests": digests.reshape(-1, 16)[order],
+            "term_offsets": new_term_offsets,
+            "term_ids": term_ids,
+            "term_counts": _smallest_uint(term_counts),
+            "stop_offsets": new_stop_offsets,
+            "stop_ids": _smallest_uint(stop_ids),
+            "n_tokens": joined("n_tokens", np.uint32)[order],
+        }
+        return cls(arrays, parts[0][0].stop_list, terms)
+
+    # -- looking up -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._arrays["id_keys"])
+
+    def __repr__(self) -> str:
+        return f"ChunkAnalyses(documents={len(self)}, bytes={self.nbytes})"
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (the decoded-term cache not counted)."""
+        return sum(int(a.nbytes) for a in self._arrays.values())
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The arrays (see the module doc), read-only views."""
+        views = {}
+        for name, array_ in self._arrays.items():
+            view = array_.view()
+            view.flags.writeable = False
+            views[name] = view
+        return views
+
+    def digest(self) -> str:
+        """A SHA-256 hex digest of the arrays and the stop words (checked on load)."""
+        digest = hashlib.sha256("\n".join(self.stop_words).encode("utf-8", "surrogatepass"))
+        for name in ARRAY_NAMES:
+            values = np.ascontiguousarray(self._arrays[name])
+            digest.update(f"{name}:{values.dtype.str}:{values.shape}".encode())
+            digest.update(values.tobytes())
+        return digest.hexdigest()
+
+    def problems(self, n_docs: int) -> list[str]:
+        """What does not fit in the arrays (empty when they are consistent)."""
+        a = self._arrays
+        n = len(a["id_keys"])
+        found = []
+        if n != n_docs:
+            found.append(f"{n} analyses for {n_docs} documents")
+        for name in ARRAY_NAMES:
+            if a[name].dtype.kind != "u" and name not in ("term_offsets", "stop_offsets"):
+                found.append(f"{name} of type {a[name].dtype}")
+        if a["digests"].shape != (n, 16) or a["n_tokens"].shape != (n,):
+            found.append("digests or token counts of the wrong shape")
+        if n > 1 and bool(np.any(a["id_keys"][1:] < a["id_keys"][:-1])):
+            found.append("unsorted id keys")
+        for offsets, values in (("term_offsets", "term_ids"), ("stop_offsets", "stop_ids")):
+            o = a[offsets]
+            if o.shape != (n + 1,) or (
+                n + 1 and (o[0] != 0 or o[-1] != len(a[values]) or bool(np.any(np.diff(o) < 0)))
+            ):
+                found.append(f"{offsets} that do not cut {values}")
+        if a["term_counts"].shape != a["term_ids"].shape:
+            found.append("term counts and term ids of different lengths")
+        if len(a["term_ids"]) and int(a["term_ids"].max()) >= len(self.terms):
+            found.append("a term id outside the table")
+        if len(a["stop_ids"]) and int(a["stop_ids"].max()) >= len(self.stop_words):
+            found.append("a stop-word id outside the list")
+        return found
+
+    def get(self, chunk_id: str, text: str) -> TextStats | None:
+        """The analysis of ``text`` stored under ``chunk_id``, or ``None``."""
+        return self.get_many([(chunk_id, text)])[0]
+
+    def get_many(self, chunks: Sequence[tuple[str, str]]) -> list[TextStats | None]:
+        """:meth:`get` for each ``(id, text)``: the ids searched together, the rows found
+        read with one gather per array (a few numpy calls per batch, not per row)."""
+        found: list[TextStats | None] = [None] * len(chunks)
+        id_keys = self._arrays["id_keys"]
+        n = len(id_keys)
+        if not chunks or not n:
+            return found
+        keys = np.fromiter((id_key(i) for i, _ in chunks), dtype=np.uint64, count=len(chunks))
+        starts = id_keys.searchsorted(keys)
+        known = (starts < n) & (id_keys[np.minimum(starts, n - 1)] == keys)
+        positions, rows = [], []
+        for position in np.flatnonzero(known).tolist():
+            row = self._row(int(starts[position]), int(keys[position]), chunks[position][1])
+            if row is not None:
+                positions.append(position)
+                rows.append(row)
+        if rows:
+            for position, stats in zip(positions, self._rows(rows), strict=True):
+                found[position] = stats
+        return found
+
+    def _row(self, row: int, key: int, text: str) -> int | None:
+        """The row of ``text`` among the rows from ``row`` on whose id key is ``key``."""
+        digest = text_digest16(text)
+        id_keys, digests, n = self._arrays["id_keys"], self._digests, len(self._digests) // 16
+        while row < n and int(id_keys[row]) == key:
+            if digests[16 * row : 16 * row + 16] == digest:
+                return row
+            row += 1
+        return None
+
+    def _rows(self, rows: list[int]) -> list[TextStats]:
+        """The analyses of ``rows``: each array gathered once for all of them."""
+        a = self._arrays
+        at = np.asarray(rows, dtype=np.int64)
+        term_lengths, term_values = _segments(
+            a["term_offsets"], at, a["term_ids"], a["term_counts"]
+        )
+        stop_lengths, (stop_ids,) = _segments(a["stop_offsets"], at, a["stop_ids"])
+        positions, counts = term_values
+        strings = self._strings
+        cached = list(map(strings.get, positions))
+        # all(): a C-level truth test per term (only None fails it), unlike `None in`
+        terms: list[str] = cached if all(cached) else self._decode(positions)  # type: ignore[assignment]
+        words = self.stop_words
+        n_tokens = a["n_tokens"][at].tolist()
+        out = []
+        t = s = 0
+        for i, (n_terms, n_stops) in enumerate(zip(term_lengths, stop_lengths, strict=True)):
+            row_counts = counts[t : t + n_terms]
+            term_counts = dict(zip(terms[t : t + n_terms], row_counts, strict=True))
+            t += n_terms
+            out.append(
+                TextStats(
+                    term_set=frozenset(term_counts),
+                    stop_set=partial(_stop_set, words, stop_ids[s : s + n_stops])
+                    if n_stops
+                    else _EMPTY,
+                    n_tokens=n_tokens[i],
+                    term_counts=term_counts,
+                    n_terms=sum(row_counts),
+                )
+            )
+            s += n_stops
+        return out
+
+    def _decode(self, positions: list[int]) -> list[str]:
+        strings = self._strings
+        missing = list({p for p in positions if p not in strings})
+        if len(strings) + len(missing) > _STRINGS_LIMIT:
+            strings.clear()
+        fresh = dict(zip(missing, self.terms.terms_at(missing), strict=True))
+        strings.update(fresh)
+        # another thread may have emptied the cache meanwhile: then read the table
+        return [fresh.get(p) or strings.get(p) or self.terms.term_at(p) for p in positions]

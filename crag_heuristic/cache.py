@@ -1,0 +1,12 @@
+"""Caches of evaluations, grades and web results.
+
+:class:`MemoryCache` (in process, the default), :class:`RedisCache` (shared
+between processes) and :class:`TieredCache` (a bounded in-process tier in
+front of a shared one: a repeated query never pays a round trip), with their
+counters, :class:`CacheStats` (``tiers`` holds each tier's). The first two
+and the counters are top-level names too.
+"""
+
+from ._cache import CacheStats, MemoryCache, RedisCache, TieredCache
+
+__all__ = ["CacheStats", "MemoryCache", "RedisCache", "TieredCache"]
