@@ -479,6 +479,7 @@ class _Gate:
         self.missing.update(absent)
         details["model"] = {
             "set": set_parts,
+            "set_by_signal": model.by_signal(set_parts, "set"),
             "best_chunk_by_signal": model.by_signal(best_parts),
             "missing": sorted(self.missing),
         }
@@ -591,6 +592,15 @@ def _notes(chunks: Sequence[Chunk], sims: Sequence[float | None], terms: QueryTe
     return notes
 
 
+def _moved(parts: Mapping[str, float]) -> str:
+    """Contributions by signal, the largest first: ``keyword overlap +0.83, ...``."""
+    labels = {**_SIGNAL_LABELS, "chunk_model": "best chunk"}
+    return ", ".join(
+        f"{labels.get(name, name)} {value:+.2f}"
+        for name, value in sorted(parts.items(), key=lambda kv: -abs(kv[1]))
+    )
+
+
 def _reasoning(
     verdict: Verdict,
     score: float,
@@ -606,13 +616,12 @@ def _reasoning(
     weakest = min(present, key=lambda name: present[name]) if present else None
     text = f"{verdict.value} ({score:.2f}): {shown}"
     if model_details is not None:
+        decided = model_details.get("set_by_signal") or {}
+        if decided:
+            text += f"; set (logit parts): {_moved(decided)}"
         parts = model_details["best_chunk_by_signal"]
-        if parts:
-            moved = ", ".join(
-                f"{_SIGNAL_LABELS.get(name, name)} {value:+.2f}"
-                for name, value in sorted(parts.items(), key=lambda kv: -abs(kv[1]))
-            )
-            text += f"; best chunk (logit parts): {moved}"
+        if parts and (not decided or "chunk_model" in decided):  # the set reads the chunk stage
+            text += f"; best chunk (logit parts): {_moved(parts)}"
     elif weakest is not None:
         text += f"; weakest: {_SIGNAL_LABELS[weakest]}"
     if notes:

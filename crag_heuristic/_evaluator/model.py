@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from .._config import LogisticStage
-from .._evidence import signal_of
+from .._evidence import Level, signal_of
 
 __all__ = ["apply", "apply_columns", "by_signal", "sigmoid"]
 
@@ -64,10 +64,11 @@ def apply_columns(
     return [sigmoid(v) for v in z], missing
 
 
-def by_signal(parts: Mapping[str, float]) -> dict[str, float]:
-    """Contributions summed per named signal (``chunk_model`` for chunk-stage outputs)."""
+def by_signal(parts: Mapping[str, float], level: Level = "chunk") -> dict[str, float]:
+    """Contributions of a ``level`` stage summed per named signal (``chunk_model`` for
+    the chunk stage's outputs a set stage reads)."""
     grouped: dict[str, float] = {}
     for feature, value in parts.items():
-        name = signal_of(feature)
+        name = signal_of(feature, level)
         grouped[name] = grouped.get(name, 0.0) + value
     return grouped
