@@ -13,8 +13,9 @@ regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
    that query.
 2. **Set stage.** Every retrieval is labelled good (a relevant chunk in its
    top k) or failed. A second logistic regression on set evidence (by default
-   :data:`DEFAULT_SET_FEATURES`: the top similarity and the first and the best
-   chunk's BM25; a set stage may also read the chunk stage's probabilities,
+   :data:`DEFAULT_SET_FEATURES`: the top similarity, the first chunk's BM25
+   over the query's idf mass and the best chunk's BM25 over the corpus's
+   largest idf; a set stage may also read the chunk stage's probabilities,
    ``best_chunk`` and the like) estimates P(good), a calibrated probability on
    the fitting distribution (checked with a reliability diagram in the
    benchmark report).
@@ -73,9 +74,10 @@ __all__ = [
 ]
 
 # Chosen by nested leave-one-collection-out over seven collections (the rule applied to
-# every collection, benchmarks/results/loco/ledger.md: "top-1 + BM25 (first, best)";
-# crag-heuristic bench --loco checks that these are its pick): the chunk stage grades each
-# chunk; the set stage reads the top similarity and the first and the best chunk's BM25.
+# every collection, benchmarks/results/loco/ledger.md: "top-1 + BM25 (first, best over
+# ln 2N)"; crag-heuristic bench --loco checks that these are its pick): the chunk stage
+# grades each chunk; the set stage reads the top similarity, the first chunk's BM25 over
+# the query's idf mass and the best chunk's BM25 over the corpus's largest idf.
 DEFAULT_CHUNK_FEATURES = (
     "similarity",
     "similarity_z",
@@ -83,7 +85,7 @@ DEFAULT_CHUNK_FEATURES = (
     "lexical_contrast",
     "rank",
 )
-DEFAULT_SET_FEATURES = ("similarity_top", "bm25_top", "bm25_raw_max")
+DEFAULT_SET_FEATURES = ("similarity_top", "bm25_top", "bm25_scaled_max")
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 
 

@@ -88,7 +88,7 @@ def test_the_default_profile_is_the_fitted_gate() -> None:
     assert [t.feature for t in config.model.set.terms] == [
         "similarity_top",
         "bm25_top",
-        "bm25_raw_max",
+        "bm25_scaled_max",
     ]
     assert {f.missing for f in config.model.fallbacks} == {
         ("similarity",),
