@@ -21,8 +21,8 @@ local density of a document, ``cos - mean cos to its 10 nearest documents``,
 looked like +0.04 AUC until it was computed this way, and then lost).
 
 ``--sentences`` adds the sentence-level cosine (the best sentence of a chunk
-against the query, MiniLM; sentences encoded on first use and cached under
-``--out``/cache): slow on two cores (the sentences of every retrieved document).
+against the query, MiniLM; the harness's sentence vectors, encoded on first use
+and cached under ``--out``/cache): slow on two cores the first time.
 
 Writes ``evidence_probe.md`` and ``evidence_probe.json`` to ``--out``
 (default benchmarks/results/evidence_probe). Its findings are kept in the
@@ -37,7 +37,6 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ import numpy as np
 from crag_heuristic._bench.loco import collection_folders
 from crag_heuristic._bench.pipeline import prepare
 from crag_heuristic._bench.selection import CollectionData
+from crag_heuristic._bench.sentences import SentenceCache
 from crag_heuristic._config import EvaluatorConfig
 from crag_heuristic._evaluator import Evaluator
 from crag_heuristic._text import split_sentences
@@ -122,7 +122,7 @@ class _Corpus:
 
 
 def _features(
-    corpus: _Corpus, vectors: dict[str, np.ndarray], sentence_cos: Callable[..., Any] | None
+    corpus: _Corpus, vectors: dict[str, np.ndarray], sentences: SentenceCache | None
 ) -> dict[str, np.ndarray]:
     data = corpus.data
     prepared = data.prepared
@@ -199,49 +199,12 @@ def _features(
             "best_sent_max": max(best_sent),
             "best_sent_top1": best_sent[0],
         }
-        if sentence_cos is not None:
-            best = sentence_cos(q, [c.id for c in r.chunks])
+        if sentences is not None:  # the retrievals carry them (prepare(sentences=True))
+            best = [c.sentence_score or 0.0 for c in r.chunks]
             row_out["sent_max"] = float(max(best))
             row_out["sent_top1"] = float(best[0])
         rows.append(row_out)
     return {name: np.array([row[name] for row in rows], dtype=float) for name in rows[0]}
-
-
-class _Sentences:
-    """MiniLM vectors of the sentences of documents, encoded on first use, cached on disk."""
-
-    def __init__(self, data: CollectionData, cache: Path) -> None:
-        self.data = data
-        self.path = cache / f"sentences_{data.name}.npz"
-        self.vectors: dict[str, np.ndarray] = {}
-        if self.path.exists():
-            with np.load(self.path) as stored:
-                self.vectors = {k: stored[k] for k in stored.files}
-        self.encoder: Any = None
-
-    def need(self, docs: list[str]) -> None:
-        missing = sorted({d for d in docs if d not in self.vectors})
-        if not missing:
-            return
-        if self.encoder is None:
-            from crag_heuristic._bench.dense import MiniLM
-
-            self.encoder = MiniLM()
-        collection = self.data.prepared.collection
-        texts, owners = [], []
-        for d in missing:
-            found = [s for s in split_sentences(collection.doc_text(d)) if s.strip()]
-            for s in found or [collection.doc_text(d)]:
-                texts.append(s)
-                owners.append(d)
-        encoded = self.encoder.encode(texts, batch_size=64)
-        for d in missing:
-            self.vectors[d] = np.stack([v for v, o in zip(encoded, owners, strict=True) if o == d])
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(self.path, **self.vectors)  # type: ignore[arg-type]
-
-    def __call__(self, q: np.ndarray, docs: list[str]) -> list[float]:
-        return [float((self.vectors[d] @ q.astype(np.float32)).max()) for d in docs]
 
 
 def _fit_scores(train: list[tuple[np.ndarray, np.ndarray]], test: np.ndarray) -> np.ndarray:
@@ -312,14 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     labels: dict[str, Any] = {}
     for folder in collection_folders([args.data_root]):
         sys.stderr.write(f"[probe] {folder.name}\n")
-        data = CollectionData.of(prepare(folder, cache_dir=out / "cache" / folder.name), 10)
+        prepared = prepare(folder, cache_dir=out / "cache" / folder.name, sentences=args.sentences)
+        data = CollectionData.of(prepared, 10)
         corpus = _Corpus(data)
         vectors = data.prepared.vectors({r.group: r.query for r in data.retrievals})
-        sentences = None
-        if args.sentences:
-            sentences = _Sentences(data, out / "cache")
-            sentences.need([c.id for r in data.retrievals for c in r.chunks])
-        table[data.name] = _features(corpus, vectors, sentences)
+        table[data.name] = _features(corpus, vectors, prepared.sentences)
         labels[data.name] = {"failed": data.failed, "natural": data.natural}
     names = sorted(table)
     single = {

@@ -1,4 +1,4 @@
-"""Every number the README quotes, and the committed result file it comes from.
+"""Every number the README and docs/ quote, and the committed result file it comes from.
 
     python benchmarks/readme_numbers.py       # exit 1 (and a list) when a quote is stale
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from self_calibration import VARIANTS
+from crag_heuristic._bench.failure import BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -42,6 +42,16 @@ FILES = {
     "cascade": RESULTS / "llmjudge" / "results.json",
     "vs_ref": RESULTS / "evaluator_vs_ref.md",  # Markdown: read as {"text": ...}
 }
+
+
+LOCO = "nested gate"
+SELF = "self-calibrated (no qrels)"
+SENTENCES = "nested gate with sentence evidence (opt-in)"
+LR = "LR(top-1, max BM25)"
+ORACLE = "best simple predictor here (oracle)"
+FIXED = "best simple predictor, chosen on the others"
+TOP1 = "top-1 score"
+GAP = "score gap (top-1 - top-k)"
 
 
 def f(value: float, digits: int = 3) -> str:
@@ -240,22 +250,15 @@ def _cascade_curve(r: dict[str, Any]) -> str:
     )
 
 
-SIMPLE = {
-    "top-1 score": "top-1",
-    "score gap (top-1 - top-k)": "score gap",
-    "NQC": "NQC",
-    "seed design (as written)": "seed design",
-}
-
-
 def _best_simple(r: dict[str, Any]) -> tuple[str, float]:
+    """The best parameter-free predictor of a collection's own report."""
     auc = _s(r)["failure"]["auc"]
-    name = max(SIMPLE, key=lambda b: auc[b]["natural+probes"])
-    return SIMPLE[name], float(auc[name]["natural+probes"])
+    name = max(BASELINES, key=lambda b: auc[b]["natural+probes"] or 0.0)
+    return name, float(auc[name]["natural+probes"])
 
 
 def _collection_row(name: str) -> Quote:
-    """A row of the per-collection table: the three gates against the best simple baseline."""
+    """A row of the per-collection table: the report's gates against its best simple predictor."""
 
     def render(r: dict[str, Any]) -> str:
         fail = _s(r)["failure"]
@@ -272,7 +275,7 @@ def _collection_row(name: str) -> Quote:
         mark = " (in-sample)" if r["profile_fitted_on_this_test_split"] else ""
         return (
             f"| {name} | {fail['natural']} ({fail['natural_failed']}) | {best_name} {f(best)} | "
-            f"{auc(gates['default'])}{mark} | {auc(gates.get('self_calibrated'))} | "
+            f"{auc(gates['default'])}{mark} | {auc(gates.get('self_calibrated'))}{mark} | "
             f"{auc(gates.get('label_fitted'))} | {f(default['good_natural_fast_path'], 2)} / "
             f"{f(default['natural_fast_path_precision'], 2)} | "
             f"{f(default['good_natural_in_irrelevant'], 2)} |"
@@ -281,80 +284,191 @@ def _collection_row(name: str) -> Quote:
     return Quote(name, render)
 
 
-LOCO_GATE = "gate fitted on the other collections"
-SELF_GATE = "self-calibrated on this corpus (no qrels)"
+def _interval(row: dict[str, Any], ours: str, theirs: str) -> str:
+    low, high = row["intervals"][f"{ours} - {theirs}"]
+    return f"{low:+.3f} to {high:+.3f}"
 
 
-def _loco_cell(gate: dict[str, Any]) -> str:
-    low, high = gate["over_best_baseline_95ci"]
-    return f"{f(gate['auc_mix'])} ({gate['over_best_baseline']:+.3f}; {low:+.3f} to {high:+.3f})"
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f(value)
 
 
-def _loco_row(name: str) -> Quote:
-    def render(r: dict[str, Any]) -> str:
-        row = r["collections"][name]
-        best = SIMPLE.get(row["best_baseline"], row["best_baseline"])
-        return (
-            f"| {name} | {row['queries']} ({row['natural_failed']}) | {best} "
-            f"{f(row['best_baseline_auc'])} | {_loco_cell(row['gates'][LOCO_GATE])} | "
-            f"{_loco_cell(row['gates'][SELF_GATE])} |"
+def _loco_table(r: dict[str, Any]) -> str:
+    """The transfer table: the nested gate beside every baseline, intervals of differences."""
+    lines = [
+        "| collection | queries (failed) | nested gate | LR(top-1, max BM25) | top-1 | oracle: "
+        "best simple here | self-calibrated | with sentence evidence |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in r["collections"].items():
+        a = row["auc"]
+        lines.append(
+            f"| {name} | {row['queries']} ({row['natural_failed']}) | "
+            f"**{f(a[LOCO]['mix'])}** | {f(a[LR]['mix'])} ({_interval(row, LOCO, LR)}) | "
+            f"{f(a[TOP1]['mix'])} ({_interval(row, LOCO, TOP1)}) | "
+            f"{row['oracle_baseline']} {f(a[ORACLE]['mix'])} | "
+            f"{f(a[SELF]['mix'])} ({_interval(row, SELF, LOCO)}) | "
+            f"{f(a[SENTENCES]['mix'])} ({_interval(row, SENTENCES, LOCO)}) |"
         )
+    return "\n".join(lines)
 
-    return Quote("loco", render)
+
+def _loco_natural_table(r: dict[str, Any]) -> str:
+    lines = [
+        "| collection | natural failed | nested gate | LR(top-1, max BM25) | top-1 | score gap | "
+        "oracle | self-calibrated |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in r["collections"].items():
+        if row["natural_failed"] < r["min_natural_failures"]:
+            continue
+        a = row["auc"]
+        cells = [_cell(a[g]["natural"]) for g in (LOCO, LR, TOP1, GAP, ORACLE, SELF)]
+        lines.append(f"| {name} | {row['natural_failed']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
-def _summary_row(source: str, gate: str, label: str) -> Quote:
-    def render(r: dict[str, Any]) -> str:
-        s = r["summary"][gate]
-        n = len(r["collections"])
-        return (
-            f"| {label} | {f(s['mean_auc_mix'])} | {s['mean_over_best_baseline']:+.3f} | "
-            f"{s['min_over_best_baseline']:+.3f} | {s['collections_at_or_above_best_baseline']} / "
-            f"{n} | {s['collections_at_or_above_0.80']} / {n} |"
+def _loco_means(r: dict[str, Any]) -> str:
+    s = r["summary"]
+    lines = [
+        "| mean over the collections | AUC, natural + probes (7) | AUC, natural alone (5) |",
+        "|---|---|---|",
+    ]
+    shown = (
+        (LOCO, "**nested gate**"),
+        (SELF, "self-calibrated (no qrels)"),
+        (SENTENCES, "with sentence evidence (opt-in)"),
+        (LR, "LR(top-1, max BM25), fitted on the others"),
+        (ORACLE, "oracle: each collection's best simple predictor"),
+        (FIXED, "best simple predictor, chosen on the others"),
+        (TOP1, "top-1 cosine"),
+        (GAP, "score gap"),
+    )
+    for gate, label in shown:
+        lines.append(f"| {label} | {f(s[gate]['mean_mix'])} | {f(s[gate]['mean_natural'])} |")
+    return "\n".join(lines)
+
+
+def _loco_goals(r: dict[str, Any]) -> str:
+    return "\n".join(
+        f"- {goal}: **{'met' if met else 'not met'}**"
+        for goal, met in r["summary"]["goals"].items()
+    )
+
+
+def _loco_verdicts(r: dict[str, Any]) -> str:
+    lines = [
+        "| collection | gate | good on the fast path | its precision (natural) | good sent to "
+        "IRRELEVANT | goal |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in r["collections"].items():
+        for gate, label in ((LOCO, "nested"), (SELF, "self-calibrated")):
+            v = row["verdicts"][gate]
+            met = (
+                (v["good_natural_fast_path"] or 0) >= 0.30
+                and (v["natural_fast_path_precision"] or 0) >= 0.90
+                and (v["good_natural_in_irrelevant"] or 0) <= 0.15
+            )
+            lines.append(
+                f"| {name} | {label} | {_cell(v['good_natural_fast_path'])} | "
+                f"{_cell(v['natural_fast_path_precision'])} | "
+                f"{_cell(v['good_natural_in_irrelevant'])} | {_met(met)} |"
+            )
+    return "\n".join(lines)
+
+
+def _loco_met(r: dict[str, Any]) -> str:
+    counts = {
+        label: sum(
+            (row["verdicts"][gate]["good_natural_fast_path"] or 0) >= 0.30
+            and (row["verdicts"][gate]["natural_fast_path_precision"] or 0) >= 0.90
+            and (row["verdicts"][gate]["good_natural_in_irrelevant"] or 0) <= 0.15
+            for row in r["collections"].values()
         )
+        for gate, label in ((LOCO, "nested"), (SELF, "self"))
+    }
+    n = len(r["collections"])
+    return (
+        f"The nested gate meets the natural-traffic goal on {counts['nested']} of {n} "
+        f"collections, the self-calibrated one on {counts['self']} of {n}"
+    )
 
-    return Quote(source, render)
 
-
-def _natural_traffic(gate: str, label: str) -> Quote:
-    """The fast path and IRRELEVANT shares on natural traffic, and the goal's count."""
-
-    def render(r: dict[str, Any]) -> str:
-        rows = {name: row["gates"][gate] for name, row in r["collections"].items()}
-        gates = list(rows.values())
-        share = [g["good_natural_fast_path"] for g in gates]
-        precision = [
-            g["natural_fast_path_precision"] for g in gates if g["natural_fast_path_precision"]
-        ]
-        web = [g["good_natural_in_irrelevant"] for g in gates]
-        worst = max(rows, key=lambda c: rows[c]["good_natural_in_irrelevant"])
-        met = sum(
-            g["good_natural_fast_path"] >= 0.30
-            and (g["natural_fast_path_precision"] or 0.0) >= 0.90
-            and g["good_natural_in_irrelevant"] <= 0.15
-            for g in gates
+def _readme_table(r: dict[str, Any]) -> str:
+    """The README's compact transfer table."""
+    lines = [
+        "| collection | nested gate | LR(top-1, max BM25) | top-1 cosine | oracle: best simple "
+        "predictor there | self-calibrated |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in r["collections"].items():
+        a = row["auc"]
+        lines.append(
+            f"| {name} | **{f(a[LOCO]['mix'])}** | {f(a[LR]['mix'])} | {f(a[TOP1]['mix'])} | "
+            f"{f(a[ORACLE]['mix'])} ({row['oracle_baseline']}) | {f(a[SELF]['mix'])} |"
         )
-        return (
-            f"the fast path of the {label} takes {f(min(share), 2)} to {f(max(share), 2)} of the "
-            f"good natural retrievals (>= 0.30 on {sum(x >= 0.30 for x in share)} of "
-            f"{len(share)}) at a natural precision of {f(min(precision), 2)} to "
-            f"{f(max(precision), 2)}, and sends {f(min(web), 2)} to {f(max(web), 2)} of them to "
-            f"IRRELEVANT (<= 0.15 on {sum(x <= 0.15 for x in web)} of {len(web)}; worst {worst}): "
-            f"goal (>= 0.30 at >= 0.90, <= 0.15 to IRRELEVANT) met on {met} of {len(gates)}"
+    s = r["summary"]
+    lines.append(
+        f"| **mean** | **{f(s[LOCO]['mean_mix'])}** | {f(s[LR]['mean_mix'])} | "
+        f"{f(s[TOP1]['mean_mix'])} | {f(s[ORACLE]['mean_mix'])} | {f(s[SELF]['mean_mix'])} |"
+    )
+    return "\n".join(lines)
+
+
+def _readme_natural(r: dict[str, Any]) -> str:
+    s = r["summary"]
+    return (
+        f"On natural failures alone (the five collections with at least "
+        f"{r['min_natural_failures']}): nested gate {f(s[LOCO]['mean_natural'])}, score gap "
+        f"{f(s[GAP]['mean_natural'])}, top-1 {f(s[TOP1]['mean_natural'])}"
+    )
+
+
+def _self_table(r: dict[str, Any]) -> str:
+    c = r["choice"]
+    rows = r["collections"]
+    lines = [
+        "| collection | variant chosen on the others | self-calibrated | nested gate | gain |",
+        "|---|---|---|---|---|",
+    ]
+    for name in rows:
+        lines.append(
+            f"| {name} | {r['self_choice'][name]['chosen']} | "
+            f"{f(rows[name]['auc'][SELF]['mix'])} | {f(rows[name]['auc'][LOCO]['mix'])} | "
+            f"{c['nested_gain'][name]:+.3f} |"
         )
+    return "\n".join(lines)
 
-    return Quote("loco", render)
+
+def _self_choice(r: dict[str, Any]) -> str:
+    c = r["choice"]
+    return (
+        f"Nested, self-calibration gains {c['nested_mean_gain']:+.3f} on average over the nested "
+        f"gate (at or above it on {c['nested_at_or_above']} of {len(r['collections'])}); the "
+        f"library's default variant, picked by the same rule on every collection, is "
+        f"**{c['pick']}** ({c['pick_mean_gain']:+.3f}), and the library's defaults "
+        + ("are it" if c["defaults_match"] else "are NOT it")
+    )
 
 
-def _variant_row(label: str) -> Quote:
-    def render(r: dict[str, Any]) -> str:
-        s = r["summary"][label]
-        return (
-            f"| {label} | {f(s['mean_auc_mix'])} | {s['mean_over_best_baseline']:+.3f} | "
-            f"{s['min_over_best_baseline']:+.3f} |"
-        )
-
-    return Quote("self_calibration", render)
+def _set_cascade(r: dict[str, Any]) -> str:
+    c = r["collections"]["llmjudge"]["set_cascade"]
+    at30, at20 = c["cascade_auc_at_30pct"], c["median_label_set_cascade_auc_at_20pct"]
+    best30 = max(v for v in at30.values() if v is not None)
+    best20 = max(at20.values())
+    return (
+        f"On llmjudge, with the nested gate (failure AUC {f(c['gate_auc'])} alone, fitted "
+        f"without llmjudge): the {c['label_sets']} LLM label sets used as gates alone score a "
+        f"median {f(c['median_llm_as_gate_auc'])} and at best {f(c['best_llm_as_gate_auc'])} "
+        f"({c['best_label_set']}); as the grader of a `SetEscalation` the best one reaches "
+        f"{f(best30)} with 30 % of the lists escalated (goal: at least its "
+        f"{f(c['best_llm_as_gate_auc'])} alone, "
+        f"{_verdict(bool(c['goals']['best label set: cascade >= it alone at <= 30 % escalated']))}"
+        f"), and the median label set {f(best20)} at 20 % (goal: the median "
+        f"{f(c['median_llm_as_gate_auc'])}, "
+        f"{_verdict(bool(c['goals']['median label set: cascade >= the median alone at <= 20 %']))})"
+    )
 
 
 def _vs_ref(r: dict[str, Any]) -> str:
@@ -418,19 +532,6 @@ def _synonyms(r: dict[str, Any]) -> str:
     )
 
 
-def _choice(r: dict[str, Any]) -> str:
-    c = r["choice"]
-    n = len(c["nested"])
-    return (
-        f"picks **{c['pick']}** ({c['pick_mean_over_best_baseline']:+.3f} on average), "
-        f"{'the library default' if c['defaults_match'] else 'NOT the library default'}. "
-        f"Scored nested (chosen on six collections, scored on the seventh), the rule gives "
-        f"{c['nested_mean_over_best_baseline']:+.3f} on average, worst "
-        f"{c['nested_min_over_best_baseline']:+.3f}, at or above the best baseline on "
-        f"{c['nested_at_or_above_best_baseline']} of {n}"
-    )
-
-
 def _verdict(ok: bool) -> str:
     return "met" if ok else "not met"
 
@@ -472,15 +573,16 @@ def _router_cost_row(r: dict[str, Any]) -> str:
 
 
 QUOTES: list[Quote] = [
-    # does the gate transfer? leave one collection out
-    *(_loco_row(name) for name in COLLECTIONS),
-    _summary_row("loco", LOCO_GATE, "fitted on the other six"),
-    _summary_row("loco", SELF_GATE, "self-calibrated (no qrels)"),
-    Quote(
-        "loco", lambda r: f"Mean best baseline {f(r['summary']['best baseline']['mean_auc_mix'])}."
-    ),
-    _natural_traffic(LOCO_GATE, "gate fitted on the others"),
-    _natural_traffic(SELF_GATE, "self-calibrated gate"),
+    # does the gate transfer? nested leave one collection out
+    Quote("loco", _readme_table),
+    Quote("loco", _readme_natural),
+    Quote("loco", _loco_table),
+    Quote("loco", _loco_natural_table),
+    Quote("loco", _loco_means),
+    Quote("loco", _loco_goals),
+    Quote("loco", _loco_verdicts),
+    Quote("loco", _loco_met),
+    Quote("loco", _set_cascade),
     # each collection in its own run
     *(_collection_row(name) for name in COLLECTIONS),
     Quote(
@@ -491,8 +593,8 @@ QUOTES: list[Quote] = [
         ),
     ),
     # how to self-calibrate
-    *(_variant_row(v.label) for v in VARIANTS),
-    Quote("self_calibration", _choice),
+    Quote("self_calibration", _self_table),
+    Quote("self_calibration", _self_choice),
     # the SciFact headline
     Quote(
         "scifact",
@@ -626,9 +728,19 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+DOCUMENTS = ("README.md", "docs/*.md")
+"""Where the quotes are looked for: the README and the documentation beside it."""
+
+
+def documentation() -> str:
+    """The README and every page of docs/, as one text."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages)
+
+
 def check(readme: str | None = None) -> list[tuple[Quote, str]]:
-    """The quotes missing from the README, each with the text it should read."""
-    text = " ".join((readme or (ROOT / "README.md").read_text(encoding="utf-8")).split())
+    """The quotes missing from the README and docs/, each with the text it should read."""
+    text = " ".join((readme or documentation()).split())
     loaded = {name: _load(path) for name, path in FILES.items()}
     missing = []
     for quote in QUOTES:
@@ -641,7 +753,7 @@ def check(readme: str | None = None) -> list[tuple[Quote, str]]:
 def main() -> int:
     missing = check()
     for quote, expected in missing:
-        print(f"README is stale ({FILES[quote.source].relative_to(ROOT)}): {expected}")
+        print(f"README or docs/ is stale ({FILES[quote.source].relative_to(ROOT)}): {expected}")
     if not missing:
         print(f"every README number ({len(QUOTES)} quotes) matches its results file")
     return 1 if missing else 0

@@ -29,7 +29,8 @@ def test_regenerate_runs_every_benchmark_and_then_the_check() -> None:
     for needed in (
         "for name in scifact llmjudge nfcorpus cranfield cacm npl med; do",
         'crag-heuristic bench --data-dir "$DATA/$name"',
-        'crag-heuristic bench --loco --data-dir "$DATA"',
+        'crag-heuristic bench --loco --sentences --data-dir "$DATA"',
+        "benchmarks/evidence_probe.py",
         "benchmarks/evaluator_micro.py",
         "benchmarks/load_faults.py",
         "benchmarks/readme_numbers.py",

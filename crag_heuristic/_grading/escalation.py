@@ -36,7 +36,11 @@ __all__ = [
     "Escalation",
     "Selection",
     "cascaded_evaluation",
+    "checked_band",
     "chunk_bands",
+    "logit",
+    "policy_fields",
+    "recorded_bands",
     "rank_uncertain",
     "select",
 ]
@@ -44,7 +48,8 @@ __all__ = [
 _EPSILON = 1e-9
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
+    """``ln(p / (1 - p))``, with ``p`` kept a hair inside (0, 1)."""
     p = min(1.0 - _EPSILON, max(_EPSILON, p))
     return math.log(p / (1.0 - p))
 
@@ -84,15 +89,7 @@ class Escalation:
     grade_ttl: float = 7 * 86400.0
 
     def __post_init__(self) -> None:
-        if self.band is not None:
-            band = self.band
-            if not isinstance(band, tuple | list) or len(band) != 2:
-                raise ConfigError("band", band, "must be (low, high) or None")
-            _check_number("band.low", band[0], low=0.0, high=1.0)
-            _check_number("band.high", band[1], low=0.0, high=1.0)
-            if band[0] > band[1]:
-                raise ConfigError("band", band, "low must be <= high")
-            object.__setattr__(self, "band", (float(band[0]), float(band[1])))
+        object.__setattr__(self, "band", checked_band(self.band))
         _check_number("budget", self.budget, low=0.0, high=1.0)
         if self.max_chunks is not None:
             _check_number("max_chunks", self.max_chunks, low=0, integer=True)
@@ -113,26 +110,58 @@ class Escalation:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Escalation:
         """Build from a dict of the fields; unknown keys raise ConfigError."""
-        if not isinstance(data, Mapping):
-            raise ConfigError("escalation", data, "must be an Escalation or a dict")
-        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"escalation.{unknown[0]}", data[unknown[0]], "unknown field")
-        band = data.get("band")
-        fields = {**data, "band": tuple(band) if isinstance(band, list) else band}
-        return cls(**fields)
+        return cls(**policy_fields(cls, data))
 
 
-def chunk_bands(evaluation: Evaluation, config: EvaluatorConfig) -> Thresholds:
-    """The chunk bands ``evaluation`` was graded with (recorded by the evaluator
-    in ``details["chunk_bands"]``), else ``config``'s."""
-    recorded = evaluation.details.get("chunk_bands")
+def checked_band(band: Any) -> tuple[float, float] | None:
+    """A policy's ``band``: ``(low, high)`` within [0, 1], ``low <= high``, as floats
+    (a list is taken as a pair); ``None`` stays ``None``.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if band is None:
+        return None
+    if not isinstance(band, tuple | list) or len(band) != 2:
+        raise ConfigError("band", band, "must be (low, high) or None")
+    _check_number("band.low", band[0], low=0.0, high=1.0)
+    _check_number("band.high", band[1], low=0.0, high=1.0)
+    if band[0] > band[1]:
+        raise ConfigError("band", band, "low must be <= high")
+    return float(band[0]), float(band[1])
+
+
+def policy_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of an escalation policy ``cls`` from a dict of them.
+
+    Raises:
+        ConfigError: not a dict, or a key that is not one of the fields.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError("escalation", data, f"must be a {cls.__name__} or a dict")
+    known: Any = getattr(cls, "__dataclass_fields__", {})
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"escalation.{unknown[0]}", data[unknown[0]], "unknown field")
+    return dict(data)
+
+
+def recorded_bands(evaluation: Evaluation, key: str, fallback: Thresholds) -> Thresholds:
+    """The bands the evaluator recorded under ``details[key]`` (``"bands"`` for the
+    set, ``"chunk_bands"`` for chunks), else ``fallback``."""
+    recorded = evaluation.details.get(key)
     if isinstance(recorded, Mapping):
         try:
             return Thresholds(relevant=recorded["relevant"], partial=recorded["partial"])
         except (KeyError, ConfigError):
             pass
-    return config.effective_chunk_thresholds
+    return fallback
+
+
+def chunk_bands(evaluation: Evaluation, config: EvaluatorConfig) -> Thresholds:
+    """The chunk bands ``evaluation`` was graded with (recorded by the evaluator
+    in ``details["chunk_bands"]``), else ``config``'s."""
+    return recorded_bands(evaluation, "chunk_bands", config.effective_chunk_thresholds)
 
 
 def rank_uncertain(
@@ -146,9 +175,9 @@ def rank_uncertain(
 ) -> tuple[int, list[int]]:
     """``(candidates, chosen)``: how many of ``probs`` lie in ``[low, high]``, and
     the positions to escalate, most uncertain first (see the module doc)."""
-    target = _logit(threshold)
+    target = logit(threshold)
     candidates = [i for i, p in enumerate(probs) if low <= p <= high]
-    candidates.sort(key=lambda i: (abs(_logit(probs[i]) - target), i))
+    candidates.sort(key=lambda i: (abs(logit(probs[i]) - target), i))
     cap = math.floor(budget * len(probs) + 1e-9)
     if max_chunks is not None:
         cap = min(cap, max_chunks)

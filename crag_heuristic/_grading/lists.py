@@ -45,7 +45,14 @@ from .._corpus import CorpusStats
 from .._evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
 from .._types import Chunk, Evaluation
-from .escalation import Escalation, Selection
+from .escalation import (
+    Escalation,
+    Selection,
+    checked_band,
+    logit,
+    policy_fields,
+    recorded_bands,
+)
 
 __all__ = [
     "COMBINE",
@@ -59,14 +66,9 @@ __all__ = [
     "thresholds_of",
 ]
 
-_EPSILON = 1e-9
+_EPSILON = 1e-9  # the band's edges are widened by it, so the share's last score is inside
 COMBINE = ("noisy_or", "max", "mean")
 """The ways a list's grades make one (see the module doc)."""
-
-
-def _logit(p: float) -> float:
-    p = min(1.0 - _EPSILON, max(_EPSILON, p))
-    return math.log(p / (1.0 - p))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,15 +106,7 @@ class SetEscalation:
     grade_ttl: float = 7 * 86400.0
 
     def __post_init__(self) -> None:
-        if self.band is not None:
-            band = self.band
-            if not isinstance(band, tuple | list) or len(band) != 2:
-                raise ConfigError("band", band, "must be (low, high) or None")
-            _check_number("band.low", band[0], low=0.0, high=1.0)
-            _check_number("band.high", band[1], low=0.0, high=1.0)
-            if band[0] > band[1]:
-                raise ConfigError("band", band, "low must be <= high")
-            object.__setattr__(self, "band", (float(band[0]), float(band[1])))
+        object.__setattr__(self, "band", checked_band(self.band))
         if self.max_chunks is not None:
             _check_number("max_chunks", self.max_chunks, low=1, integer=True)
         if self.combine not in COMBINE:
@@ -129,13 +123,7 @@ class SetEscalation:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SetEscalation:
         """Build from a dict of the fields; unknown keys raise ConfigError."""
-        if not isinstance(data, Mapping):
-            raise ConfigError("escalation", data, "must be a SetEscalation or a dict")
-        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"escalation.{unknown[0]}", data[unknown[0]], "unknown field")
-        band = data.get("band")
-        return cls(**{**data, "band": tuple(band) if isinstance(band, list) else band})
+        return cls(**policy_fields(cls, data))
 
     @classmethod
     def for_share(cls, scores: Any, share: float, *, around: float, **fields: Any) -> SetEscalation:
@@ -154,8 +142,8 @@ class SetEscalation:
         _check_number("around", around, low=0.0, high=1.0)
         if share == 0.0:
             return cls(band=(around, around), **fields)
-        centre = _logit(around)
-        distances = sorted(abs(_logit(s) - centre) for s in values)
+        centre = logit(around)
+        distances = sorted(abs(logit(s) - centre) for s in values)
         width = distances[min(len(distances), math.ceil(share * len(distances))) - 1]
         low = 1.0 / (1.0 + math.exp(-(centre - width)))
         high = 1.0 / (1.0 + math.exp(-(centre + width)))
@@ -196,19 +184,13 @@ def escalated_set_score(gate_score: float, grades: Sequence[float], policy: SetE
     g = combined_grade(grades, policy)
     if policy.trust is None:
         return g
-    z = _logit(gate_score) + policy.trust * (2.0 * g - 1.0)
+    z = logit(gate_score) + policy.trust * (2.0 * g - 1.0)
     return 1.0 / (1.0 + math.exp(-z))
 
 
 def thresholds_of(evaluation: Evaluation, fallback: Thresholds) -> Thresholds:
     """The set bands ``evaluation`` was banded with (``fallback`` when unrecorded)."""
-    bands = evaluation.details.get("bands")
-    if isinstance(bands, Mapping):
-        try:
-            return Thresholds(relevant=bands["relevant"], partial=bands["partial"])
-        except (KeyError, ConfigError):
-            pass
-    return fallback
+    return recorded_bands(evaluation, "bands", fallback)
 
 
 def select_list(evaluation: Evaluation, policy: SetEscalation) -> Selection:

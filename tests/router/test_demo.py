@@ -65,3 +65,21 @@ def test_every_answered_sample_query_gets_its_document_first(retriever: Any) -> 
         assert result.chunks[0].id in meta["relevant"], query
         grade = {g.chunk_id: g.verdict for g in result.evaluation.chunks}[result.chunks[0].id]
         assert grade is Verdict.RELEVANT, query
+
+
+def test_the_shipped_gate_on_the_sample_s_labelled_questions(retriever: Any) -> None:
+    """What the README says of the sample: every answered question on the fast path, every
+    question the corpus cannot answer sent to IRRELEVANT."""
+    from crag_heuristic import Evaluator
+
+    gate = Evaluator()
+    verdicts: dict[str, list[Verdict]] = {"answered": [], "unanswered": []}
+    for query in load_sample_queries():
+        expect = query["metadata"]["expect"]
+        if expect in verdicts:
+            hits = retriever.search(query["text"], 5)
+            verdicts[expect].append(
+                gate.evaluate(query["text"], hits, retriever.corpus_stats()).verdict
+            )
+    assert verdicts["answered"] == [Verdict.RELEVANT] * 12
+    assert verdicts["unanswered"] == [Verdict.IRRELEVANT] * 6
