@@ -729,6 +729,12 @@ def ledger(results: dict[str, Any]) -> str:
         "",
         "## Evidence variants",
         "",
+        "Evidence tried outside these variants, kept or not (the corpus centroid, passage-level "
+        "lexical coverage, the deeper ranking, query-only predictors, document density, "
+        "proximity, sentence cosines): [the evidence probe](../evidence_probe/evidence_probe.md) "
+        "(`python benchmarks/evidence_probe.py --sentences`). A variant's note says when it "
+        "joined the list.",
+        "",
         "| variant | chunk stage | set stage | why |",
         "|---|---|---|---|",
     ]
