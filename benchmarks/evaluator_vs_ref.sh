@@ -13,7 +13,7 @@ trap 'git worktree remove --force "$WORK/ref" >/dev/null 2>&1 || true; rm -rf "$
 git worktree add -q --detach "$WORK/ref" "$REF"
 cat > "$WORK/run.py" <<'PY'
 import random, sys
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, sys.argv[2] + "/benchmarks")  # the tree's own inputs' maker (same draws)
 import evaluator_micro as em
 from crag_heuristic import Evaluator
 rng = random.Random(0)
@@ -27,7 +27,7 @@ if sys.argv[1] == "loop":
 PY
 count() {  # tree mode -> instructions
     PYTHONHASHSEED=0 PYTHONPATH="$1" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-        python "$WORK/run.py" "$2" 2>&1 | awk '/Collected/ {print $4}'
+        python "$WORK/run.py" "$2" "$1" 2>&1 | awk '/Collected/ {print $4}'
 }
 per_call() { echo $(( ($(count "$1" loop) - $(count "$1" setup)) / 300 )); }
 here=$(per_call "$PWD")
