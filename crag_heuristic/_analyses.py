@@ -45,12 +45,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ._exceptions import InputError
+from ._terms import key64, utf8
 from ._text import TextStats
 
 if TYPE_CHECKING:
-    from ._corpus import TermTable
+    from ._terms import TermTable
 
-__all__ = ["AnalysesPart", "ChunkAnalyses", "id_key", "key64", "text_digest16", "utf8"]
+__all__ = ["AnalysesPart", "ChunkAnalyses", "id_key", "text_digest16"]
 
 _EMPTY: frozenset[str] = frozenset()
 _STRINGS_LIMIT = 262_144  # decoded term strings kept (about 20 MB at most)
@@ -64,17 +65,6 @@ ARRAY_NAMES = (
     "stop_ids",
     "n_tokens",
 )
-
-
-def utf8(text: str) -> bytes:
-    """A string's UTF-8 bytes, unpaired surrogates kept (``"surrogatepass"``)."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def key64(data: bytes) -> int:
-    """The 64-bit key of some bytes (BLAKE2b, stable across runs and processes): what
-    the term table and the analyses sort by."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 def id_key(chunk_id: str) -> int:

@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._analyses import AnalysesPart, ChunkAnalyses, key64, utf8
+from ._analyses import AnalysesPart, ChunkAnalyses
 from ._exceptions import InputError, RetrieverError
+from ._terms import key64, utf8
 from ._text import Analyzer
 
 __all__ = [
@@ -275,7 +276,7 @@ class Merger:
         self.n_terms += part.n_terms
 
     def finish(self, table_class: Any) -> tuple[Any, ChunkAnalyses | None]:
-        """The term table (a ``table_class``: :class:`~crag_heuristic._corpus.TermTable`)
+        """The term table (a ``table_class``: :class:`~crag_heuristic._terms.TermTable`)
         and the analyses (``None`` unless every partition kept them)."""
         parts = [self._parts[index] for index in sorted(self._parts)]  # corpus order
         table, where = _merge_by_key(parts, table_class) or _merge_by_term(parts, table_class)

@@ -20,14 +20,30 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from ._exceptions import ConfigError, StatsEngineError
 
-if TYPE_CHECKING:
-    from ._protocols import StatsEngine
+__all__ = ["DaskEngine", "LocalEngine", "StatsEngine", "resolve_engine"]
 
-__all__ = ["DaskEngine", "LocalEngine", "resolve_engine"]
+
+@runtime_checkable
+class StatsEngine(Protocol):
+    """Runs the counting of a corpus's partitions: in this process, or on a cluster.
+
+    ``map_unordered`` applies ``function`` (a module-level function of
+    picklable arguments) to each partition and yields the results as they
+    finish, in any order; it reads ``partitions`` as it goes, so that a corpus
+    larger than memory can stream through. Errors the function raises reach
+    the caller as they are; the engine's own failures are a
+    :class:`~crag_heuristic.StatsEngineError`.
+    """
+
+    name: str
+
+    def map_unordered(
+        self, function: Callable[[Any], Any], partitions: Iterable[Any]
+    ) -> Iterator[Any]: ...
 
 
 class LocalEngine:
@@ -203,8 +219,6 @@ def resolve_engine(engine: StatsEngine | str) -> StatsEngine:
         return LocalEngine()
     if engine == "dask":
         return DaskEngine()
-    from ._protocols import StatsEngine  # the protocols import the statistics
-
     if isinstance(engine, StatsEngine):
         return engine
     raise ConfigError("engine", engine, "must be 'local', 'dask' or a StatsEngine")

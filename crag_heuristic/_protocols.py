@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import (
     AsyncIterable,
     Awaitable,
-    Callable,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
@@ -34,7 +32,6 @@ __all__ = [
     "Grader",
     "ParentLookup",
     "Retriever",
-    "StatsEngine",
     "StatsProvider",
     "WebSearcher",
 ]
@@ -71,25 +68,6 @@ class StatsProvider(Protocol):
 ParentEntry = Chunk | str | Mapping[str, Any] | None
 """What a parents lookup answers: a chunk, a docstore-style entry (text, or a
 mapping with ``text``, ``id``, ``source`` ...), or ``None`` when it has no such parent."""
-
-
-@runtime_checkable
-class StatsEngine(Protocol):
-    """Runs the counting of a corpus's partitions: in this process, or on a cluster.
-
-    ``map_unordered`` applies ``function`` (a module-level function of
-    picklable arguments) to each partition and yields the results as they
-    finish, in any order; it reads ``partitions`` as it goes, so that a corpus
-    larger than memory can stream through. Errors the function raises reach
-    the caller as they are; the engine's own failures are a
-    :class:`~crag_heuristic.StatsEngineError`.
-    """
-
-    name: str
-
-    def map_unordered(
-        self, function: Callable[[Any], Any], partitions: Iterable[Any]
-    ) -> Iterator[Any]: ...
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ Any object with the right methods fits; nothing needs to inherit from these.
 statistics a :class:`StatsEngine`.
 """
 
+from ._engines import StatsEngine
 from ._expansion import QueryExpander
 from ._metrics import MetricsSink
 from ._protocols import (
@@ -26,7 +27,6 @@ from ._protocols import (
     Grader,
     ParentLookup,
     Retriever,
-    StatsEngine,
     StatsProvider,
     WebSearcher,
 )

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from crag_heuristic import ConfigError, InputError
-from crag_heuristic._corpus import FORMAT_VERSION, TermTable
+from crag_heuristic._corpus import FORMAT_VERSION
+from crag_heuristic._terms import TermTable
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
 
@@ -81,10 +82,10 @@ def test_term_table_is_an_exact_read_only_mapping() -> None:
 
 
 def test_term_table_keys_collide_without_a_wrong_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crag_heuristic._corpus as corpus
+    import crag_heuristic._terms as terms
 
     # every term on one key: lookups must compare bytes, and the order stays canonical
-    monkeypatch.setattr(corpus, "key64", lambda data: 42)
+    monkeypatch.setattr(terms, "key64", lambda data: 42)
     counts = {"dog": 2, "cat": 3, "cow": 5}
     table = TermTable.from_counts(counts)
     assert dict(table.items()) == counts and list(table) == ["cat", "cow", "dog"]
