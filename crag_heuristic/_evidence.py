@@ -72,29 +72,56 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from . import _signals as sig
 from ._text import QueryTerms, TextStats
 
 if TYPE_CHECKING:
-    from ._config import EvaluatorConfig
     from ._corpus import CorpusStats
 
 __all__ = [
     "CHUNK",
     "CHUNK_FEATURES",
+    "EvidenceSettings",
     "SET",
     "SET_FEATURES",
     "Feature",
     "Inputs",
+    "KeywordSettings",
     "Level",
+    "SetInputs",
     "bm25_norm",
     "chunk_rows",
     "needs",
     "set_row",
     "signal_of",
 ]
+
+
+class KeywordSettings(Protocol):
+    """What the lexical features read of :class:`~crag_heuristic.config.KeywordConfig`."""
+
+    @property
+    def use_idf(self) -> bool: ...
+    @property
+    def aggregate(self) -> Literal["best", "pooled"]: ...
+    @property
+    def bm25_k1(self) -> float: ...
+    @property
+    def bm25_b(self) -> float: ...
+
+
+class EvidenceSettings(Protocol):
+    """What the features read of :class:`~crag_heuristic.config.EvaluatorConfig`: a
+    protocol, so that this module (which the configuration reads for the feature names)
+    imports nothing from the configuration."""
+
+    @property
+    def keyword(self) -> KeywordSettings: ...
+    @property
+    def length(self) -> sig.LengthTarget: ...
+
 
 Level = Literal["chunk", "set"]
 Value = float | None
@@ -113,7 +140,7 @@ class Feature:
             ``semantic_coherence``, ``length_adequacy``, ``source_diversity``)
             or ``"chunk_model"`` for the first stage's outputs.
         compute: chunk level: ``Inputs -> list of values``; set level:
-            ``Inputs -> value``. ``None`` means unavailable for this input.
+            ``SetInputs -> value``. ``None`` means unavailable for this input.
         doc: one line on what it measures.
         needs: the opt-in evidence group it reads (``"sentences"``: sentence
             vectors made at index time), whose absence selects a gate's
@@ -124,7 +151,7 @@ class Feature:
     name: str
     level: Level
     signal: str
-    compute: Callable[[Inputs], object]
+    compute: Callable[..., object]
     doc: str
     needs: str | None = None
 
@@ -151,21 +178,17 @@ def _register(
 
 
 class Inputs:
-    """What the features of one evaluation read, computed once.
+    """What the chunk features of one evaluation read, computed once.
 
     The evaluator builds it; chunk features read each other through
-    :meth:`chunk`, set features through :meth:`value`. ``chunk_probs`` is
-    filled in between the two stages (the chunk stage's probabilities, or the
-    linear chunk scores without a model).
+    :meth:`chunk`. The set stage reads a :class:`SetInputs`, made from this
+    one and the chunk stage's outputs.
     """
 
     __slots__ = (
         "_chunk",
-        "_set",
-        "_term_counts",
         "analysed",
         "avgdl",
-        "chunk_probs",
         "coherence",
         "config",
         "corpus_stats",
@@ -185,7 +208,7 @@ class Inputs:
         analysed: Sequence[TextStats],
         sims: Sequence[float | None],
         sources: Sequence[str],
-        config: EvaluatorConfig,
+        config: EvidenceSettings,
         corpus_stats: CorpusStats | None,
         coherence: float | None,
         diversity: tuple[float, list[float]],
@@ -203,10 +226,7 @@ class Inputs:
         self.sentence_sims = sentence_sims or [None] * len(analysed)
         stats_avgdl = corpus_stats.avg_doc_len if corpus_stats is not None else None
         self.avgdl = stats_avgdl or sum(a.n_terms for a in analysed) / len(analysed)
-        self.chunk_probs: Sequence[float] = ()
         self._chunk: dict[str, list[Value]] = {}
-        self._set: dict[str, Value] = {}
-        self._term_counts: Counter[str] | None = None
 
     def chunk(self, name: str) -> list[Value]:
         """The values of chunk feature ``name`` (computed on first use)."""
@@ -216,14 +236,30 @@ class Inputs:
             self._chunk[name] = values  # type: ignore[assignment]
         return values  # type: ignore[return-value]
 
+    def present_sims(self) -> list[float]:
+        return [s for s in self.sims if s is not None]
+
+
+class SetInputs(Inputs):
+    """What the set features read: the chunk stage's :class:`Inputs` (and the
+    chunk features it computed) with that stage's outputs, ``chunk_probs`` (its
+    probabilities, or the linear chunk scores without a model)."""
+
+    __slots__ = ("_set", "_term_counts", "chunk_probs")
+
+    def __init__(self, chunk_stage: Inputs, chunk_probs: Sequence[float]) -> None:
+        # the chunk stage's values are shared, not copied (its caches included)
+        for name in Inputs.__slots__:
+            setattr(self, name, getattr(chunk_stage, name))
+        self.chunk_probs = chunk_probs
+        self._set: dict[str, Value] = {}
+        self._term_counts: Counter[str] | None = None
+
     def value(self, name: str) -> Value:
         """The value of set feature ``name`` (computed on first use)."""
         if name not in self._set:
             self._set[name] = SET[name].compute(self)  # type: ignore[assignment]
         return self._set[name]
-
-    def present_sims(self) -> list[float]:
-        return [s for s in self.sims if s is not None]
 
 
 def _floats(values: list[Value]) -> list[float]:
@@ -337,47 +373,41 @@ def _source_diversity(x: Inputs) -> list[Value]:
 # -- set level --------------------------------------------------------------------------------
 
 
-def _probs(x: Inputs) -> Sequence[float]:
-    if not x.chunk_probs:  # pragma: no cover - the evaluator always fills them first
-        raise RuntimeError("set features that read the chunk stage need Inputs.chunk_probs")
-    return x.chunk_probs
-
-
 @_register("best_chunk", "set", "chunk_model")
-def _best_chunk(x: Inputs) -> Value:
+def _best_chunk(x: SetInputs) -> Value:
     """The highest chunk probability."""
-    return max(_probs(x))
+    return max(x.chunk_probs)
 
 
 @_register("top_chunk", "set", "chunk_model")
-def _top_chunk(x: Inputs) -> Value:
+def _top_chunk(x: SetInputs) -> Value:
     """The first chunk's probability."""
-    return _probs(x)[0]
+    return x.chunk_probs[0]
 
 
 @_register("mean_chunk", "set", "chunk_model")
-def _mean_chunk(x: Inputs) -> Value:
+def _mean_chunk(x: SetInputs) -> Value:
     """The mean chunk probability."""
-    probs = _probs(x)
+    probs = x.chunk_probs
     return sum(probs) / len(probs)
 
 
 @_register("chunk_margin", "set", "chunk_model")
-def _chunk_margin(x: Inputs) -> Value:
+def _chunk_margin(x: SetInputs) -> Value:
     """The highest chunk probability minus the second."""
-    top_two = sorted(_probs(x), reverse=True)[:2]
+    top_two = sorted(x.chunk_probs, reverse=True)[:2]
     return top_two[0] - (top_two[1] if len(top_two) > 1 else 0.0)
 
 
 @_register("bm25_margin", "set", "keyword_overlap")
-def _bm25_margin(x: Inputs) -> Value:
+def _bm25_margin(x: SetInputs) -> Value:
     """The best chunk's bm25 minus the second best."""
     top_two = sorted(_floats(x.chunk("bm25")), reverse=True)[:2]
     return top_two[0] - (top_two[1] if len(top_two) > 1 else 0.0)
 
 
 @_register("agreement", "set", "keyword_overlap")
-def _agreement(x: Inputs) -> Value:
+def _agreement(x: SetInputs) -> Value:
     """1 when the lexically best chunk is also the retriever's best, else 0."""
     present = [i for i, s in enumerate(x.sims) if s is not None]
     if not present:
@@ -389,7 +419,7 @@ def _agreement(x: Inputs) -> Value:
 
 
 @_register("keyword_overlap", "set", "keyword_overlap")
-def _set_keyword_overlap(x: Inputs) -> Value:
+def _set_keyword_overlap(x: SetInputs) -> Value:
     """The named signal: the best chunk's overlap, or the pooled one."""
     if x.config.keyword.aggregate == "best":
         return max(_floats(x.chunk("keyword_overlap")))
@@ -397,32 +427,32 @@ def _set_keyword_overlap(x: Inputs) -> Value:
 
 
 @_register("keyword_coverage", "set", "keyword_overlap")
-def _keyword_coverage(x: Inputs) -> Value:
+def _keyword_coverage(x: SetInputs) -> Value:
     """The weighted share of the query's terms found in any chunk."""
     pooled = frozenset().union(*(a.match_set(x.terms) for a in x.analysed))
     return sig.keyword_overlap(x.terms.terms, x.weights, pooled)
 
 
 @_register("bm25_max", "set", "keyword_overlap")
-def _bm25_max(x: Inputs) -> Value:
+def _bm25_max(x: SetInputs) -> Value:
     """The best chunk's bm25."""
     return max(_floats(x.chunk("bm25")))
 
 
 @_register("bm25_top", "set", "keyword_overlap")
-def _bm25_top(x: Inputs) -> Value:
+def _bm25_top(x: SetInputs) -> Value:
     """The first chunk's bm25."""
     return _floats(x.chunk("bm25"))[0]
 
 
 @_register("bm25_raw_max", "set", "keyword_overlap")
-def _bm25_raw_max(x: Inputs) -> Value:
+def _bm25_raw_max(x: SetInputs) -> Value:
     """The best chunk's BM25, not normalised."""
     return max(_floats(x.chunk("bm25_raw")))
 
 
 @_register("bm25_scaled_max", "set", "keyword_overlap")
-def _bm25_scaled_max(x: Inputs) -> Value:
+def _bm25_scaled_max(x: SetInputs) -> Value:
     """The best chunk's BM25 over the corpus's largest idf, ln(2N + 2): comparable across
     corpus sizes."""
     stats = x.corpus_stats
@@ -435,12 +465,12 @@ def _bm25_scaled_max(x: Inputs) -> Value:
 
 
 @_register("bm25_raw_top", "set", "keyword_overlap")
-def _bm25_raw_top(x: Inputs) -> Value:
+def _bm25_raw_top(x: SetInputs) -> Value:
     """The first chunk's BM25, not normalised."""
     return _floats(x.chunk("bm25_raw"))[0]
 
 
-def _term_chunk_counts(x: Inputs) -> Counter[str]:
+def _term_chunk_counts(x: SetInputs) -> Counter[str]:
     """term -> the number of chunks whose term set holds it (computed once)."""
     counts = x._term_counts
     if counts is None:
@@ -452,7 +482,7 @@ def _term_chunk_counts(x: Inputs) -> Counter[str]:
 
 
 @_register("lexical_coherence", "set", "keyword_overlap")
-def _lexical_coherence(x: Inputs) -> Value:
+def _lexical_coherence(x: SetInputs) -> Value:
     """How much the chunks' term sets overlap: a pooled Jaccard over all pairs."""
     n = len(x.analysed)
     if n < 2:
@@ -466,7 +496,7 @@ def _lexical_coherence(x: Inputs) -> Value:
 
 
 @_register("top_lexical_coherence", "set", "keyword_overlap")
-def _top_lexical_coherence(x: Inputs) -> Value:
+def _top_lexical_coherence(x: SetInputs) -> Value:
     """How much the first chunk's term set overlaps the others': a pooled Jaccard."""
     n = len(x.analysed)
     if n < 2:
@@ -479,61 +509,61 @@ def _top_lexical_coherence(x: Inputs) -> Value:
 
 
 @_register("similarity_top", "set", "semantic_coherence")
-def _similarity_top(x: Inputs) -> Value:
+def _similarity_top(x: SetInputs) -> Value:
     """The best similarity."""
     present = x.present_sims()
     return max(present) if present else None
 
 
 @_register("similarity_mean", "set", "semantic_coherence")
-def _similarity_mean(x: Inputs) -> Value:
+def _similarity_mean(x: SetInputs) -> Value:
     """The mean similarity."""
     present = x.present_sims()
     return sum(present) / len(present) if present else None
 
 
 @_register("similarity_std", "set", "semantic_coherence")
-def _similarity_std(x: Inputs) -> Value:
+def _similarity_std(x: SetInputs) -> Value:
     """The standard deviation of the similarities (NQC without its normaliser)."""
     present = x.present_sims()
     return _mean_std(present)[1] if present else None
 
 
 @_register("similarity_gap", "set", "semantic_coherence")
-def _similarity_gap(x: Inputs) -> Value:
+def _similarity_gap(x: SetInputs) -> Value:
     """The best similarity minus the lowest."""
     present = x.present_sims()
     return max(present) - min(present) if present else None
 
 
 @_register("sentence_similarity_max", "set", "semantic_coherence", needs="sentences")
-def _sentence_similarity_max(x: Inputs) -> Value:
+def _sentence_similarity_max(x: SetInputs) -> Value:
     """The best sentence of the list: the highest sentence_similarity."""
     present = [s for s in x.sentence_sims if s is not None]
     return max(present) if present else None
 
 
 @_register("sentence_similarity_top", "set", "semantic_coherence", needs="sentences")
-def _sentence_similarity_top(x: Inputs) -> Value:
+def _sentence_similarity_top(x: SetInputs) -> Value:
     """The first chunk's sentence_similarity."""
     return x.sentence_sims[0]
 
 
 @_register("coherence", "set", "semantic_coherence")
-def _coherence(x: Inputs) -> Value:
+def _coherence(x: SetInputs) -> Value:
     """The named signal semantic coherence."""
     return x.coherence
 
 
 @_register("length_adequacy", "set", "length_adequacy")
-def _set_length_adequacy(x: Inputs) -> Value:
+def _set_length_adequacy(x: SetInputs) -> Value:
     """The mean length adequacy of the chunks."""
     values = _floats(x.chunk("length_adequacy"))
     return sum(values) / len(values)
 
 
 @_register("source_diversity", "set", "source_diversity")
-def _set_source_diversity(x: Inputs) -> Value:
+def _set_source_diversity(x: SetInputs) -> Value:
     """Distinct sources over chunks."""
     return x.diversity[0]
 
@@ -551,9 +581,8 @@ def chunk_rows(x: Inputs, names: Iterable[str] = CHUNK_FEATURES) -> list[Row]:
     return [dict(zip(keys, values, strict=True)) for values in columns]
 
 
-def set_row(x: Inputs, names: Iterable[str] = SET_FEATURES) -> Row:
-    """The set's row holding the set features ``names`` (all by default);
-    ``x.chunk_probs`` must be filled in."""
+def set_row(x: SetInputs, names: Iterable[str] = SET_FEATURES) -> Row:
+    """The set's row holding the set features ``names`` (all by default)."""
     return {name: x.value(name) for name in names}
 
 

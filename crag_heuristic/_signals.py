@@ -38,18 +38,41 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # only the types: the configuration imports this module
-    from ._config import CoherenceConfig, LengthConfig
+from typing import Protocol
 
 __all__ = [
     "CoherenceParts",
+    "CoherenceWeights",
+    "LengthTarget",
     "coherence",
     "diversity",
     "keyword_overlap",
     "length_adequacy",
 ]
+
+
+class CoherenceWeights(Protocol):
+    """What :func:`coherence` reads (:class:`~crag_heuristic.config.CoherenceConfig` has
+    it): the weights of the mean, top and gap levels and the variance cap. A protocol, so
+    that this module, below the configuration, imports nothing from it."""
+
+    @property
+    def mean(self) -> float: ...
+    @property
+    def top(self) -> float: ...
+    @property
+    def gap(self) -> float: ...
+    @property
+    def variance_cap(self) -> float: ...
+
+
+class LengthTarget(Protocol):
+    """What :func:`length_adequacy` reads (:class:`~crag_heuristic.config.LengthConfig`)."""
+
+    @property
+    def min_tokens(self) -> int: ...
+    @property
+    def tokens_per_word(self) -> float: ...
 
 
 def keyword_overlap(
@@ -87,7 +110,7 @@ class CoherenceParts:
         }
 
 
-def coherence(similarities: Sequence[float], config: CoherenceConfig) -> CoherenceParts | None:
+def coherence(similarities: Sequence[float], config: CoherenceWeights) -> CoherenceParts | None:
     """Semantic coherence of similarities in [0, 1] (``None`` for an empty list)."""
     n = len(similarities)
     if n == 0:
@@ -107,7 +130,7 @@ def coherence(similarities: Sequence[float], config: CoherenceConfig) -> Coheren
     )
 
 
-def length_adequacy(n_words: int, config: LengthConfig) -> float:
+def length_adequacy(n_words: int, config: LengthTarget) -> float:
     """``min(1, n_words * tokens_per_word / min_tokens)``."""
     return min(1.0, n_words * config.tokens_per_word / config.min_tokens)
 

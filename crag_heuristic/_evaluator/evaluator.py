@@ -236,8 +236,9 @@ class Evaluator:
         if chunk_grades is not None:
             fixed = _fixed_grades(chunks, chunk_grades, notes)
             chunk_scores, best_parts = gate.with_fixed(rows, chunk_scores, best_parts, fixed)
-        x.chunk_probs = chunk_scores
-        set_features = evidence.set_row(x, self._names(gate.set, _SET_ALWAYS, "set"))
+        set_features = evidence.set_row(
+            evidence.SetInputs(x, chunk_scores), self._names(gate.set, _SET_ALWAYS, "set")
+        )
         signals = Signals(
             keyword_overlap=set_features["keyword_overlap"],
             semantic_coherence=x.coherence,
