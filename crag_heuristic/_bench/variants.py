@@ -73,6 +73,19 @@ EVIDENCE_VARIANTS: tuple[GateVariant, ...] = (
         "a million); over the largest idf, ln(2N + 2), it does not",
     ),
     GateVariant(
+        label="top-1, gap + BM25 (first, best over ln 2N)",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top", "similarity_gap", "bm25_top", "bm25_scaled_max"),
+        note="added after the third nested run, whose natural-traffic AUC stayed below the "
+        "parameter-free score gap's (top cosine minus the k-th): the shipped pick with that gap",
+    ),
+    GateVariant(
+        label="gap + BM25 (first, best over ln 2N)",
+        chunk_features=_CHUNK,
+        set_features=("similarity_gap", "bm25_top", "bm25_scaled_max"),
+        note="added with the one above: the score gap in place of the top-1 cosine",
+    ),
+    GateVariant(
         label="top-1, mean + BM25",
         chunk_features=_CHUNK,
         set_features=("similarity_top", "similarity_mean", "bm25_top", "bm25_raw_max"),
