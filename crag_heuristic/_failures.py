@@ -27,9 +27,9 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, overload
 
 from . import _exceptions
 from ._exceptions import (
@@ -44,7 +44,7 @@ from ._exceptions import (
 )
 from ._redact import redact
 
-__all__ = ["Failure", "FailureStage", "last_failure", "wrap"]
+__all__ = ["Failure", "FailureStage", "FailureText", "last_failure", "wrap"]
 
 
 class FailureStage(str, enum.Enum):
@@ -212,6 +212,32 @@ def last_failure(failures: Iterable[Failure], stage: FailureStage) -> Failure | 
         if failure.stage is stage:
             found = failure
     return found
+
+
+class _HasFailures(Protocol):
+    @property
+    def failures(self) -> Sequence[Failure]: ...
+
+
+class FailureText:
+    """A read-only attribute of a result: the :attr:`Failure.text` of the last of
+    its ``failures`` at ``stage``, or ``None`` (``CRAGResult.cache_error`` ...)."""
+
+    def __init__(self, stage: FailureStage, doc: str) -> None:
+        self.stage = stage
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> FailureText: ...
+    @overload
+    def __get__(self, obj: _HasFailures, owner: type | None = None) -> str | None: ...
+    def __get__(
+        self, obj: _HasFailures | None, owner: type | None = None
+    ) -> FailureText | str | None:
+        if obj is None:
+            return self
+        failure = last_failure(obj.failures, self.stage)
+        return None if failure is None else failure.text
 
 
 # the library's errors by name: what Failure.from_dict may rebuild

@@ -20,7 +20,7 @@ from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._exceptions import InputError
-from .._failures import Failure, FailureStage, last_failure
+from .._failures import Failure, FailureStage, FailureText
 from .._grading import (
     AsyncGrader,
     CascadeReport,
@@ -71,11 +71,9 @@ class CascadeResult:
         """Why the grader gave nothing usable, or ``None`` (``report.error``)."""
         return self.report.error
 
-    @property
-    def cache_error(self) -> str | None:
-        """The last cache failure (``"CacheError: ..."``), or ``None``."""
-        failure = last_failure(self.failures, FailureStage.CACHE)
-        return None if failure is None else failure.text
+    cache_error = FailureText(
+        FailureStage.CACHE, 'The last cache failure (``"CacheError: ..."``), or ``None``.'
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

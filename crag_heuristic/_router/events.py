@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._evaluator.refine import Refinement
-from .._failures import Failure, FailureStage, last_failure
+from .._failures import Failure, FailureStage, FailureText, last_failure
 from .._grading import CascadeReport
 from .._types import Chunk, Evaluation
-from .result import CRAGResult, Strategy, WebOutcome
+from .result import CRAGResult, OfWeb, Strategy, WebOutcome
 
 __all__ = [
     "Corrected",
@@ -229,35 +229,16 @@ class WebSearched(StageEvent):
     chunks: tuple[Chunk, ...]
     evaluation: Evaluation
 
-    @property
-    def web_query(self) -> str | None:
-        """The keyword rewrite of the query (``web.query``)."""
-        return self.web.query
-
-    @property
-    def used(self) -> bool:
-        """Whether web results replaced the chunks (``web.used``)."""
-        return self.web.used
-
-    @property
-    def results(self) -> int:
-        """Usable web results, http(s) sources (``web.results``)."""
-        return self.web.results
-
-    @property
-    def error(self) -> str | None:
-        """Why the web search failed (``"WebSearchTimeout: ..."``), or ``None``."""
-        return self.web.error_text
-
-    @property
-    def miss(self) -> str | None:
-        """Why the web gave nothing (``"no web searcher configured"`` ...), or ``None``."""
-        return self.web.miss
-
-    @property
-    def cache_hit(self) -> bool:
-        """Whether the results came from the cache (``web.cache_hit``)."""
-        return self.web.cache_hit
+    web_query = OfWeb[str | None]("query", "The keyword rewrite of the query (``web.query``).")
+    used = OfWeb[bool]("used", "Whether web results replaced the chunks (``web.used``).")
+    results = OfWeb[int]("results", "Usable web results, http(s) sources (``web.results``).")
+    error = OfWeb[str | None](
+        "error_text", 'Why the web search failed (``"WebSearchTimeout: ..."``), or ``None``.'
+    )
+    miss = OfWeb[str | None]("miss", "Why the web gave nothing, or ``None`` (``web.miss``).")
+    cache_hit = OfWeb[bool](
+        "cache_hit", "Whether the results came from the cache (``web.cache_hit``)."
+    )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -299,10 +280,9 @@ class ParentsExpanded(StageEvent):
     used: int
     failures: tuple[Failure, ...] = ()
 
-    @property
-    def error(self) -> str | None:
-        """The last failure's text (``"KeyError: ..."``), or ``None``."""
-        return self.failures[-1].text if self.failures else None
+    error = FailureText(
+        FailureStage.PARENTS, 'The last failure\'s text (``"KeyError: ..."``), or ``None``.'
+    )
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -5,15 +5,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from .._evaluator.refine import Refinement
 from .._exceptions import CragError, InputError
-from .._failures import Failure, FailureStage, last_failure
+from .._failures import Failure, FailureStage, FailureText, last_failure
 from .._grading import CascadeReport
 from .._types import Chunk, Evaluation, Verdict
 
-__all__ = ["CRAGResult", "Strategy", "WebOutcome"]
+__all__ = ["CRAGResult", "OfWeb", "Strategy", "WebOutcome"]
+
+T = TypeVar("T")
 
 
 class Strategy(str, enum.Enum):
@@ -60,6 +62,29 @@ class WebOutcome:
     def error_text(self) -> str | None:
         """``"WebSearchTimeout: ..."`` (the failure's text), or ``None``."""
         return None if self.failure is None else self.failure.text
+
+
+class _HasWeb(Protocol):
+    @property
+    def web(self) -> WebOutcome: ...
+
+
+class OfWeb(Generic[T]):
+    """A read-only attribute that is one of the object's ``web`` outcome's."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> OfWeb[T]: ...
+    @overload
+    def __get__(self, obj: _HasWeb, owner: type | None = None) -> T: ...
+    def __get__(self, obj: _HasWeb | None, owner: type | None = None) -> OfWeb[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.web, self.name)
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,50 +165,33 @@ class CRAGResult:
         if last_failure(failures, FailureStage.WEB) is not self.web.failure:
             raise InputError("the web outcome's failure must be the last web one of failures")
 
-    @property
-    def web_query(self) -> str | None:
-        """The keyword query for the web (``web.query``)."""
-        return self.web.query
-
-    @property
-    def web_search_used(self) -> bool:
-        """Whether web results are among the final chunks (``web.used``)."""
-        return self.web.used
-
-    @property
-    def web_cache_hit(self) -> bool:
-        """Whether the web results came from the cache (``web.cache_hit``)."""
-        return self.web.cache_hit
-
-    @property
-    def web_error(self) -> str | None:
-        """Why the web search failed (``"WebSearchTimeout: ..."``), or ``None``."""
-        return self.web.error_text
-
-    @property
-    def cache_error(self) -> str | None:
+    web_query = OfWeb[str | None]("query", "The keyword query for the web (``web.query``).")
+    web_search_used = OfWeb[bool](
+        "used", "Whether web results are among the final chunks (``web.used``)."
+    )
+    web_cache_hit = OfWeb[bool](
+        "cache_hit", "Whether the web results came from the cache (``web.cache_hit``)."
+    )
+    web_error = FailureText(
+        FailureStage.WEB, 'Why the web search failed (``"WebSearchTimeout: ..."``), or ``None``.'
+    )
+    cache_error = FailureText(
+        FailureStage.CACHE,
         """The last cache failure of this query (``"CacheError: ..."``), or ``None``.
         The query went on without the cache; a cached value refused as invalid or
         not JSON is one too (kind ``invalid`` or ``payload``): recomputed, its
-        entry overwritten."""
-        return self._last_text(FailureStage.CACHE)
-
-    @property
-    def grader_error(self) -> str | None:
-        """Why the cascade's grader gave nothing usable (``"GraderTimeout: ..."``),
-        or ``None``. The gate's verdict stood."""
-        return self._last_text(FailureStage.GRADER)
-
-    @property
-    def parent_error(self) -> str | None:
-        """The last failure of the parents lookup (``"KeyError: ..."``), or
-        ``None``. The chunks whose parent it could not give stay; ``notes`` names
-        them."""
-        return self._last_text(FailureStage.PARENTS)
-
-    def _last_text(self, stage: FailureStage) -> str | None:
-        failure = last_failure(self.failures, stage)
-        return None if failure is None else failure.text
+        entry overwritten.""",
+    )
+    grader_error = FailureText(
+        FailureStage.GRADER,
+        """Why the cascade's grader gave nothing usable (``"GraderTimeout: ..."``), or
+        ``None``. The gate's verdict stood.""",
+    )
+    parent_error = FailureText(
+        FailureStage.PARENTS,
+        """The last failure of the parents lookup (``"KeyError: ..."``), or ``None``.
+        The chunks whose parent it could not give stay; ``notes`` names them.""",
+    )
 
     @property
     def corrected(self) -> bool:
