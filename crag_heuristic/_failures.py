@@ -163,9 +163,9 @@ class Failure:
             "type": type(error).__name__,
             "message": self.message,
             "attributes": {
-                name: _json_value(values[name])
-                for name in _attributes(type(error))
-                if name in values
+                name: _json_value(values.get(name, default))
+                for name, default in _attributes(type(error)).items()
+                if name in values or default is not _REQUIRED
             },
         }
 
@@ -177,7 +177,8 @@ class Failure:
         Raises:
             InputError: not such a dict: another shape, an unknown stage, a type
                 that names none of the library's errors, an attribute that
-                error does not take, a value that is not JSON data.
+                error does not take (or not one it needs), a value that is not
+                JSON data.
         """
         if not isinstance(data, Mapping) or not _FIELDS >= set(data) >= _FIELDS - {"attributes"}:
             found = sorted(data) if isinstance(data, Mapping) else type(data).__name__
@@ -198,6 +199,10 @@ class Failure:
         unknown = sorted(str(name) for name in attributes if name not in known)
         if unknown:
             raise InputError(f"{type_name} takes no attribute {', '.join(unknown)}")
+        missing = [name for name, default in known.items() if default is _REQUIRED]
+        missing = [name for name in missing if name not in attributes]
+        if missing:
+            raise InputError(f"{type_name} needs the attribute {', '.join(missing)}")
         error = error_type.__new__(error_type)
         BaseException.__init__(error, message)
         for name, default in known.items():
@@ -259,7 +264,7 @@ def _attributes(error_type: type[CragError]) -> dict[str, Any]:
 def _named_attributes(type_name: str) -> dict[str, Any]:
     """The structured attributes the library's error ``type_name`` takes (its
     constructors' argument names but the message), each with its default
-    (``None`` without one)."""
+    (``_REQUIRED`` without one)."""
     names: dict[str, Any] = {}
     for klass in reversed(_ERRORS[type_name].__mro__):
         init = klass.__dict__.get("__init__")
@@ -267,12 +272,13 @@ def _named_attributes(type_name: str) -> dict[str, Any]:
             continue
         for param in list(inspect.signature(init).parameters.values())[1:]:
             if param.name != "message" and param.kind is not param.VAR_KEYWORD:
-                default = None if param.default is param.empty else param.default
+                default = _REQUIRED if param.default is param.empty else param.default
                 names[param.name] = default
     return names
 
 
 _SCALARS = (str, int, float, bool, type(None))
+_REQUIRED: Any = object()  # an attribute whose constructor argument has no default
 
 
 def _json_value(value: Any) -> Any:
