@@ -10,71 +10,47 @@ from typing import Any
 
 import pytest
 
-from crag_heuristic import (
-    CacheError,
-    CircuitOpenError,
-    ConfigError,
-    CragError,
-    DuplicateChunkError,
-    Failure,
-    FailureStage,
-    InputError,
-    InvalidChunkError,
-    InvalidQueryError,
-    ParentLookupError,
-    RetrieverError,
-    SynonymFormatError,
-    WebSearchConnectionError,
-    WebSearchEnginesFailed,
-    WebSearchError,
-    WebSearchFormatDisabled,
-    WebSearchHTTPError,
-    WebSearchRateLimited,
-    WebSearchResponseError,
-    WebSearchTimeout,
-    _exceptions,
-)
+from crag_heuristic import CragError, Failure, FailureStage, InputError
+from crag_heuristic import _exceptions as errors
 from crag_heuristic._failures import wrap
-from crag_heuristic.grading import GraderError, GraderOutputError, GraderTimeout
-from crag_heuristic.text import CorpusStatsFileError, StatsEngineError
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # one of each of the library's errors, with its structured attributes set
 ERRORS: list[CragError] = [
     CragError("something"),
-    ConfigError("weights.keyword_overlap", -1, "must be >= 0"),
+    errors.ConfigError("weights.keyword_overlap", -1, "must be >= 0"),
     InputError("k must be a positive integer"),
-    InvalidQueryError("   ", "blank"),
-    InvalidChunkError("score", object(), "not a number", chunk_id="a", index=2),
-    DuplicateChunkError("a", 0, 3),
-    SynonymFormatError("syn.txt", 4, "car =>", "nothing after =>"),
-    CorpusStatsFileError("/stats.json", "analyzer", "english:1", "english:2"),
-    RetrieverError("FaissRetriever.search gave no answer", retriever="Faiss", timeout=0.5),
-    StatsEngineError("the scheduler is gone", engine="dask"),
-    ParentLookupError("store down", parent_id="bees", cause_type="ConnectionError"),
-    GraderError("the grader raised RuntimeError: 500", grader="llm:1"),
-    GraderTimeout("no grades within 0.05 s", grader="llm:1"),
-    GraderOutputError("grade 0 is nan", grader="llm:1"),
-    WebSearchError("x", query="bees", url="http://user:pw@searx:8080/search"),
-    WebSearchTimeout("slow", url="http://searx/search"),
-    WebSearchHTTPError("HTTP 502", status_code=502),
-    WebSearchRateLimited("HTTP 429", status_code=429),
-    WebSearchFormatDisabled("HTTP 403", status_code=403),
-    WebSearchConnectionError("cannot connect to http://a:b@searx/"),
-    WebSearchResponseError("not JSON"),
-    WebSearchEnginesFailed("all failed", engines=("ddg", "bing"), reasons=("timeout", "")),
-    CircuitOpenError("open", retry_after=12.5, url="http://searx"),
-    CacheError("redis down", backend="redis", operation="get", kind="connection"),
-    CacheError("later", backend="redis", operation="set", kind="down", retry_after=0.25),
+    errors.InvalidQueryError("   ", "blank"),
+    errors.InvalidChunkError("score", object(), "not a number", chunk_id="a", index=2),
+    errors.DuplicateChunkError("a", 0, 3),
+    errors.SynonymFormatError("syn.txt", 4, "car =>", "nothing after =>"),
+    errors.CorpusStatsFileError("/stats.json", "analyzer", "english:1", "english:2"),
+    errors.RetrieverError("FaissRetriever.search gave no answer", retriever="Faiss", timeout=0.5),
+    errors.StatsEngineError("the scheduler is gone", engine="dask"),
+    errors.ParentLookupError("store down", parent_id="bees", cause_type="ConnectionError"),
+    errors.GraderError("the grader raised RuntimeError: 500", grader="llm:1"),
+    errors.GraderTimeout("no grades within 0.05 s", grader="llm:1"),
+    errors.GraderOutputError("grade 0 is nan", grader="llm:1"),
+    errors.WebSearchError("x", query="bees", url="http://user:pw@searx:8080/search"),
+    errors.WebSearchTimeout("slow", url="http://searx/search"),
+    errors.WebSearchHTTPError("HTTP 502", status_code=502),
+    errors.WebSearchRateLimited("HTTP 429", status_code=429),
+    errors.WebSearchFormatDisabled("HTTP 403", status_code=403),
+    errors.WebSearchConnectionError("cannot connect to http://a:b@searx/"),
+    errors.WebSearchResponseError("not JSON"),
+    errors.WebSearchEnginesFailed("all failed", engines=("ddg", "bing"), reasons=("timeout", "")),
+    errors.CircuitOpenError("open", retry_after=12.5, url="http://searx"),
+    errors.CacheError("redis down", backend="redis", operation="get", kind="connection"),
+    errors.CacheError("later", backend="redis", operation="set", kind="down", retry_after=0.25),
 ]
 
 
 def test_every_library_error_has_a_sample() -> None:
     library = {
         value
-        for name in _exceptions.__all__
-        if isinstance(value := getattr(_exceptions, name), type) and issubclass(value, CragError)
+        for name in errors.__all__
+        if isinstance(value := getattr(errors, name), type) and issubclass(value, CragError)
     }
     assert {type(error) for error in ERRORS} == library
 
@@ -95,7 +71,7 @@ def test_a_failure_round_trips_through_json(error: CragError) -> None:
 
 
 def test_the_text_is_the_old_flag() -> None:
-    error = WebSearchConnectionError("cannot connect to http://user:pw@searx:8080/search")
+    error = errors.WebSearchConnectionError("cannot connect to http://user:pw@searx:8080/search")
     failure = Failure("web", error)  # type: ignore[arg-type]  # the value is taken
     assert failure.stage is FailureStage.WEB
     assert (
@@ -104,7 +80,9 @@ def test_the_text_is_the_old_flag() -> None:
     assert failure.message == "cannot connect to http://***@searx:8080/search"
     assert str(failure) == f"web: {failure.text}"
     assert "pw" not in json.dumps(failure.to_dict())  # attributes masked too
-    parent = Failure(FailureStage.PARENTS, ParentLookupError("'bees'", cause_type="KeyError"))
+    parent = Failure(
+        FailureStage.PARENTS, errors.ParentLookupError("'bees'", cause_type="KeyError")
+    )
     assert (parent.type_name, parent.text) == ("KeyError", "KeyError: 'bees'")
 
 
@@ -118,17 +96,17 @@ def test_a_failure_takes_only_a_stage_and_a_library_error() -> None:
 def test_wrap_keeps_a_parts_own_exception_as_the_cause() -> None:
     cause = OSError("disk full")
     for stage, expected in (
-        (FailureStage.WEB, WebSearchError),
-        (FailureStage.CACHE, CacheError),
-        (FailureStage.GRADER, GraderError),
-        (FailureStage.PARENTS, ParentLookupError),
-        (FailureStage.RE_RETRIEVAL, RetrieverError),
+        (FailureStage.WEB, errors.WebSearchError),
+        (FailureStage.CACHE, errors.CacheError),
+        (FailureStage.GRADER, errors.GraderError),
+        (FailureStage.PARENTS, errors.ParentLookupError),
+        (FailureStage.RE_RETRIEVAL, errors.RetrieverError),
         (FailureStage.EXPANSION, CragError),
     ):
         error = wrap(stage, cause)
         assert type(error) is expected and error.__cause__ is cause
         assert "raised OSError: disk full" in str(error)
-    own = GraderTimeout("slow")
+    own = errors.GraderTimeout("slow")
     assert wrap(FailureStage.GRADER, own) is own
 
 
@@ -166,12 +144,15 @@ def test_reading_back_refuses_what_it_did_not_write(data: Any, match: str) -> No
 def test_attributes_left_out_take_their_defaults_or_are_refused() -> None:
     bare = {"stage": "grader", "type": "GraderTimeout", "message": "slow"}
     error = Failure.from_dict(bare).error
-    assert isinstance(error, GraderTimeout) and error.grader is None
+    assert isinstance(error, errors.GraderTimeout) and error.grader is None
     with pytest.raises(InputError, match="CacheError needs the attribute backend, operation"):
         Failure.from_dict({k: v for k, v in GOOD.items() if k != "attributes"})
     full = {**GOOD, "attributes": {"backend": "redis", "operation": "get"}}
     cache = Failure.from_dict(full).error
-    assert isinstance(cache, CacheError) and (cache.kind, cache.retry_after) == ("error", None)
+    assert isinstance(cache, errors.CacheError) and (cache.kind, cache.retry_after) == (
+        "error",
+        None,
+    )
 
 
 # The colon splits the package and the benchmarks may make: on cache keys, a
