@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crag_heuristic import CRAGResult
+from crag_heuristic import CRAGResult, Failure, FailureStage
 from crag_heuristic.testing._trace import TracedCall
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ class Truth:
     web_causes: list[str]  # "injected: engine http_500", "circuit refusal", "not injected: X"
     cache_failed_calls: list[TracedCall]
     cache_calls_in_outage: list[TracedCall]
-    web_flag: str | None
-    cache_flag: str | None
+    web_flag: Failure | None  # the result's web failure
+    cache_flag: Failure | None  # its last cache failure
 
     @property
     def web_failed(self) -> bool:
@@ -155,17 +155,20 @@ def judge(
         cache_calls_in_outage=[
             c for c in cache_calls if outage and outage[0] <= c.started and c.ended <= outage[1]
         ],
-        web_flag=result.web_error,
-        cache_flag=result.cache_error,
+        web_flag=result.web.failure,
+        cache_flag=next(
+            (f for f in reversed(result.failures) if f.stage is FailureStage.CACHE), None
+        ),
     )
 
 
 def _web_outcome(result: CRAGResult) -> str:
-    if result.web_error:
+    web = result.web
+    if web.failure is not None:
         return "web error flagged"
-    if result.web_cache_hit:
+    if web.cache_hit:
         return "web cache hit"
-    return "web results used" if result.web_search_used else "web found nothing"
+    return "web results used" if web.used else "web found nothing"
 
 
 def _stray_cache_failures(run: Run) -> int:
@@ -261,7 +264,7 @@ def analyse(run: Run, command: str | None = None) -> dict[str, Any]:
     def since_start(t: float | None) -> float | None:
         return None if t is None else round(t - timeline.started, 3)
 
-    web_flags = Counter(t.web_flag.split(":", 1)[0] for t in truths if t.web_flag)
+    web_flags = Counter(t.web_flag.type_name for t in truths if t.web_flag)
     cache_flags = Counter(
         (t.cache_failed_calls[-1].kind or t.cache_failed_calls[-1].error_type or "?")
         if t.cache_failed_calls

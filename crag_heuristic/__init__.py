@@ -57,6 +57,7 @@ from ._exceptions import (
     InputError,
     InvalidChunkError,
     InvalidQueryError,
+    ParentLookupError,
     RetrieverError,
     SynonymFormatError,
     WebSearchConnectionError,
@@ -68,9 +69,10 @@ from ._exceptions import (
     WebSearchResponseError,
     WebSearchTimeout,
 )
+from ._failures import Failure, FailureStage
 from ._protocols import AsyncCache, AsyncRetriever, AsyncWebSearcher, Cache, Retriever, WebSearcher
 from ._retrievers import BM25Retriever, FaissRetriever, LangChainFaissRetriever
-from ._router import CRAG, CRAGResult, Strategy
+from ._router import CRAG, CRAGResult, Strategy, WebOutcome
 from ._self_calibrate import calibrate_self
 from ._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Signals, Verdict
 from ._version import __version__
@@ -99,12 +101,15 @@ __all__ = [
     "Evaluation",
     "Evaluator",
     "EvaluatorConfig",
+    "Failure",
+    "FailureStage",
     "FaissRetriever",
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
     "LangChainFaissRetriever",
     "MemoryCache",
+    "ParentLookupError",
     "RedisCache",
     "Retriever",
     "RetrieverError",
@@ -116,6 +121,7 @@ __all__ = [
     "Strategy",
     "SynonymFormatError",
     "Verdict",
+    "WebOutcome",
     "WebSearchConnectionError",
     "WebSearchEnginesFailed",
     "WebSearchError",

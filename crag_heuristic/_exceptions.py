@@ -13,6 +13,7 @@ caller can catch the whole family with one ``except``. The tree::
     │   └── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
     ├── StatsEngineError             the engine counting corpus statistics failed (engine)
+    ├── ParentLookupError            the parents lookup raised (parent_id; the chunk stays)
     ├── GraderError                  a cascade's grader failed (the gate's verdict stands)
     │   ├── GraderTimeout            no answer within the escalation's timeout
     │   └── GraderOutputError        NaN, the wrong number of grades, a value outside [0, 1]
@@ -37,7 +38,10 @@ The testing helpers (:mod:`crag_heuristic.testing`) have their own tree, apart
 from this one: a test helper failing is not the library failing.
 
 Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
-``status_code`` ...) so that callers and logs need not parse messages.
+``status_code`` ...) so that callers and logs need not parse messages. An
+error the library made of a part's own exception keeps that exception as its
+``__cause__``. What failed on the way without failing a query is on the
+result as typed failures (``CRAGResult.failures``, :mod:`crag_heuristic._failures`).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ __all__ = [
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
+    "ParentLookupError",
     "RetrieverError",
     "StatsEngineError",
     "SynonymFormatError",
@@ -240,6 +245,27 @@ class RetrieverError(CragError):
     ) -> None:
         self.retriever = retriever
         self.timeout = timeout
+        super().__init__(message)
+
+
+class ParentLookupError(CragError):
+    """The parents lookup (``CRAG(parents=...)``) raised: the chunk whose parent it
+    was asked for stays, and the failure is on the result (``parent_error``).
+
+    Its message is the lookup's own; the lookup's exception is its
+    ``__cause__``, and the result shows it under that exception's name
+    (``"ConnectionError: store down"``), as the lookup raised it.
+
+    Attributes:
+        parent_id: the parent asked for, when known.
+        cause_type: the class name of the lookup's exception, when there was one.
+    """
+
+    def __init__(
+        self, message: str, *, parent_id: str | None = None, cause_type: str | None = None
+    ) -> None:
+        self.parent_id = parent_id
+        self.cause_type = cause_type
         super().__init__(message)
 
 

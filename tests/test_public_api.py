@@ -37,12 +37,15 @@ EXPECTED = [
     "Evaluation",
     "Evaluator",
     "EvaluatorConfig",
+    "Failure",
+    "FailureStage",
     "FaissRetriever",
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
     "LangChainFaissRetriever",
     "MemoryCache",
+    "ParentLookupError",
     "RedisCache",
     "Retriever",
     "RetrieverError",
@@ -54,6 +57,7 @@ EXPECTED = [
     "Strategy",
     "SynonymFormatError",
     "Verdict",
+    "WebOutcome",
     "WebSearchConnectionError",
     "WebSearchEnginesFailed",
     "WebSearchError",
@@ -182,7 +186,9 @@ SUBMODULES = {
     ],
 }
 
-MAX_TOP_LEVEL_NAMES = 50
+# 49 in 0.2's smaller front door; + the result's typed failures (Failure, FailureStage,
+# WebOutcome, ParentLookupError)
+MAX_TOP_LEVEL_NAMES = 54
 
 
 def test_all_is_pinned_and_sorted() -> None:

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from .._evaluator import Evaluator
 from .._exceptions import InputError
+from .._failures import FailureStage
 from .._logging import get_logger
 from .._retrievers import BM25Retriever, FaissRetriever
 from .._retrievers.documents import to_chunk
@@ -132,10 +133,11 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
 def _exit_code(result: CRAGResult) -> int:
     """0 when every service asked for worked; 3 when the web search or the cache failed
     (the router went on without it: the result printed above is degraded)."""
+    last = {failure.stage: failure for failure in result.failures}
     failed = [
-        f"{what} failed ({error})"
-        for what, error in (("the web search", result.web_error), ("the cache", result.cache_error))
-        if error
+        f"{what} failed ({last[stage].text})"
+        for what, stage in (("the web search", FailureStage.WEB), ("the cache", FailureStage.CACHE))
+        if stage in last
     ]
     if not failed:
         return EXIT_OK
@@ -163,8 +165,8 @@ def render_table(result: CRAGResult, score_semantics: str = "") -> str:
         lines.append("expanded   " + " | ".join(result.expanded_queries))
     if result.web_query is not None:
         lines.append(f"web query  {result.web_query}")
-    if result.web_error:
-        lines.append(f"web error  {result.web_error}")
+    if result.web.failure is not None:
+        lines.append(f"web error  {result.web.failure.text}")
     for note in result.notes:
         lines.append(f"note       {note}")
     timings = ", ".join(f"{k} {v:.2f}" for k, v in result.timings_ms.items())

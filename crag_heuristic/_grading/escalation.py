@@ -29,6 +29,7 @@ from .._config import EvaluatorConfig, Thresholds, _check_number
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
+from .._failures import Failure
 from .._types import Chunk, ChunkEvaluation, Evaluation, Verdict
 
 __all__ = [
@@ -241,9 +242,10 @@ class CascadeReport:
         grades: the grader's answer for each escalated chunk it answered
             (cached ones included); applied only when ``error`` is ``None``.
         cache_hits: the escalated ids answered from the cache.
-        error: why the grader gave nothing usable (``"GraderTimeout: ..."``),
-            or ``None``. On an error no grade is applied: the gate's verdict
-            stands.
+        failure: the grader's failure (a :class:`~crag_heuristic.Failure` of
+            stage ``grader``: its :class:`~crag_heuristic.grading.GraderError`),
+            or ``None``. On a failure no grade is applied: the gate's verdict
+            stands. ``error`` is its text (``"GraderTimeout: ..."``).
         gate_verdict: the set verdict of the gate alone.
         verdict: the set verdict after the cascade.
         ms: milliseconds spent on the cache and the grader.
@@ -260,16 +262,21 @@ class CascadeReport:
     gate_scores: Mapping[str, float] = field(default_factory=dict)
     grades: Mapping[str, float] = field(default_factory=dict)
     cache_hits: tuple[str, ...] = ()
-    error: str | None = None
+    failure: Failure | None = None
     gate_verdict: Verdict = Verdict.IRRELEVANT
     verdict: Verdict = Verdict.IRRELEVANT
     ms: float = 0.0
     level: str = "chunk"
 
     @property
+    def error(self) -> str | None:
+        """Why the grader gave nothing usable (``"GraderTimeout: ..."``), or ``None``."""
+        return None if self.failure is None else self.failure.text
+
+    @property
     def applied(self) -> bool:
         """Whether the grader's answers changed the evaluation's inputs."""
-        return self.error is None and bool(self.grades)
+        return self.failure is None and bool(self.grades)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

@@ -376,13 +376,17 @@ async def acall_grader(
 
 
 def _grader_error(error: Exception, fingerprint: str) -> GraderError:
-    """A grader's exception as a :class:`GraderError`: a timeout of its own
+    """A grader's exception as a :class:`GraderError` (the exception its
+    ``__cause__``): a timeout of its own
     (``TimeoutError``, or a class named ``...Timeout...`` such as
     ``httpx.TimeoutException``) as :class:`GraderTimeout`."""
     if isinstance(error, GraderError):
         return error
+    name = type(error).__name__
+    wrapped: GraderError
     if isinstance(error, TimeoutError) or any("Timeout" in k.__name__ for k in type(error).__mro__):
-        return GraderTimeout(
-            f"the grader timed out ({type(error).__name__}: {error})", grader=fingerprint
-        )
-    return GraderError(f"the grader raised {type(error).__name__}: {error}", grader=fingerprint)
+        wrapped = GraderTimeout(f"the grader timed out ({name}: {error})", grader=fingerprint)
+    else:
+        wrapped = GraderError(f"the grader raised {name}: {error}", grader=fingerprint)
+    wrapped.__cause__ = error
+    return wrapped

@@ -20,6 +20,7 @@ from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._exceptions import InputError
+from .._failures import Failure, FailureStage, FailureText
 from .._grading import (
     AsyncGrader,
     CascadeReport,
@@ -48,15 +49,16 @@ class CascadeResult:
         evaluation: the evaluation after the grader's answers (the gate's own
             when nothing was escalated or the grader failed).
         gate_evaluation: the gate's own evaluation.
-        report: what was escalated, the answers, cache hits, the error.
-        cache_error: the last cache failure (``"CacheError: ..."``), or ``None``.
+        report: what was escalated, the answers, cache hits, the grader's failure.
+        failures: what failed without failing the call, in order (cache calls,
+            the grader: :class:`~crag_heuristic.Failure`); ``()`` when nothing did.
         notes: short remarks on what happened.
     """
 
     evaluation: Evaluation
     gate_evaluation: Evaluation
     report: CascadeReport
-    cache_error: str | None = None
+    failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -69,6 +71,10 @@ class CascadeResult:
         """Why the grader gave nothing usable, or ``None`` (``report.error``)."""
         return self.report.error
 
+    cache_error = FailureText(
+        FailureStage.CACHE, 'The last cache failure (``"CacheError: ..."``), or ``None``.'
+    )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
@@ -78,6 +84,7 @@ class CascadeResult:
             "grader_error": self.grader_error,
             "cache_error": self.cache_error,
             "notes": list(self.notes),
+            "failures": [failure.to_dict() for failure in self.failures],
         }
 
 
@@ -151,7 +158,7 @@ class Cascade:
         )
         gate = self.evaluator.evaluate(query, chunks, stats)
         evaluation, report = yield from escalate(ctx, query, chunks, gate)
-        return CascadeResult(evaluation, gate, report, ctx.cache_error, tuple(ctx.notes))
+        return CascadeResult(evaluation, gate, report, tuple(ctx.failures), tuple(ctx.notes))
 
     def evaluate(
         self, query: str, chunks: Sequence[Chunk], corpus_stats: CorpusStats | None = None

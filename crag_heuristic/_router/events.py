@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._evaluator.refine import Refinement
+from .._failures import Failure, FailureStage, FailureText, last_failure
 from .._grading import CascadeReport
 from .._types import Chunk, Evaluation
-from .result import CRAGResult, Strategy
+from .result import CRAGResult, OfWeb, Strategy, WebOutcome
 
 __all__ = [
     "Corrected",
@@ -65,10 +66,19 @@ class Stage(str, enum.Enum):
     DONE = "done"
 
 
-def _error_type(error: str | None) -> str | None:
-    """``"WebSearchTimeout"`` of ``"WebSearchTimeout: ..."``: the message may echo a
-    user's part (a URL with the query in it), the type never does."""
-    return None if error is None else error.split(":", 1)[0]
+def _error_type(failure: Failure | None) -> str | None:
+    """``"WebSearchTimeout"``: the failure's type name, for a log (the message may
+    echo a user's part, a URL with the query in it; the type never does)."""
+    return None if failure is None else failure.type_name
+
+
+# the result's error flags, by stage (each the type of the stage's last failure in a summary)
+_FLAGS = (
+    ("web", FailureStage.WEB),
+    ("cache", FailureStage.CACHE),
+    ("grader", FailureStage.GRADER),
+    ("parent", FailureStage.PARENTS),
+)
 
 
 def _grades(evaluation: Evaluation) -> str:
@@ -202,27 +212,33 @@ class WebSearched(StageEvent):
     """The web stage: the keyword query, and what the web gave or why it gave nothing.
 
     Attributes:
-        web_query: the keyword rewrite of the query.
-        used: whether web results replaced the chunks (then ``chunks`` and
-            ``evaluation`` are the new list and its grade).
-        results: usable web results (http(s) sources).
-        error: why the web search failed (``"WebSearchTimeout: ..."``), or ``None``.
-        miss: why the web gave nothing (``"no web searcher configured"``,
-            ``"the web search failed"`` ...), or ``None``.
-        cache_hit: whether the results came from the cache.
+        web: what the web stage did (the :class:`~crag_heuristic.WebOutcome` the
+            result will hold).
         chunks: the list after this stage.
         evaluation: its evaluation.
+
+    ``web_query``, ``used`` (whether web results replaced the chunks: then
+    ``chunks`` and ``evaluation`` are the new list and its grade),
+    ``results`` (usable web results), ``error`` (``"WebSearchTimeout: ..."``
+    or ``None``), ``miss`` (why the web gave nothing, or ``None``) and
+    ``cache_hit`` read ``web``.
     """
 
     stage: ClassVar[Stage] = Stage.WEB
-    web_query: str | None
-    used: bool
-    results: int
-    error: str | None
-    miss: str | None
-    cache_hit: bool
+    web: WebOutcome
     chunks: tuple[Chunk, ...]
     evaluation: Evaluation
+
+    web_query = OfWeb[str | None]("query", "The keyword rewrite of the query (``web.query``).")
+    used = OfWeb[bool]("used", "Whether web results replaced the chunks (``web.used``).")
+    results = OfWeb[int]("results", "Usable web results, http(s) sources (``web.results``).")
+    error = OfWeb[str | None](
+        "error_text", 'Why the web search failed (``"WebSearchTimeout: ..."``), or ``None``.'
+    )
+    miss = OfWeb[str | None]("miss", "Why the web gave nothing, or ``None`` (``web.miss``).")
+    cache_hit = OfWeb[bool](
+        "cache_hit", "Whether the results came from the cache (``web.cache_hit``)."
+    )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -230,7 +246,7 @@ class WebSearched(StageEvent):
             "used": self.used,
             "results": self.results,
             "cache_hit": self.cache_hit,
-            "error": _error_type(self.error),
+            "error": _error_type(self.web.failure),
             "verdict": self.evaluation.verdict.value,
         }
 
@@ -255,14 +271,18 @@ class ParentsExpanded(StageEvent):
         chunks: the list after it (parents in place of the children they beat).
         evaluation: its evaluation.
         used: how many parents replaced their chunks.
-        error: the last failure of the parents lookup, or ``None``.
+        failures: the failures of the parents lookup (or of its answers), in order.
     """
 
     stage: ClassVar[Stage] = Stage.PARENTS
     chunks: tuple[Chunk, ...]
     evaluation: Evaluation
     used: int
-    error: str | None = None
+    failures: tuple[Failure, ...] = ()
+
+    error = FailureText(
+        FailureStage.PARENTS, 'The last failure\'s text (``"KeyError: ..."``), or ``None``.'
+    )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -270,7 +290,7 @@ class ParentsExpanded(StageEvent):
             "used": self.used,
             "chunks": len(self.chunks),
             "verdict": self.evaluation.verdict.value,
-            "error": _error_type(self.error),
+            "error": _error_type(self.failures[-1] if self.failures else None),
         }
 
     def _fields(self) -> dict[str, Any]:
@@ -324,10 +344,10 @@ class Done(StageEvent):
             "initial_verdict": result.initial_evaluation.verdict.value,
             "strategy": result.strategy.value,
             "chunks": len(result.chunks),
-            "web_error": _error_type(result.web_error),
-            "cache_error": _error_type(result.cache_error),
-            "grader_error": _error_type(result.grader_error),
-            "parent_error": _error_type(result.parent_error),
+            **{
+                f"{name}_error": _error_type(last_failure(result.failures, stage))
+                for name, stage in _FLAGS
+            },
         }
 
     def _fields(self) -> dict[str, Any]:

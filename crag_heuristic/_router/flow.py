@@ -41,6 +41,7 @@ from .._exceptions import (
     RetrieverError,
     WebSearchResponseError,
 )
+from .._failures import Failure, FailureStage, wrap
 from .._fusion import reciprocal_rank_fusion
 from .._grading import (
     CascadeReport,
@@ -67,7 +68,7 @@ from .events import (
     WebSearched,
 )
 from .parents import ParentGet, expand_parents
-from .result import CRAGResult, Strategy
+from .result import CRAGResult, Strategy, WebOutcome
 from .rewrite import keyword_query
 
 if TYPE_CHECKING:  # types only: the expansion package is imported when first used
@@ -164,20 +165,26 @@ class Context:
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
-    cache_error: str | None = None
+    failures: list[Failure] = field(default_factory=list)  # what failed, in order
     escalation: Escalation | SetEscalation | None = None  # a cascade: what goes to the grader
     grader_fingerprint: str = ""
     grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
-    parent_error: str | None = None
     stream: bool = False  # yield each stage's event (Emit) as it happens
+
+    def failed(self, stage: FailureStage, error: BaseException) -> Failure:
+        """Record that ``stage`` failed with ``error`` (a part's own exception
+        wrapped in the stage's error): the query goes on without it."""
+        failure = Failure(stage, wrap(stage, error))
+        self.failures.append(failure)
+        return failure
 
     def cache_failed(self, error: BaseException, what: str, *, refused: bool = False) -> None:
         """Record a cache failure: the query goes on without the cache. With
         ``refused``, a cached ``what`` was refused as invalid: a miss, recomputed
         and overwritten."""
-        self.cache_error = describe(error)
-        if isinstance(error, CacheError):
-            self.on_cache_error(error)
+        failure = self.failed(FailureStage.CACHE, error)
+        if isinstance(failure.error, CacheError):
+            self.on_cache_error(failure.error)
         note = (
             f"a cached {what} was refused: recomputed and overwritten"
             if refused
@@ -226,7 +233,7 @@ class _State:
     expanded: tuple[str, ...] = ()
     web_query: str | None = None
     web_used: bool = False
-    web_error: str | None = None
+    web_failure: Failure | None = None
     web_cache_hit: bool = False
     web_miss: str | None = None  # why the web gave nothing: "no web searcher configured" ...
 
@@ -332,7 +339,7 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
                 chunks=tuple(state.chunks),
                 evaluation=state.evaluation,
                 used=ctx.counts.get("parents_used", 0),
-                error=ctx.parent_error,
+                failures=tuple(f for f in ctx.failures if f.stage is FailureStage.PARENTS),
             )
             yield [Emit(parents)]
 
@@ -359,20 +366,15 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
         strategy=state.strategy,
         retrieved=tuple(retrieved),
         expanded_queries=state.expanded,
-        web_query=state.web_query,
-        web_search_used=state.web_used,
-        web_error=state.web_error,
+        web=_web_outcome(ctx, state),
         cache_hit=cache_hit,
-        web_cache_hit=state.web_cache_hit,
-        cache_error=ctx.cache_error,
-        parent_error=ctx.parent_error,
         retries=state.retries,
         timings_ms=dict(ctx.timings),
         counts=dict(ctx.counts),
         notes=tuple(ctx.notes),
         refinement=refinement,
         cascade=cascade,
-        grader_error=None if cascade is None else cascade.error,
+        failures=tuple(ctx.failures),
     )
 
 
@@ -392,16 +394,23 @@ def _corrected(ctx: Context, state: _State, started: float) -> Corrected:
     )
 
 
+def _web_outcome(ctx: Context, state: _State) -> WebOutcome:
+    """What the web stage did (all defaults when the route never went there)."""
+    return WebOutcome(
+        query=state.web_query,
+        used=state.web_used,
+        results=ctx.counts.get("web_results", 0),
+        cache_hit=state.web_cache_hit,
+        miss=state.web_miss,
+        failure=state.web_failure,
+    )
+
+
 def _web_searched(ctx: Context, state: _State, started: float) -> WebSearched:
     """The ``web`` event of the web stage just done."""
     return WebSearched(
         elapsed_ms=_ms(started),
-        web_query=state.web_query,
-        used=state.web_used,
-        results=ctx.counts.get("web_results", 0),
-        error=state.web_error,
-        miss=state.web_miss,
-        cache_hit=state.web_cache_hit,
+        web=_web_outcome(ctx, state),
         chunks=tuple(state.chunks),
         evaluation=state.evaluation,
     )
@@ -512,7 +521,7 @@ def escalate(
                 keys = {}  # the cache is down: no writes either
     hits = tuple(i for i in choice.chosen if i in grades)
     missing = [i for i in choice.chosen if i not in grades]
-    error = None
+    failure = None
     if missing:
         asked = time.perf_counter()
         [outcome] = yield [GradeCall(query, tuple(by_id[i] for i in missing))]
@@ -522,7 +531,7 @@ def escalate(
                 raise outcome
             fresh = dict(zip(missing, checked_grades(outcome, len(missing)), strict=True))
         except CragError as exc:  # GraderError and its kinds, from the driver or the check
-            error = describe(exc)
+            failure = ctx.failed(FailureStage.GRADER, exc)
         else:
             grades.update(fresh)
             if keys:
@@ -535,7 +544,7 @@ def escalate(
                 if failed is not None:
                     ctx.cache_failed(failed, "grade write")
     evaluation = gate
-    if error is None and grades:
+    if failure is None and grades:
         if isinstance(policy, SetEscalation) or policy.recompute_set:
             ctx.grades.update({(i, by_id[i].text): p for i, p in grades.items()})
         again = time.perf_counter()
@@ -548,7 +557,7 @@ def escalate(
                 ctx.evaluator, query, chunks, ctx.corpus_stats, gate, grades, policy
             )
         ctx.timed("evaluate", again)
-    elif error is not None:
+    elif failure is not None:
         ctx.notes.append("the grader failed: the gate's verdict stands")
     report = CascadeReport(
         level="set" if isinstance(policy, SetEscalation) else "chunk",
@@ -561,7 +570,7 @@ def escalate(
         gate_scores=choice.gate_scores,
         grades=grades,
         cache_hits=hits,
-        error=error,
+        failure=failure,
         gate_verdict=gate.verdict,
         verdict=evaluation.verdict,
         ms=(time.perf_counter() - started) * 1000.0,
@@ -571,7 +580,7 @@ def escalate(
         escalated=len(choice.chosen),
         candidates=choice.candidates,
         cache_hits=len(hits),
-        error=None if error is None else error.split(":", 1)[0],
+        error=None if failure is None else failure.type_name,
         gate_verdict=gate.verdict.value,
         verdict=evaluation.verdict.value,
     )
@@ -617,7 +626,8 @@ def _expand(
             expansion = expander.expand(query, chunks=state.chunks, corpus_stats=ctx.corpus_stats)
             queries = tuple(q for q in expansion.queries if q.strip() and q != query)
         except CragError as exc:
-            ctx.notes.append(f"query expansion failed ({describe(exc)})")
+            failure = ctx.failed(FailureStage.EXPANSION, exc)
+            ctx.notes.append(f"query expansion failed ({failure.text})")
     ctx.timed("expand", started)
 
     on = cfg.expand_on
@@ -647,7 +657,8 @@ def _expand(
     weights = [1.0]
     for request, outcome in zip(requests, outcomes, strict=True):
         if isinstance(outcome, BaseException):
-            ctx.notes.append(f"re-retrieval for {request.query!r} failed ({describe(outcome)})")
+            failure = ctx.failed(FailureStage.RE_RETRIEVAL, outcome)
+            ctx.notes.append(f"re-retrieval for {request.query!r} failed ({failure.text})")
             continue
         rankings.append(outcome)
         weights.append(lexical_weight if request.lexical else cfg.expansion_weight)
@@ -695,9 +706,9 @@ def _web(
     state.retries += 1
     outcome = yield from _cached_web(ctx, state)
     if isinstance(outcome, BaseException):
-        state.web_error = describe(outcome)
+        state.web_failure = ctx.failed(FailureStage.WEB, outcome)
         state.web_miss = "the web search failed"
-        ctx.log("crag.web_search", ok=False, error=type(outcome).__name__)
+        ctx.log("crag.web_search", ok=False, error=state.web_failure.type_name)
         return
     results = [chunk for chunk in outcome if is_http_url(chunk.source)]
     if len(results) < len(outcome):
@@ -815,4 +826,6 @@ def retriever_error(error: BaseException, retriever: Any) -> RetrieverError:
     if isinstance(error, RetrieverError):
         return error
     name = type(retriever).__name__
-    return RetrieverError(f"{name}.search failed: {describe(error)}", retriever=name)
+    wrapped = RetrieverError(f"{name}.search failed: {describe(error)}", retriever=name)
+    wrapped.__cause__ = error
+    return wrapped

@@ -27,7 +27,9 @@ similarity nobody measured. Tokens are estimated as the evaluator does
 
 Nothing here fails a query: a parent that is not found is a note and the chunk
 stays; a lookup that raises (or returns something that is not a parent) is a
-note and ``parent_error`` on the result, and the chunk stays.
+note and a failure on the result (``parent_error``; a
+:class:`~crag_heuristic.ParentLookupError` when the lookup raised), and the
+chunk stays.
 """
 
 from __future__ import annotations
@@ -37,15 +39,15 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import CragError
-from .._redact import describe
+from .._exceptions import CragError, ParentLookupError
+from .._failures import FailureStage
 from .._retrievers.documents import to_chunk
 from .._types import Chunk, Evaluation, Verdict
 
 if TYPE_CHECKING:
     from .flow import Context
 
-__all__ = ["ParentGet", "expand_parents", "parent_chunk"]
+__all__ = ["ParentGet", "expand_parents", "lookup_error", "parent_chunk"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,18 @@ def parent_chunk(value: Any, parent_id: str, children: Sequence[Chunk]) -> Chunk
     return parent
 
 
+def lookup_error(error: BaseException, parent_id: str) -> CragError:
+    """What the parents lookup raised for ``parent_id``, as a :class:`CragError`: one
+    of the library's own as it is, else a :class:`ParentLookupError` naming the
+    parent, the lookup's exception its ``__cause__`` (and the name it shows under)."""
+    if isinstance(error, CragError):
+        return error
+    name = type(error).__name__
+    wrapped = ParentLookupError(str(error), parent_id=parent_id, cause_type=name)
+    wrapped.__cause__ = error
+    return wrapped
+
+
 def _tokens(ctx: Context, text: str) -> float:
     per_word = ctx.evaluator.config.length.tokens_per_word
     return ctx.evaluator.analyzer.analyze(text).n_tokens * per_word
@@ -114,19 +128,16 @@ def expand_parents(
     for parent_id, outcome in zip(children, outcomes, strict=True):
         ids = ", ".join(c.id for c in children[parent_id])
         if isinstance(outcome, BaseException):
-            ctx.parent_error = describe(outcome)
+            failure = ctx.failed(FailureStage.PARENTS, lookup_error(outcome, parent_id))
             ctx.notes.append(
-                f"the parents lookup failed for {parent_id!r} ({ctx.parent_error}): "
-                f"chunk {ids} stays"
+                f"the parents lookup failed for {parent_id!r} ({failure.text}): chunk {ids} stays"
             )
             continue
         try:
             parent = parent_chunk(outcome, parent_id, children[parent_id])
         except CragError as exc:
-            ctx.parent_error = describe(exc)
-            ctx.notes.append(
-                f"unusable parent {parent_id!r} ({ctx.parent_error}): chunk {ids} stays"
-            )
+            failure = ctx.failed(FailureStage.PARENTS, exc)
+            ctx.notes.append(f"unusable parent {parent_id!r} ({failure.text}): chunk {ids} stays")
             continue
         if parent is None:
             ctx.counts["parents_missing"] = ctx.counts.get("parents_missing", 0) + 1

@@ -5,13 +5,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from .._evaluator.refine import Refinement
+from .._exceptions import CragError, InputError
+from .._failures import Failure, FailureStage, FailureText, last_failure
 from .._grading import CascadeReport
 from .._types import Chunk, Evaluation, Verdict
 
-__all__ = ["CRAGResult", "Strategy"]
+__all__ = ["CRAGResult", "OfWeb", "Strategy", "WebOutcome"]
+
+T = TypeVar("T")
 
 
 class Strategy(str, enum.Enum):
@@ -21,6 +25,66 @@ class Strategy(str, enum.Enum):
     QUERY_EXPANSION = "query_expansion"  # PARTIAL: expand, re-retrieve, fuse
     WEB_SEARCH = "web_search"  # IRRELEVANT: keyword query to the web searcher
     COMBINED = "combined"  # expansion, then web search as well
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebOutcome:
+    """What the web stage of one query did.
+
+    Attributes:
+        query: the keyword query for the web: the one sent, or, without a web
+            searcher, the one that would have been; ``None`` when the route
+            never went to the web.
+        used: whether web results are among the final chunks.
+        results: the usable web results (http(s) sources).
+        cache_hit: whether they came from the cache (checked before use: a
+            refused value is no hit).
+        miss: why the web gave nothing (``"no web searcher configured"``,
+            ``"the web search failed"``, ``"the web search found nothing"``),
+            or ``None``.
+        failure: the web search's failure (also in ``CRAGResult.failures``),
+            or ``None``. A failed web search keeps the original chunks.
+    """
+
+    query: str | None = None
+    used: bool = False
+    results: int = 0
+    cache_hit: bool = False
+    miss: str | None = None
+    failure: Failure | None = None
+
+    @property
+    def error(self) -> CragError | None:
+        """The web search's error (a :class:`~crag_heuristic.WebSearchError`), or ``None``."""
+        return None if self.failure is None else self.failure.error
+
+    @property
+    def error_text(self) -> str | None:
+        """``"WebSearchTimeout: ..."`` (the failure's text), or ``None``."""
+        return None if self.failure is None else self.failure.text
+
+
+class _HasWeb(Protocol):
+    @property
+    def web(self) -> WebOutcome: ...
+
+
+class OfWeb(Generic[T]):
+    """A read-only attribute that is one of the object's ``web`` outcome's."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> OfWeb[T]: ...
+    @overload
+    def __get__(self, obj: _HasWeb, owner: type | None = None) -> T: ...
+    def __get__(self, obj: _HasWeb | None, owner: type | None = None) -> OfWeb[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.web, self.name)
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,22 +103,13 @@ class CRAGResult:
         strategy: the correction applied.
         retrieved: the first retrieval, unchanged.
         expanded_queries: the queries the expansion re-retrieved with.
-        web_query: the keyword query for the web: the one sent, or, without a
-            web searcher, the one that would have been (``strategy`` is then
-            not ``web_search``, and a note says no searcher is configured).
-        web_search_used: whether web results are among the final chunks.
-        web_error: why the web search failed (``"WebSearchTimeout: ..."``), or
-            ``None``. A failed web search keeps the original chunks.
+        web: what the web stage did (a :class:`WebOutcome`: the keyword query,
+            whether its results were used, how many, from the cache, why it
+            gave nothing, its failure). Without a web searcher ``web.query`` is
+            the query that would have been sent (``strategy`` is then not
+            ``web_search``, and a note says no searcher is configured).
         cache_hit: whether the first evaluation came from the cache (checked
             before use: a refused value is no hit).
-        web_cache_hit: whether the web results came from the cache (likewise).
-        cache_error: the last cache failure during this query (``"CacheError:
-            ..."``), or ``None``. The query went on without the cache. A cached
-            value refused as invalid or not JSON is one too (kind ``invalid`` or
-            ``payload``): it was recomputed and its entry overwritten.
-        parent_error: the last failure of the parents lookup (``"KeyError:
-            ..."``), or ``None``. The chunks whose parent it could not give
-            stay; ``notes`` names them.
         retries: correction rounds used.
         timings_ms: milliseconds per stage (``retrieve``, ``evaluate``,
             ``expand``, ``re_retrieve``, ``fuse``, ``re_evaluate``,
@@ -68,8 +123,20 @@ class CRAGResult:
         refinement: the knowledge refinement, when it ran.
         cascade: what the cascade did (escalated ids and share, the grader's
             answers, cache hits, the gate's own verdict), when a grader is set.
-        grader_error: why the cascade's grader gave nothing usable
-            (``"GraderTimeout: ..."``), or ``None``. The gate's verdict stood.
+        failures: what failed on the way without failing the query, in order: a
+            :class:`~crag_heuristic.Failure` (stage and
+            :class:`~crag_heuristic.CragError`) per failed web search, cache
+            call, grader call, parents lookup, query expansion or
+            re-retrieval; ``()`` when nothing failed.
+
+    The flags of earlier releases are read-only views: ``web_query``,
+    ``web_search_used``, ``web_cache_hit`` and ``web_error`` of ``web``;
+    ``cache_error``, ``grader_error`` and ``parent_error`` the text
+    (``"CacheError: ..."``) of the last failure of their stage.
+
+    Raises:
+        InputError: ``failures`` not of :class:`~crag_heuristic.Failure`, or
+            ``web.failure`` not the last web failure of ``failures``.
     """
 
     query: str
@@ -80,20 +147,51 @@ class CRAGResult:
     strategy: Strategy
     retrieved: tuple[Chunk, ...]
     expanded_queries: tuple[str, ...] = ()
-    web_query: str | None = None
-    web_search_used: bool = False
-    web_error: str | None = None
+    web: WebOutcome = field(default_factory=WebOutcome)
     cache_hit: bool = False
-    web_cache_hit: bool = False
-    cache_error: str | None = None
-    parent_error: str | None = None
     retries: int = 0
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     counts: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     refinement: Refinement | None = None
     cascade: CascadeReport | None = None
-    grader_error: str | None = None
+    failures: tuple[Failure, ...] = ()
+
+    def __post_init__(self) -> None:
+        failures = tuple(self.failures)  # a list is taken
+        object.__setattr__(self, "failures", failures)
+        if not all(isinstance(failure, Failure) for failure in failures):
+            raise InputError("CRAGResult.failures must hold Failure objects")
+        if last_failure(failures, FailureStage.WEB) is not self.web.failure:
+            raise InputError("the web outcome's failure must be the last web one of failures")
+
+    web_query = OfWeb[str | None]("query", "The keyword query for the web (``web.query``).")
+    web_search_used = OfWeb[bool](
+        "used", "Whether web results are among the final chunks (``web.used``)."
+    )
+    web_cache_hit = OfWeb[bool](
+        "cache_hit", "Whether the web results came from the cache (``web.cache_hit``)."
+    )
+    web_error = FailureText(
+        FailureStage.WEB, 'Why the web search failed (``"WebSearchTimeout: ..."``), or ``None``.'
+    )
+    cache_error = FailureText(
+        FailureStage.CACHE,
+        """The last cache failure of this query (``"CacheError: ..."``), or ``None``.
+        The query went on without the cache; a cached value refused as invalid or
+        not JSON is one too (kind ``invalid`` or ``payload``): recomputed, its
+        entry overwritten.""",
+    )
+    grader_error = FailureText(
+        FailureStage.GRADER,
+        """Why the cascade's grader gave nothing usable (``"GraderTimeout: ..."``), or
+        ``None``. The gate's verdict stood.""",
+    )
+    parent_error = FailureText(
+        FailureStage.PARENTS,
+        """The last failure of the parents lookup (``"KeyError: ..."``), or ``None``.
+        The chunks whose parent it could not give stay; ``notes`` names them.""",
+    )
 
     @property
     def corrected(self) -> bool:
@@ -101,7 +199,9 @@ class CRAGResult:
         return [c.id for c in self.chunks] != [c.id for c in self.retrieved]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of everything above."""
+        """A JSON-ready dict of everything above (the web outcome's flags flat, as
+        ``web_query``, ``web_search_used``, ``web_error``, ``web_cache_hit``;
+        ``failures`` as :meth:`Failure.to_dict` makes them)."""
         return {
             "query": self.query,
             "verdict": self.verdict.value,
@@ -126,4 +226,5 @@ class CRAGResult:
             "refinement": None if self.refinement is None else self.refinement.to_dict(),
             "cascade": None if self.cascade is None else self.cascade.to_dict(),
             "grader_error": self.grader_error,
+            "failures": [failure.to_dict() for failure in self.failures],
         }

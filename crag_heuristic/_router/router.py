@@ -31,6 +31,7 @@ from .._exceptions import (
     WebSearchError,
     WebSearchTimeout,
 )
+from .._failures import FailureStage, last_failure
 from .._grading import (
     AsyncGrader,
     Escalation,
@@ -293,8 +294,9 @@ class CRAG:
         self._metric("decision", result.initial_evaluation.verdict.value)
         if result.strategy is not Strategy.NONE:
             self._metric("correction", result.strategy.value)
-        if result.web_error is not None:
-            self._metric("web_error", result.web_error.split(":", 1)[0])
+        web, grader = result.web.failure, last_failure(result.failures, FailureStage.GRADER)
+        if web is not None:
+            self._metric("web_error", web.type_name)
         self._bound_log(result.query).info(
             "crag.result",
             verdict=result.verdict.value,
@@ -304,7 +306,7 @@ class CRAG:
             web_error=result.web_error,
             cache_error=result.cache_error,
             # the type only: a grader's message may echo its prompt (the query text)
-            grader_error=None if result.grader_error is None else result.grader_error.split(":")[0],
+            grader_error=None if grader is None else grader.type_name,
             total_ms=round(result.timings_ms.get("total", 0.0), 3),
         )
         return result
@@ -612,12 +614,16 @@ def _cache_error(error: Exception, request: CacheGet | CacheSet) -> CacheError:
     if isinstance(error, CacheError):
         return error
     operation = "get" if isinstance(request, CacheGet) else "set"
-    return CacheError(
+    wrapped = CacheError(
         f"the cache raised {type(error).__name__}: {error}", backend="cache", operation=operation
     )
+    wrapped.__cause__ = error
+    return wrapped
 
 
 def _web_error(error: Exception) -> WebSearchError:
     if isinstance(error, WebSearchError):
         return error
-    return WebSearchError(f"the web searcher raised {type(error).__name__}: {error}")
+    wrapped = WebSearchError(f"the web searcher raised {type(error).__name__}: {error}")
+    wrapped.__cause__ = error
+    return wrapped

@@ -149,7 +149,8 @@ async def test_the_judge_sees_flagged_failures_and_catches_missing_flags(
     assert not truth.web_unflagged and not truth.cache_unflagged
 
     # the same calls with the flags taken off: both failures are caught as unflagged
-    hidden = dataclasses.replace(result, web_error=None, cache_error=None)
+    web = dataclasses.replace(result.web, failure=None)
+    hidden = dataclasses.replace(result, failures=(), web=web)
     truth = judge(hidden, calls, {}, None)
     assert truth.web_unflagged and truth.cache_unflagged
 

@@ -47,7 +47,8 @@ WEB = [("Bee dance", "https://example.org/bees", "The waggle dance encodes dista
 def stable(result: CRAGResult) -> CRAGResult:
     """The result without what differs from run to run (timings; cache flags: a
     second run reads what the first cached)."""
-    return dataclasses.replace(result, timings_ms={}, cache_hit=False, web_cache_hit=False)
+    web = dataclasses.replace(result.web, cache_hit=False)
+    return dataclasses.replace(result, timings_ms={}, cache_hit=False, web=web)
 
 
 async def collect(crag: CRAG, query: str = QUERY, k: int = 5) -> list[StageEvent]:
