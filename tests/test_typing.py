@@ -8,7 +8,8 @@ import inspect
 from pathlib import Path
 
 from crag_heuristic import CRAG
-from crag_heuristic._router.flow import Context, Search
+from crag_heuristic._router.context import Context
+from crag_heuristic._router.flow import Search
 from crag_heuristic.expansion import Expansion, QueryExpander
 from crag_heuristic.testing import StaticExpander
 

@@ -35,7 +35,8 @@ from .._grading import (
 from .._logging import get_logger
 from .._protocols import AsyncCache, Cache, EventLogger
 from .._types import Chunk, Evaluation, Verdict, check_chunks
-from .flow import CacheGet, CacheSet, Context, GradeCall, Request, escalate
+from .context import Context
+from .flow import CacheGet, CacheSet, GradeCall, Request, escalate
 from .router import _cache_acall, _cache_call
 
 __all__ = ["Cascade", "CascadeResult"]

@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._cache.keys import evaluation_key, grade_key, web_key
 from .._config import RouterConfig
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator
 from .._exceptions import (
     CacheError,
     CragError,
@@ -41,11 +39,10 @@ from .._exceptions import (
     RetrieverError,
     WebSearchResponseError,
 )
-from .._failures import Failure, FailureStage, wrap
+from .._failures import Failure, FailureStage
 from .._fusion import reciprocal_rank_fusion
 from .._grading import (
     CascadeReport,
-    Escalation,
     Selection,
     SetEscalation,
     cascaded_evaluation,
@@ -58,6 +55,7 @@ from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .cached import is_bad_value, open_evaluation, open_grade, open_web_results, seal
+from .context import Context
 from .events import (
     Corrected,
     Evaluated,
@@ -72,12 +70,11 @@ from .result import CRAGResult, Strategy, WebOutcome
 from .rewrite import keyword_query
 
 if TYPE_CHECKING:  # types only: the expansion package is imported when first used
-    from .._expansion.base import QueryExpander
+    pass
 
 __all__ = [
     "CacheGet",
     "CacheSet",
-    "Context",
     "Emit",
     "ParentGet",
     "Search",
@@ -142,86 +139,6 @@ class Emit:
 Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet | Emit
 _V = TypeVar("_V")
 Flow = Generator[list[Request], list[Any], CRAGResult]
-
-
-@dataclass
-class Context:
-    """Everything one run of the flow needs (built by the router per query)."""
-
-    retriever: Retriever | AsyncRetriever
-    evaluator: Evaluator
-    config: RouterConfig
-    corpus_stats: CorpusStats | None
-    get_expander: Callable[[], QueryExpander | None] = lambda: None
-    lexical: Retriever | AsyncRetriever | None = None
-    has_web: bool = False
-    has_cache: bool = False
-    has_parents: bool = False
-    retriever_size: int | None = None  # len(retriever), when it tells
-    web_fingerprint: str = ""
-    log: Callable[..., None] = lambda event, **kv: None
-    on_stage: Callable[[str, float], None] = lambda stage, ms: None
-    on_cache_error: Callable[[CacheError], None] = lambda error: None
-    timings: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    failures: list[Failure] = field(default_factory=list)  # what failed, in order
-    escalation: Escalation | SetEscalation | None = None  # a cascade: what goes to the grader
-    grader_fingerprint: str = ""
-    grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
-    stream: bool = False  # yield each stage's event (Emit) as it happens
-
-    def failed(self, stage: FailureStage, error: BaseException) -> Failure:
-        """Record that ``stage`` failed with ``error`` (a part's own exception
-        wrapped in the stage's error): the query goes on without it."""
-        failure = Failure(stage, wrap(stage, error))
-        self.failures.append(failure)
-        return failure
-
-    def cache_failed(self, error: BaseException, what: str, *, refused: bool = False) -> None:
-        """Record a cache failure: the query goes on without the cache. With
-        ``refused``, a cached ``what`` was refused as invalid: a miss, recomputed
-        and overwritten."""
-        failure = self.failed(FailureStage.CACHE, error)
-        if isinstance(failure.error, CacheError):
-            self.on_cache_error(failure.error)
-        note = (
-            f"a cached {what} was refused: recomputed and overwritten"
-            if refused
-            else f"the cache failed ({what}): going on without it"
-        )
-        if note not in self.notes:
-            self.notes.append(note)
-
-    def timed(self, stage: str, started: float) -> None:
-        """Record the milliseconds since ``started`` under ``stage`` (adding up)."""
-        elapsed = (time.perf_counter() - started) * 1000.0
-        self.timings[stage] = self.timings.get(stage, 0.0) + elapsed
-        self.on_stage(stage, elapsed)
-
-    def evaluate(self, query: str, chunks: Sequence[Chunk], stage: str) -> Evaluation:
-        """Grade the first ``gate_k`` chunks (all when unset); timed and logged."""
-        if self.config.gate_k:
-            chunks = chunks[: self.config.gate_k]
-        started = time.perf_counter()
-        if self.grades:  # the cascade's answers hold for every list that has those chunks
-            known = {
-                c.id: self.grades[c.id, c.text] for c in chunks if (c.id, c.text) in self.grades
-            }
-            evaluation = self.evaluator.evaluate(
-                query, chunks, self.corpus_stats, chunk_grades=known or None
-            )
-        else:
-            evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats)
-        self.timed(stage, started)
-        self.log(
-            "crag.evaluate",
-            stage=stage,
-            verdict=evaluation.verdict.value,
-            score=round(evaluation.score, 4),
-            chunks=len(chunks),
-        )
-        return evaluation
 
 
 @dataclass

@@ -45,7 +45,7 @@ from .._retrievers.documents import to_chunk
 from .._types import Chunk, Evaluation, Verdict
 
 if TYPE_CHECKING:
-    from .flow import Context
+    from .context import Context
 
 __all__ = ["ParentGet", "expand_parents", "lookup_error", "parent_chunk"]
 

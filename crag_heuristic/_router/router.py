@@ -56,11 +56,11 @@ from .._protocols import (
     WebSearcher,
 )
 from .._types import Chunk
+from .context import Context
 from .events import Done, StageEvent
 from .flow import (
     CacheGet,
     CacheSet,
-    Context,
     Emit,
     GradeCall,
     ParentGet,
