@@ -475,7 +475,9 @@ def _vs_ref(r: dict[str, Any]) -> str:
     found = re.search(r"Ratio: \*\*([0-9.]+) x\*\*", r["text"])
     if found is None:
         raise ValueError("evaluator_vs_ref.md has no 'Ratio: **N x**' line")
-    return f"count on the same inputs is {float(found.group(1)):.2f} x that of the commit this round"
+    return (
+        f"count on the same inputs is {float(found.group(1)):.2f} x that of the commit this round"
+    )
 
 
 NO_EXPANSION = "no expansion (dense + BM25 of the query)"
