@@ -64,6 +64,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import RedisServer
+
 from crag_heuristic import CRAG, Chunk, Evaluator, MemoryCache, RedisCache, ScoreKind
 from crag_heuristic._baselines import seed_design
 from crag_heuristic._bench.cost import percentiles
@@ -71,7 +74,6 @@ from crag_heuristic._cache.keys import evaluation_key
 from crag_heuristic._text import _TOKEN_RE, DEFAULT_STOP_WORDS, Analyzer, TextStats
 from crag_heuristic.cache import TieredCache
 from crag_heuristic.sample import load_sample_queries, sample_retriever
-from crag_heuristic.testing import RedisServer
 from crag_heuristic.text import CorpusStats
 
 QUERY = "how does the solar panel efficiency change with temperature in winter"

@@ -34,7 +34,7 @@ module                         what
 ``crag_heuristic.sample``      the bundled sample corpus and its retriever
 ``crag_heuristic.bench``       the benchmark harness, calibration from labels (scikit-learn),
                                query simulation and leave-one-collection-out
-``crag_heuristic.testing``     helpers for tests (real Redis and SearXNG, fakes, tracing)
+``crag_heuristic.testing``     light helpers for tests (fakes, event capture, call tracing)
 =============================  ===============================================================
 
 ``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn, nor
@@ -174,7 +174,6 @@ _MOVED = {
     **dict.fromkeys(("Refinement", "Strip", "refine"), "crag_heuristic.refinement"),
     **dict.fromkeys(("Analyzer", "CorpusStats"), "crag_heuristic.text"),
     **dict.fromkeys(("MetricsSink", "PrometheusMetrics"), "crag_heuristic.metrics"),
-    "RedisServerError": "crag_heuristic.testing",
 }
 
 

@@ -33,8 +33,9 @@ One warning category, apart from the tree (Python's ``warnings``, not raised)::
     └── CalibrationWarning           a fitted profile could not do what was asked of it
                                      (bands that missed their targets, no fast path)
 
-The testing helpers (:mod:`crag_heuristic.testing`) have their own tree, apart
-from this one: a test helper failing is not the library failing.
+The project's own server-starting test kit (``tests/support/crag_testkit``, not
+shipped) has its own tree, apart from this one: a test helper failing is not the
+library failing.
 
 Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
 ``status_code`` ...) so that callers and logs need not parse messages.
