@@ -39,7 +39,10 @@ module                         what
 
 ``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn, nor
 httpx (the web client's names load on first use) nor structlog (loaded with the
-first event a logger lets through).
+first event a logger lets through). The core install (numpy, structlog, PyStemmer,
+faiss-cpu) runs the gate, the router and the bundled demo; every other feature
+names its extra when it is missing (:class:`MissingDependencyError`, an
+``ImportError``): ``pip install 'crag-heuristic[redis]'``.
 """
 
 import importlib
@@ -57,6 +60,7 @@ from ._exceptions import (
     InputError,
     InvalidChunkError,
     InvalidQueryError,
+    MissingDependencyError,
     RetrieverError,
     SynonymFormatError,
     WebSearchConnectionError,
@@ -105,6 +109,7 @@ __all__ = [
     "InvalidQueryError",
     "LangChainFaissRetriever",
     "MemoryCache",
+    "MissingDependencyError",
     "RedisCache",
     "Retriever",
     "RetrieverError",

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import ConfigError, StatsEngineError
+from ._optional import requires
 
 if TYPE_CHECKING:
     from ._protocols import StatsEngine
@@ -182,14 +183,8 @@ class DaskEngine:
 
 
 def _distributed() -> Any:
-    try:
+    with requires("dask", "DaskEngine"):
         import dask.distributed as distributed
-    except ImportError as exc:
-        raise ConfigError(
-            "engine",
-            "dask",
-            "needs dask[distributed]: pip install 'crag-heuristic[dask]'",
-        ) from exc
     return distributed
 
 
