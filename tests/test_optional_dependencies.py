@@ -135,7 +135,9 @@ def test_a_missing_module_names_its_extra(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setitem(sys.modules, module, None)
+    # the package and its submodules already imported (a cached submodule is found first)
+    for name in [module, *(n for n in sys.modules if n.startswith(f"{module}."))]:
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(MissingDependencyError) as info:
         use(tmp_path)
     _check(info.value, module, extra)

@@ -162,16 +162,6 @@ SUBMODULES = {
         "load_sample_queries",
         "sample_retriever",
     ],
-    "crag_heuristic.testing": [
-        "CallTrace",
-        "ListRetriever",
-        "RecordingWebSearcher",
-        "StaticExpander",
-        "TracedCache",
-        "TracedCall",
-        "TracedWebSearcher",
-        "capture_events",
-    ],
     "crag_heuristic.text": [
         "Analyzer",
         "ChunkAnalyses",
@@ -272,6 +262,18 @@ def test_the_grader_errors_are_crag_errors() -> None:
     for name in ("GraderError", "GraderOutputError", "GraderTimeout"):
         assert issubclass(getattr(grading, name), crag_heuristic.CragError), name
     assert issubclass(grading.GraderTimeout, grading.GraderError)
+
+
+def test_the_testing_helpers_are_the_light_ones() -> None:
+    """``crag_heuristic.testing``: sorted, every name resolves, none of the server kit's."""
+    import crag_testkit
+
+    from crag_heuristic import testing
+
+    assert testing.__all__ == sorted(testing.__all__)
+    assert all(getattr(testing, name) is not None for name in testing.__all__)
+    assert not set(testing.__all__) & set(crag_testkit.__all__)
+    assert {"ListRetriever", "RecordingWebSearcher", "capture_events"} <= set(testing.__all__)
 
 
 def test_py_typed_marker_is_shipped() -> None:
