@@ -64,15 +64,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crag_heuristic import CRAG, Chunk, Evaluator, MemoryCache, RedisCache, ScoreKind
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import RedisServer
+
+from crag_heuristic import CRAG, Chunk, Evaluator, MemoryCache, RedisCache, ScoreKind, load_config
 from crag_heuristic._baselines import seed_design
 from crag_heuristic._bench.cost import percentiles
 from crag_heuristic._cache.keys import evaluation_key
-from crag_heuristic._text import _TOKEN_RE, DEFAULT_STOP_WORDS, Analyzer, TextStats
+from crag_heuristic._text import _TOKEN_RE, TextStats
 from crag_heuristic.cache import TieredCache
 from crag_heuristic.sample import load_sample_queries, sample_retriever
-from crag_heuristic.testing import RedisServer
-from crag_heuristic.text import CorpusStats
+from crag_heuristic.text import Analyzer, CorpusStats
 
 QUERY = "how does the solar panel efficiency change with temperature in winter"
 _ASCII_SPLIT = str.maketrans(
@@ -142,7 +144,7 @@ def make_vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
 
 
 def make_text(rng: random.Random, vocabulary: list[str], n_words: int) -> str:
-    stop = sorted(DEFAULT_STOP_WORDS)
+    stop = sorted(Analyzer().stop_words)  # the default stop words
     topical = QUERY.split()
     words = []
     for _ in range(n_words):
@@ -285,7 +287,6 @@ def scifact_section(data_dir: Path, limit: int) -> dict[str, Any]:
     """Warm / cold-from-store / cold-tokenised on real retrievals, and the router's cost."""
     from crag_heuristic._bench.cost import cost_section
     from crag_heuristic._bench.pipeline import prepare, retrievals_for
-    from crag_heuristic._config import load_config
 
     started = time.perf_counter()
     prepared = prepare(data_dir)

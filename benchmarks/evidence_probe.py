@@ -42,12 +42,11 @@ from typing import Any
 
 import numpy as np
 
+from crag_heuristic import Evaluator, EvaluatorConfig
 from crag_heuristic._bench.loco import collection_folders
 from crag_heuristic._bench.pipeline import prepare
 from crag_heuristic._bench.selection import CollectionData
 from crag_heuristic._bench.sentences import SentenceCache
-from crag_heuristic._config import EvaluatorConfig
-from crag_heuristic._evaluator import Evaluator
 from crag_heuristic._text import split_sentences
 
 K1, B = 1.5, 0.75  # the evaluator's BM25 parameters

@@ -86,18 +86,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from load_faults_report import analyse, to_markdown, write_report
-
-from crag_heuristic import CRAG, CircuitBreaker, CRAGResult, RedisCache, RouterConfig, SearxngClient
-from crag_heuristic.sample import load_sample_queries, sample_retriever
-from crag_heuristic.testing import (
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import (
+    FAULT_KINDS,
+    FaultyEngine,
     RedisServer,
     SearxngServer,
     SearxngUnavailable,
     find_searxng_python,
 )
-from crag_heuristic.testing._faulty_engine import FAULT_KINDS, FaultyEngine
-from crag_heuristic.testing._trace import CallTrace, TracedCache, TracedCall, TracedWebSearcher
+from load_faults_report import analyse, to_markdown, write_report
+
+from crag_heuristic import CRAG, CircuitBreaker, CRAGResult, RedisCache, RouterConfig, SearxngClient
+from crag_heuristic.sample import load_sample_queries, sample_retriever
+from crag_heuristic.testing import CallTrace, TracedCache, TracedCall, TracedWebSearcher
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "load_faults"

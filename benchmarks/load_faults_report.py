@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crag_heuristic import CRAGResult, Failure, FailureStage
-from crag_heuristic.testing._trace import TracedCall
+from crag_heuristic.testing import TracedCall
 
 if TYPE_CHECKING:
     from load_faults import Run

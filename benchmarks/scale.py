@@ -85,9 +85,8 @@ import numpy as np
 
 from crag_heuristic import BM25Retriever, Evaluator, FaissRetriever
 from crag_heuristic._counting import count_partition, texts_partitions
-from crag_heuristic._text import DEFAULT_STOP_WORDS, Analyzer
 from crag_heuristic.testing import capture_events
-from crag_heuristic.text import CorpusStats, DaskEngine
+from crag_heuristic.text import Analyzer, CorpusStats, DaskEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evaluator_micro import ReferenceAnalyzer
@@ -122,7 +121,7 @@ class Corpus:
     def __init__(self, n_docs: int, dim: int, n_queries: int, vocab_size: int, seed: int) -> None:
         rng = np.random.default_rng(seed)
         self.vocab = vocabulary(rng, vocab_size)
-        stops = sorted(DEFAULT_STOP_WORDS)
+        stops = sorted(Analyzer().stop_words)  # the default stop words
         ranks = np.arange(1, vocab_size + 1, dtype=np.float64)
         self.cdf = np.cumsum(ranks**-1.1)
         self.cdf /= self.cdf[-1]

@@ -29,13 +29,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crag_heuristic._bench.loco import LOCO_GATE, SELF_GATE, SelfVariant, run_loco
+from crag_heuristic._bench.loco import LOCO_GATE, SELF_GATE, SelfVariant
 from crag_heuristic._self_calibrate import (
     DEFAULT_PRIOR_C,
     DEFAULT_SELF_QUERIES,
     DEFAULT_SELF_STYLES,
 )
 from crag_heuristic._simulate import STYLES
+from crag_heuristic.bench import run_loco
 
 KNOWN_ITEM = ("title", "sentence", "terms")
 VARIANTS = (

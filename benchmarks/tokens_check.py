@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from crag_heuristic._text import Analyzer
+from crag_heuristic.text import Analyzer
 
 ROOT = Path(__file__).resolve().parents[1]
 _DEFINITION = re.compile(r"[^\W_]+")

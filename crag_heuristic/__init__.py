@@ -34,12 +34,15 @@ module                         what
 ``crag_heuristic.sample``      the bundled sample corpus and its retriever
 ``crag_heuristic.bench``       the benchmark harness, calibration from labels (scikit-learn),
                                query simulation and leave-one-collection-out
-``crag_heuristic.testing``     helpers for tests (real Redis and SearXNG, fakes, tracing)
+``crag_heuristic.testing``     light helpers for tests (fakes, event capture, call tracing)
 =============================  ===============================================================
 
 ``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn, nor
 httpx (the web client's names load on first use) nor structlog (loaded with the
-first event a logger lets through).
+first event a logger lets through). The core install (numpy, structlog, PyStemmer,
+faiss-cpu) runs the gate, the router and the bundled demo; every other feature
+names its extra when it is missing (:class:`MissingDependencyError`, an
+``ImportError``): ``pip install 'crag-heuristic[redis]'``.
 """
 
 import importlib
@@ -57,6 +60,7 @@ from ._exceptions import (
     InputError,
     InvalidChunkError,
     InvalidQueryError,
+    MissingDependencyError,
     ParentLookupError,
     RetrieverError,
     SynonymFormatError,
@@ -109,6 +113,7 @@ __all__ = [
     "InvalidQueryError",
     "LangChainFaissRetriever",
     "MemoryCache",
+    "MissingDependencyError",
     "ParentLookupError",
     "RedisCache",
     "Retriever",
@@ -180,7 +185,6 @@ _MOVED = {
     **dict.fromkeys(("Refinement", "Strip", "refine"), "crag_heuristic.refinement"),
     **dict.fromkeys(("Analyzer", "CorpusStats"), "crag_heuristic.text"),
     **dict.fromkeys(("MetricsSink", "PrometheusMetrics"), "crag_heuristic.metrics"),
-    "RedisServerError": "crag_heuristic.testing",
 }
 
 

@@ -59,6 +59,7 @@ from ._config import (
 from ._corpus import CorpusStats
 from ._evaluator import Evaluator
 from ._exceptions import InputError
+from ._optional import requires
 from ._types import Chunk, Evaluation, ScoreKind
 
 __all__ = [
@@ -162,7 +163,8 @@ def _matrix(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> np.ndarr
 
 
 def _auc(y: np.ndarray, score: np.ndarray, weights: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
+    with requires("calibrate", "calibration"):
+        from sklearn.metrics import roc_auc_score
 
     return float(roc_auc_score(y, score, sample_weight=weights))
 
@@ -192,7 +194,8 @@ def _fit_stage(
     as the prior did), so a few hundred simulated queries adjust a gate
     instead of replacing it.
     """
-    from sklearn.model_selection import GroupKFold
+    with requires("calibrate", "calibration"):
+        from sklearn.model_selection import GroupKFold
 
     from ._logistic import fit_logistic, weighted_standardizer
 
@@ -294,7 +297,8 @@ def _bands(
 def kappa_band(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """(band, kappa): the band over the scores' percentiles whose ``score > band``
     agrees best with ``labels`` by Cohen's kappa (the first such band on ties)."""
-    from sklearn.metrics import cohen_kappa_score
+    with requires("calibrate", "calibration"):
+        from sklearn.metrics import cohen_kappa_score
 
     candidates = np.unique(np.quantile(scores, np.linspace(0.01, 0.99, 99)))
     kappas = [cohen_kappa_score(labels, scores > t) for t in candidates]
@@ -534,7 +538,8 @@ def fit_gate(
         InputError: no examples, labels of one class only, or ``evaluations``
             that do not match the examples.
     """
-    from sklearn.metrics import roc_auc_score
+    with requires("calibrate", "calibration"):
+        from sklearn.metrics import roc_auc_score
 
     if not examples:
         raise InputError("calibration needs labelled retrievals")

@@ -65,6 +65,7 @@ from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 from ._checks import MAX_K, as_real
 from ._evidence import CHUNK_FEATURES, SET_FEATURES
 from ._exceptions import ConfigError
+from ._optional import requires
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -775,14 +776,15 @@ def _read_file(path: Path) -> Mapping[str, Any]:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError("<file>", str(path), f"cannot read: {exc.strerror or exc}") from exc
+    if suffix in (".yaml", ".yml"):
+        with requires("yaml", "a YAML configuration file"):
+            import yaml
     try:
         if suffix == ".toml":
             data: Any = tomllib.loads(raw.decode("utf-8"))
         elif suffix == ".json":
             data = json.loads(raw.decode("utf-8"))
         else:
-            import yaml
-
             data = yaml.safe_load(raw.decode("utf-8"))
     except Exception as exc:
         raise ConfigError("<file>", str(path), f"cannot parse: {exc}") from exc

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from ._exceptions import ConfigError, StatsEngineError
+from ._optional import requires
 
 __all__ = ["DaskEngine", "LocalEngine", "StatsEngine", "resolve_engine"]
 
@@ -198,14 +199,8 @@ class DaskEngine:
 
 
 def _distributed() -> Any:
-    try:
+    with requires("dask", "DaskEngine"):
         import dask.distributed as distributed
-    except ImportError as exc:
-        raise ConfigError(
-            "engine",
-            "dask",
-            "needs dask[distributed]: pip install 'crag-heuristic[dask]'",
-        ) from exc
     return distributed
 
 

@@ -5,6 +5,8 @@ caller can catch the whole family with one ``except``. The tree::
 
     CragError
     ├── ConfigError                  a configuration field has a bad value (also ValueError)
+    ├── MissingDependencyError       a feature's extra is not installed (also ImportError;
+    │                                module, extra, feature)
     ├── InputError                   the caller passed something unusable (also ValueError)
     │   ├── InvalidQueryError        empty, whitespace-only or non-string query
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
@@ -34,8 +36,9 @@ One warning category, apart from the tree (Python's ``warnings``, not raised)::
     └── CalibrationWarning           a fitted profile could not do what was asked of it
                                      (bands that missed their targets, no fast path)
 
-The testing helpers (:mod:`crag_heuristic.testing`) have their own tree, apart
-from this one: a test helper failing is not the library failing.
+The project's own server-starting test kit (``tests/support/crag_testkit``, not
+shipped) has its own tree, apart from this one: a test helper failing is not the
+library failing.
 
 Errors carry structured attributes (``field``, ``value``, ``chunk_id``,
 ``status_code`` ...) so that callers and logs need not parse messages. An
@@ -62,6 +65,7 @@ __all__ = [
     "InputError",
     "InvalidChunkError",
     "InvalidQueryError",
+    "MissingDependencyError",
     "ParentLookupError",
     "RetrieverError",
     "StatsEngineError",
@@ -111,6 +115,31 @@ class ConfigError(CragError, ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"invalid config field {field!r} = {_short(value)}: {reason}")
+
+
+class MissingDependencyError(CragError, ImportError):
+    """A feature needs a package the core install leaves out: its extra names it.
+
+    Raised where the feature first imports the package (see
+    ``crag_heuristic._optional``), so the core install runs the gate and the
+    router while, say, ``RedisCache`` asks for ``pip install 'crag-heuristic[redis]'``.
+
+    Attributes:
+        module: the module that could not be imported (``name`` too, as on any
+            ``ImportError``).
+        extra: the extra that installs it.
+        feature: what needed it.
+    """
+
+    def __init__(self, module: str, extra: str, feature: str) -> None:
+        self.module = module
+        self.extra = extra
+        self.feature = feature
+        super().__init__(
+            f"{feature} needs {module!r}, which the {extra!r} extra installs: "
+            f"pip install 'crag-heuristic[{extra}]'",
+            name=module,
+        )
 
 
 class InputError(CragError, ValueError):

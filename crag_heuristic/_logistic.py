@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ._optional import requires
+
 __all__ = ["LogisticFit", "fit_logistic", "weighted_standardizer"]
 
 Array = npt.NDArray[np.float64]
@@ -69,7 +71,8 @@ def fit_logistic(
         prior: ``p`` coefficients the penalty pulls towards (default 0).
         prior_intercept: where the intercept starts (it is not penalised).
     """
-    from scipy.optimize import minimize
+    with requires("calibrate", "fitting a gate"):
+        from scipy.optimize import minimize
 
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)

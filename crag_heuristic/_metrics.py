@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from ._cache.stats import CacheStats
+from ._optional import requires
 
 __all__ = ["MetricsSink", "PrometheusMetrics"]
 
@@ -66,17 +67,13 @@ class PrometheusMetrics:
         namespace: the metric name prefix.
 
     Raises:
-        ImportError: prometheus-client is not installed (``pip install
-            'crag-heuristic[metrics]'``).
+        MissingDependencyError: prometheus-client is not installed (an
+            ``ImportError`` naming the ``metrics`` extra).
     """
 
     def __init__(self, registry: Any = None, *, namespace: str = "crag") -> None:
-        try:
+        with requires("metrics", "PrometheusMetrics"):
             import prometheus_client as prom
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "PrometheusMetrics needs prometheus-client: pip install 'crag-heuristic[metrics]'"
-            ) from exc
         self.registry = registry if registry is not None else prom.CollectorRegistry()
         options: dict[str, Any] = {"namespace": namespace, "registry": self.registry}
         self._decisions = prom.Counter(

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._optional import requires
 from ._text import Analyzer
 from ._types import Chunk
 
@@ -88,8 +89,9 @@ class LsaEmbedder:
         analyzer: Analyzer | None = None,
         seed: int = 0,
     ) -> None:
-        from sklearn.decomposition import TruncatedSVD
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        with requires("calibrate", "LsaEmbedder (fitting LSA vectors)"):
+            from sklearn.decomposition import TruncatedSVD
+            from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.analyzer = analyzer or Analyzer()
         self._tfidf = TfidfVectorizer(analyzer=self.analyzer.terms, sublinear_tf=True)

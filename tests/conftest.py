@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from crag_testkit import SearxngUnavailable, find_searxng_python
 
 from crag_heuristic import Chunk, ScoreKind
-from crag_heuristic.testing import SearxngUnavailable, find_searxng_python
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -43,6 +43,7 @@ ERRORS: list[CragError] = [
     errors.CircuitOpenError("open", retry_after=12.5, url="http://searx"),
     errors.CacheError("redis down", backend="redis", operation="get", kind="connection"),
     errors.CacheError("later", backend="redis", operation="set", kind="down", retry_after=0.25),
+    errors.MissingDependencyError("redis", "redis", "RedisCache"),
 ]
 
 

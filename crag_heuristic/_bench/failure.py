@@ -38,6 +38,7 @@ from .._baselines import mean_score, nqc, score_gap, seed_design, top1, wig
 from .._calibrate import GateExample
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
+from .._optional import requires
 from .data import read_qrels
 from .pipeline import Prepared, labels_for, progress, retrievals_for
 
@@ -82,7 +83,8 @@ class FailureResult:
 
 def _auc(failed: np.ndarray, score: np.ndarray) -> float | None:
     """ROC-AUC of a high score for "not failed"; ``None`` when one class is absent."""
-    from sklearn.metrics import roc_auc_score
+    with requires("bench", "the benchmark harness"):
+        from sklearn.metrics import roc_auc_score
 
     if failed.all() or not failed.any():
         return None

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig
+from .._optional import requires
 from .._self_calibrate import (
     DEFAULT_PRIOR_C,
     DEFAULT_SELF_QUERIES,
@@ -131,7 +132,8 @@ def paired_bootstrap(
 ) -> tuple[float, float]:
     """A 95 % interval for (our AUC - their AUC), resampling queries (a query's
     natural retrieval and its probe together) with replacement."""
-    from sklearn.metrics import roc_auc_score
+    with requires("bench", "the benchmark harness"):
+        from sklearn.metrics import roc_auc_score
 
     labels = np.asarray(groups)
     members = {g: np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())}

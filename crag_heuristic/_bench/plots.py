@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import requires
+
 __all__ = [
     "cascade_plot",
     "context_plot",
@@ -18,7 +20,8 @@ __all__ = [
 
 
 def _pyplot() -> Any:
-    import matplotlib
+    with requires("bench", "the benchmark plots"):
+        import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -36,7 +39,8 @@ def _save(plt: Any, fig: Any, path: Path) -> Path:
 
 def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, title: str) -> Path:
     """ROC curves for detecting failed retrievals (a low score should mean failed)."""
-    from sklearn.metrics import roc_auc_score, roc_curve
+    with requires("bench", "the benchmark plots"):
+        from sklearn.metrics import roc_auc_score, roc_curve
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 5))

@@ -25,6 +25,7 @@ import numpy as np
 from .._config import EvaluatorConfig
 from .._expansion import PRFExpander, SynonymExpander
 from .._fusion import reciprocal_rank_fusion
+from .._optional import requires
 from .._router import CRAG
 from .._types import Chunk
 from .pipeline import Prepared, SplitRun, progress
@@ -34,7 +35,8 @@ __all__ = ["quality_section"]
 
 def _metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]) -> dict[str, Any]:
     """Per-query nDCG@10 and Recall@100 with pytrec_eval (trec_eval, as BEIR reports)."""
-    import pytrec_eval
+    with requires("bench", "the benchmark harness"):
+        import pytrec_eval
 
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"})
     run = {

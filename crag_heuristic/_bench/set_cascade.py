@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._grading.lists import COMBINE, SetEscalation, escalated_set_score
+from .._optional import requires
 from .data import read_qrels
 from .failure import _auc, llm_gate_scores
 from .pipeline import Prepared
@@ -58,7 +59,8 @@ def _halves(groups: list[str]) -> list[np.ndarray]:
 
 def _youden(scores: np.ndarray, failed: np.ndarray) -> float:
     """The score threshold of the highest (true positive rate - false positive rate)."""
-    from sklearn.metrics import roc_curve
+    with requires("bench", "the benchmark harness"):
+        from sklearn.metrics import roc_curve
 
     if failed.all() or not failed.any():
         return float(np.median(scores))

@@ -27,6 +27,7 @@ from typing import Any
 
 from .._checks import is_finite_number
 from .._exceptions import ConfigError
+from .._optional import requires
 from .._redact import redact
 
 __all__ = [
@@ -74,7 +75,8 @@ def build_client(
             redis-py refuses the URL or an option.
     """
     check_url(url)
-    from redis.backoff import NoBackoff
+    with requires("redis", "RedisCache"):
+        from redis.backoff import NoBackoff
 
     factory: Any
     retry: Any

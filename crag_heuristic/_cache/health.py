@@ -23,6 +23,8 @@ import asyncio
 import threading
 from collections.abc import Callable
 
+from .._optional import requires
+
 __all__ = ["DownWindow", "classify", "redis_errors"]
 
 
@@ -66,7 +68,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
 
 def redis_errors() -> tuple[type[BaseException], ...]:
     """The exceptions a redis-py call may raise that a cache turns into ``CacheError``."""
-    from redis import exceptions as rex
+    with requires("redis", "RedisCache"):
+        from redis import exceptions as rex
 
     return (rex.RedisError, rex.RedisClusterException, OSError, asyncio.TimeoutError, RuntimeError)
 

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from .._exceptions import ConfigError, CragError, InputError
+from .._exceptions import ConfigError, CragError, InputError, MissingDependencyError
 from .._logging import LOGGER_NAME
 from .._version import __version__
 from . import bench, evaluate, retrieve, stats
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     _configure_logging(verbose=args.verbose)
     try:
         return handler(args, out)
-    except (InputError, ConfigError) as exc:
+    except (InputError, ConfigError, MissingDependencyError) as exc:
         _report(args, exc, "error")
         return EXIT_BAD_INPUT
     except CragError as exc:

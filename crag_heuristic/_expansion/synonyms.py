@@ -357,19 +357,11 @@ class SynonymSet:
 # -- loading ----------------------------------------------------------------------------------
 
 
-def _bundled_folder() -> Traversable | Path:
-    """Where the shipped sets are: the installed package, else the source checkout's folder.
-
-    An installed crag-heuristic (wheel or editable) has ``crag_heuristic.synonyms``.
-    A source checkout imported without installing it (``python`` started in the
-    repository root) has the files in the top-level ``synonyms/`` folder instead.
-    """
+def _bundled_folder() -> Traversable:
+    """The data package ``crag_heuristic.synonyms`` that holds the shipped sets."""
     try:
         return resources.files(BUNDLED_PACKAGE)
     except ModuleNotFoundError:
-        folder = Path(__file__).resolve().parents[2] / "synonyms"
-        if (folder / "english.txt").is_file():
-            return folder
         raise InputError(
             f"the shipped synonym sets are missing: no package {BUNDLED_PACKAGE}"
         ) from None

@@ -54,6 +54,7 @@ from .._analyses import AnalysesPart, ChunkAnalyses
 from .._checks import check_k, check_query
 from .._corpus import CorpusStats, _log_event
 from .._exceptions import InputError, _short
+from .._optional import requires
 from .._terms import TermTable
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
@@ -70,7 +71,8 @@ _BLOCK = 1 << 22  # postings per block of the vectorised weight computation
 
 
 def _rank_bm25_model(variant: str) -> type:
-    from rank_bm25 import BM25Okapi, BM25Plus
+    with requires("bm25", "BM25Retriever(backend='rank-bm25')"):
+        from rank_bm25 import BM25Okapi, BM25Plus
 
     if variant == "okapi":
         return BM25Okapi  # type: ignore[no-any-return]

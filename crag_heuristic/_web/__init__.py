@@ -1,4 +1,12 @@
-"""The web-search fallback: a SearXNG client, its options and a circuit breaker."""
+"""The web-search fallback: a SearXNG client, its options and a circuit breaker.
+
+Its modules need httpx (the ``web`` extra), checked here, before any of them loads.
+"""
+
+from .._optional import requires
+
+with requires("web", "the web search (crag_heuristic.web)"):
+    import httpx  # noqa: F401 - the door: every module below imports it
 
 from .circuit import CircuitBreaker, CircuitState
 from .clean import clean_text

@@ -50,7 +50,9 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-try:
+from .._optional import requires
+
+with requires("langchain", "crag_heuristic.integrations.langchain"):
     from langchain_core.callbacks import (
         AsyncCallbackManagerForChainRun,
         AsyncCallbackManagerForRetrieverRun,
@@ -69,11 +71,6 @@ try:
     from langchain_core.vectorstores import VectorStore
     from pydantic import ConfigDict, PrivateAttr, SkipValidation, ValidationError
     from typing_extensions import Self
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "crag_heuristic.integrations.langchain needs langchain-core: "
-        "pip install 'crag-heuristic[langchain]'"
-    ) from exc
 
 from .._checks import check_k
 from .._config import EvaluatorConfig, RouterConfig

@@ -44,17 +44,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-try:
+from .._optional import requires
+
+with requires("llamaindex", "crag_heuristic.integrations.llamaindex"):
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
     from llama_index.core.vector_stores.simple import SimpleVectorStore
     from pydantic import PrivateAttr
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "crag_heuristic.integrations.llamaindex needs llama-index-core: "
-        "pip install 'crag-heuristic[llamaindex]'"
-    ) from exc
 
 from .._checks import check_query
 from .._config import EvaluatorConfig

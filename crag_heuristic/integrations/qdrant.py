@@ -57,14 +57,11 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-try:
+from .._optional import requires
+
+with requires("qdrant", "crag_heuristic.integrations.qdrant"):
     from qdrant_client import AsyncQdrantClient, QdrantClient
     from qdrant_client.http import models
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "crag_heuristic.integrations.qdrant needs qdrant-client: "
-        "pip install 'crag-heuristic[qdrant]'"
-    ) from exc
 
 from .._checks import check_k, check_query
 from .._corpus import CorpusStats, resolve_corpus_stats

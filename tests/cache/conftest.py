@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-
-from crag_heuristic.testing import RedisServer
+from crag_testkit import RedisServer
 
 
 class FakeClock:

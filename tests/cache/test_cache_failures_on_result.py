@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+from crag_testkit import RedisServer
+
 from crag_heuristic import (
     CRAG,
     CacheError,
@@ -19,7 +21,7 @@ from crag_heuristic._redact import describe
 from crag_heuristic.events import Done
 from crag_heuristic.grading import CallableGrader, Cascade, Escalation
 from crag_heuristic.sample import sample_retriever
-from crag_heuristic.testing import RecordingWebSearcher, RedisServer
+from crag_heuristic.testing import RecordingWebSearcher
 
 QUERY = "How do honeybees communicate the distance to food?"
 

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 import redis
+from crag_testkit import RedisServer
 from redis import exceptions as rex
 
 from crag_heuristic import CacheError
 from crag_heuristic._cache import MemoryCache, RedisCache
 from crag_heuristic._cache.health import DownWindow, classify
-from crag_heuristic.testing import RedisServer, capture_events
+from crag_heuristic.testing import capture_events
 
 
 @pytest.mark.parametrize(

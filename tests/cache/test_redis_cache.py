@@ -9,11 +9,11 @@ import time
 
 import pytest
 import redis
+from crag_testkit import RedisServer
 
 from crag_heuristic import CacheError, ConfigError, InputError
 from crag_heuristic._cache import RedisCache, dumps
 from crag_heuristic._protocols import AsyncCache, Cache
-from crag_heuristic.testing import RedisServer
 
 
 @pytest.fixture

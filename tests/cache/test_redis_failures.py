@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import redis
+from crag_testkit import RedisServer
 
 from crag_heuristic import CacheError
 from crag_heuristic._cache import RedisCache
-from crag_heuristic.testing import RedisServer
 
 BOUND = 5.0  # seconds: "did not hang", not a performance claim
 

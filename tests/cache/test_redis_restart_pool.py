@@ -14,10 +14,10 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from crag_testkit import RedisServer
 
 from crag_heuristic import CacheError
 from crag_heuristic._cache import RedisCache
-from crag_heuristic.testing import RedisServer
 
 BURST = 20
 

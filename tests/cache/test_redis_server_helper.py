@@ -1,4 +1,4 @@
-"""crag_heuristic.testing.RedisServer: starts, stops, kills, restarts, leaves nothing behind."""
+"""crag_testkit.RedisServer: starts, stops, kills, restarts, leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -6,17 +6,15 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import crag_testkit
 import pytest
+from crag_testkit import ENV_URL, HelperError, RedisServer, RedisServerError, find_redis_server
 
 from crag_heuristic import CragError
-from crag_heuristic.testing import (
-    ENV_URL,
-    HelperError,
-    RedisServer,
-    RedisServerError,
-    find_redis_server,
-)
+
+SUPPORT = Path(crag_testkit.__file__).resolve().parents[1]  # tests/support
 
 
 def _alive(pid: int) -> bool:
@@ -124,7 +122,8 @@ def test_from_env_reads_the_variable_when_called(monkeypatch: pytest.MonkeyPatch
 
 def test_no_process_is_left_behind_when_the_owner_exits_without_stopping() -> None:
     code = (
-        "from crag_heuristic.testing import RedisServer\n"
+        f"import sys; sys.path.insert(0, {str(SUPPORT)!r})\n"
+        "from crag_testkit import RedisServer\n"
         "server = RedisServer().start()\n"
         "print(server.pid, server.directory, flush=True)\n"
     )

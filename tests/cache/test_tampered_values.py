@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import redis
+from crag_testkit import RedisServer
 
 from crag_heuristic import (
     CRAG,
@@ -31,7 +32,7 @@ from crag_heuristic import (
 from crag_heuristic._retrievers import FaissRetriever
 from crag_heuristic._sample import sample_retriever
 from crag_heuristic.grading import Escalation
-from crag_heuristic.testing import RecordingWebSearcher, RedisServer
+from crag_heuristic.testing import RecordingWebSearcher
 
 QUERY = "How do honeybees communicate the distance to food?"
 OTHER_QUERY = "Why is the sky blue?"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import redis
+from crag_testkit import RedisServer
 
 from crag_heuristic import CRAG, CacheError, ConfigError, MemoryCache, RedisCache
 from crag_heuristic._cache import dumps
@@ -15,7 +16,6 @@ from crag_heuristic._cache.keys import cache_key
 from crag_heuristic._protocols import AsyncCache, Cache
 from crag_heuristic.cache import TieredCache
 from crag_heuristic.sample import sample_retriever
-from crag_heuristic.testing import RedisServer
 
 EVAL = cache_key("eval", {"q": 1})
 GRADE = cache_key("grade", {"q": 2})

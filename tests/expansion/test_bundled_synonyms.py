@@ -25,8 +25,9 @@ def test_resources_are_found_through_importlib() -> None:
     for name in ("english", *DOMAIN_SETS):
         assert f"{name}.txt" in names
     assert {"README.md", "WORDNET_LICENSE.txt", "__init__.py"} <= names
-    # in the source tree they are the top-level synonyms/ folder
-    assert _text("biomedical") == (ROOT / "synonyms" / "biomedical.txt").read_text("utf-8")
+    assert _text("biomedical") == (
+        ROOT / "crag_heuristic" / "synonyms" / "biomedical.txt"
+    ).read_text("utf-8")
 
 
 @pytest.mark.parametrize("name", DOMAIN_SETS)

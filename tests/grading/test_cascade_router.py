@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from crag_testkit import RedisServer
 
 from crag_heuristic import (
     CRAG,
@@ -37,7 +38,6 @@ from crag_heuristic.grading import (
     Escalation,
     SetEscalation,
 )
-from crag_heuristic.testing import RedisServer
 
 QUERY = "How do honeybees communicate the distance to food?"
 EVERYTHING = Escalation(band=(0.0, 1.0), budget=1.0)

@@ -19,8 +19,14 @@ from crag_heuristic import (
     ScoreKind,
     WebSearchTimeout,
 )
-from crag_heuristic.testing import ListRetriever, RecordingWebSearcher
-from crag_heuristic.testing._trace import CallTrace, TracedCache, TracedCall, TracedWebSearcher
+from crag_heuristic.testing import (
+    CallTrace,
+    ListRetriever,
+    RecordingWebSearcher,
+    TracedCache,
+    TracedCall,
+    TracedWebSearcher,
+)
 
 OFF_TOPIC = Chunk(
     id="doc-1",

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
+from crag_testkit._faulty_engine import FAULT_KINDS, OK, FaultyEngine
 
 from crag_heuristic import ConfigError
-from crag_heuristic.testing._faulty_engine import FAULT_KINDS, OK, FaultyEngine
 
 
 def by_hand(query: str, seed: str, share: float, kinds: tuple[str, ...]) -> str:

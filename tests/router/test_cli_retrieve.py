@@ -125,7 +125,7 @@ def test_console_script_help() -> None:
 
 
 def test_retrieve_with_a_real_redis_and_an_unreachable_searxng() -> None:
-    from crag_heuristic.testing import RedisServer
+    from crag_testkit import RedisServer
 
     with RedisServer() as server:
         argv = [

@@ -7,11 +7,12 @@ import time
 from typing import Any
 
 import pytest
+from crag_testkit import RedisServer
 
 from crag_heuristic import Evaluator
 from crag_heuristic._cache import MemoryCache, RedisCache
 from crag_heuristic._router import CRAG
-from crag_heuristic.testing import RecordingWebSearcher, RedisServer
+from crag_heuristic.testing import RecordingWebSearcher
 
 QUERY = "How do honeybees communicate the distance to food?"
 WEB = [("Bee dance", "https://example.org/bees", "The waggle dance encodes distance.")]

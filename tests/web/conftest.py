@@ -16,12 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from crag_testkit import FixtureEngine, SearxngServer
 
 from crag_heuristic._web import SearxngClient
-from crag_heuristic.testing import (
-    FixtureEngine,
-    SearxngServer,
-)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_TIMEOUT = 2.0

@@ -8,8 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from crag_heuristic.testing import FixtureEngine, FixtureReply, SearxngServer, fixture_item
+from crag_testkit import FixtureEngine, FixtureReply, SearxngServer, fixture_item
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_crag.py"
 QUESTION = "Which chess openings are best for beginners?"

@@ -14,17 +14,25 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from crag_heuristic.testing import (
+from crag_testkit import (
     SEARXNG_PACKAGE,
     FixtureEngine,
     FixtureReply,
+    HelperError,
     SearxngServer,
     SearxngStartError,
     SearxngUnavailable,
     ensure_searxng_venv,
     fixture_item,
 )
+
+from crag_heuristic import CragError
+
+
+def test_the_kit_has_its_own_errors() -> None:
+    """A test helper failing to start a server is not the library failing."""
+    for error in (SearxngStartError, SearxngUnavailable):
+        assert issubclass(error, HelperError) and not issubclass(error, CragError)
 
 
 def fetch(url: str) -> tuple[int, bytes]:
@@ -79,7 +87,7 @@ def test_an_old_python_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="the lock is POSIX flock")
 def test_the_lock_serialises_installs(tmp_path: Path) -> None:
-    from crag_heuristic.testing._searxng_venv import _file_lock
+    from crag_testkit._searxng_venv import _file_lock
 
     order: list[str] = []
     lock_path = tmp_path / "venv.lock"

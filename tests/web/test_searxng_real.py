@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from crag_testkit import FixtureEngine, FixtureReply, SearxngServer, fixture_item
 
 from crag_heuristic import (
     CircuitOpenError,
@@ -23,7 +24,6 @@ from crag_heuristic import (
 )
 from crag_heuristic._exceptions import WebSearchEnginesFailed
 from crag_heuristic._web import CircuitBreaker, CircuitState, SearxngClient, WebResults
-from crag_heuristic.testing import FixtureEngine, FixtureReply, SearxngServer, fixture_item
 
 CLIENT_TIMEOUT = 10.0  # well above the servers' engine timeout (conftest.py)
 

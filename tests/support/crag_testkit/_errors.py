@@ -17,11 +17,11 @@ __all__ = ["HelperError", "RedisServerError", "SearxngStartError", "SearxngUnava
 
 
 class HelperError(RuntimeError):
-    """Base class of the errors of :mod:`crag_heuristic.testing`."""
+    """Base class of the errors of :mod:`crag_testkit`."""
 
 
 class RedisServerError(HelperError):
-    """The test helper :class:`crag_heuristic.testing.RedisServer` failed.
+    """The test helper :class:`crag_testkit.RedisServer` failed.
 
     Raised when ``redis-server`` cannot be found, does not start or answer in
     time, or when an action needs a local process the helper does not own.

@@ -1,7 +1,10 @@
-"""The synonym files ship in the wheel as crag_heuristic.synonyms, and load from a real install."""
+"""What the wheel holds: the package with its data (the synonym sets, the profiles, the sample),
+which load from a real install, and no code that starts servers (the project's test kit that runs
+Redis and SearXNG lives in tests/support)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -12,7 +15,18 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+# what starts a process or serves a socket: a module importing one of these starts servers
+SERVER_MODULES = frozenset({"subprocess", "http.server", "socketserver", "venv"})
+SERVER_CALLS = frozenset(
+    {
+        ("asyncio", "create_subprocess_exec"),
+        ("asyncio", "create_subprocess_shell"),
+        ("os", "fork"),
+        ("os", "posix_spawn"),
+        ("os", "system"),
+    }
+)
 SHIPPED = (
     "__init__.py",
     "README.md",
@@ -24,6 +38,42 @@ SHIPPED = (
 )
 
 
+def server_code(source: str) -> list[str]:
+    """What in this module's source starts a process or a server (empty: nothing)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name in SERVER_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.module in SERVER_MODULES:
+            found.append(node.module)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and (node.value.id, node.attr) in SERVER_CALLS
+        ):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_the_shipped_packages_start_no_servers() -> None:
+    """Every module of the packages setup.cfg ships (every package under crag_heuristic/,
+    tests/test_packaging.py), read as source: the fast check."""
+    packages = [init.parent for init in (ROOT / "crag_heuristic").rglob("__init__.py")]
+    assert ROOT / "crag_heuristic" / "testing" in packages
+    modules = [module for package in packages for module in package.glob("*.py")]
+    assert len(modules) > 100
+    offenders = {
+        str(module.relative_to(ROOT)): found
+        for module in modules
+        if (found := server_code(module.read_text("utf-8")))
+    }
+    assert offenders == {}
+    # and the check does see the test kit's servers
+    kit = ROOT / "tests" / "support" / "crag_testkit"
+    assert server_code((kit / "_redis.py").read_text("utf-8")) == ["subprocess"]
+    assert "http.server" in server_code((kit / "_fixture_engine.py").read_text("utf-8"))
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built by pip from a copy of the source tree (the tree itself stays clean)."""
@@ -33,8 +83,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("crag_heuristic", "synonyms"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
+    shutil.copytree(ROOT / "crag_heuristic", source / "crag_heuristic", ignore=ignore)
     out = base / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(source), "-w", str(out)],
@@ -54,8 +103,7 @@ def test_wheel_holds_the_synonym_files(wheel: Path) -> None:
     for name in SHIPPED:
         assert f"crag_heuristic/synonyms/{name}" in names
     assert "crag_heuristic/_expansion/synonyms.py" in names
-    assert english == (ROOT / "synonyms" / "english.txt").read_bytes()
-    assert not any(name.startswith("synonyms/") for name in names)
+    assert english == (ROOT / "crag_heuristic" / "synonyms" / "english.txt").read_bytes()
     for data in (
         "py.typed",
         "profiles/minilm-multi.toml",
@@ -104,3 +152,16 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
     assert found == "True"
     assert query == "myocardial infarction"
     assert default == "minilm-multi 64"  # the default profile and the sample ship too
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_library_and_no_server_code(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        sources = {
+            name: archive.read(name).decode("utf-8")
+            for name in archive.namelist()
+            if name.endswith(".py")
+        }
+    assert all(name.startswith("crag_heuristic/") for name in sources), sorted(sources)
+    assert "crag_heuristic/testing/_fakes.py" in sources
+    assert {name: found for name, source in sources.items() if (found := server_code(source))} == {}

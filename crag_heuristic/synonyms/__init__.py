@@ -1,4 +1,4 @@
-"""Synonym sets shipped with crag-heuristic (installed as ``crag_heuristic.synonyms``).
+"""Synonym sets shipped with crag-heuristic.
 
 A data package: the ``*.txt`` files here are synonym files in the
 Solr/Elasticsearch format (see ``README.md`` beside this file), read through
@@ -9,7 +9,4 @@ Solr/Elasticsearch format (see ``README.md`` beside this file), read through
     ``tools/build_wordnet_synonyms.py`` (licence: ``WORDNET_LICENSE.txt``);
 ``biomedical.txt``, ``programming.txt``, ``finance.txt``
     curated domain sets.
-
-In the source tree the files live in the top-level ``synonyms/`` folder;
-``setup.cfg`` maps that folder to ``crag_heuristic.synonyms``.
 """

@@ -1,0 +1,46 @@
+"""The one way to import a package the core install leaves out.
+
+The core install (numpy, structlog, PyStemmer, faiss-cpu) runs the gate, the
+router and the bundled demo. Every other third-party package belongs to an
+extra named after what it enables (``web``, ``redis``, ``calibrate``, ``bm25``,
+``yaml``, ``metrics``, ``dask``, ``langchain``, ``llamaindex``, ``qdrant``,
+``bench``; setup.cfg) and is imported where a feature first needs it, inside
+:func:`requires`::
+
+    with requires("redis", "RedisCache"):
+        from redis import exceptions
+
+A missing package then raises :class:`~crag_heuristic.MissingDependencyError`
+(an ``ImportError``) naming the extra to install, instead of a bare
+``ModuleNotFoundError`` from deep inside. The imports stay plain ``import``
+statements, so type checkers see the real modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ._exceptions import MissingDependencyError
+
+__all__ = ["requires"]
+
+
+@contextmanager
+def requires(extra: str, feature: str) -> Iterator[None]:
+    """Turn a missing third-party module imported in the block into an error naming ``extra``.
+
+    Args:
+        extra: the extra that installs what the block imports.
+        feature: what needs it, for the message (``"RedisCache"``).
+
+    Raises:
+        MissingDependencyError: a module imported in the block is not installed.
+    """
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").partition(".")[0]  # the package, not its submodule
+        if not missing or missing == "crag_heuristic":
+            raise  # a bug of ours, not a missing extra
+        raise MissingDependencyError(missing, extra, feature) from error

