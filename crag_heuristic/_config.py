@@ -561,10 +561,11 @@ class RouterConfig:
             can drift from the question; lexical retrieval takes synonyms well.
         lexical_weight: RRF weight of each lexical (BM25) ranking.
         fusion_weights: how the lexical rankings' weight is set: ``"fixed"``
-            (``lexical_weight``), ``"gate"`` (``lexical_weight * 2 * (1 - p)``,
-            ``p`` the gate's probability that the first retrieval holds an
-            answer: equal to the dense ranking's at ``p = 0.5``, more where the
-            gate doubts the dense list) or ``"keywords"`` (``lexical_weight * 2
+            (``lexical_weight``), ``"gate"`` (the default: ``lexical_weight * 2
+            * (1 - p)``, ``p`` the gate's probability that the first retrieval
+            holds an answer: equal to the dense ranking's at ``p = 0.5``, more
+            where the gate doubts the dense list; chosen on training
+            collections only, ``benchmarks/corrections.py``) or ``"keywords"`` (``lexical_weight * 2
             * (1 - o)``, ``o`` the first retrieval's keyword overlap with the
             query: more where the dense list misses the query's words).
         drop_irrelevant: on the fast path, drop chunks whose own verdict is
@@ -607,7 +608,7 @@ class RouterConfig:
     rrf_k: int = 60
     expansion_weight: float = 1.0
     lexical_weight: float = 1.0
-    fusion_weights: Literal["fixed", "gate", "keywords"] = "fixed"
+    fusion_weights: Literal["fixed", "gate", "keywords"] = "gate"
     expand_on: Literal["primary", "lexical", "both"] = "both"
     drop_irrelevant: bool = False
     expand_parents: bool = True
