@@ -160,6 +160,17 @@ SUBMODULES = {
         "WebSearcher",
     ],
     "crag_heuristic.refinement": ["Refinement", "Strip", "refine"],
+    "crag_heuristic.retrievers": [
+        "BM25Retriever",
+        "DeclaredScores",
+        "FaissRetriever",
+        "FaissScores",
+        "LangChainFaissRetriever",
+        "LangChainRetriever",
+        "QdrantRetriever",
+        "QdrantScores",
+        "ScoreConversion",
+    ],
     "crag_heuristic.sample": [
         "LsaEmbedder",
         "load_sample_corpus",

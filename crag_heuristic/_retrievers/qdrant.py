@@ -58,7 +58,7 @@ import numpy.typing as npt
 
 from .._optional import requires
 
-with requires("qdrant", "crag_heuristic.integrations.qdrant"):
+with requires("qdrant", "QdrantRetriever"):
     from qdrant_client import AsyncQdrantClient, QdrantClient
     from qdrant_client.http import models
 
