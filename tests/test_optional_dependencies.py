@@ -112,6 +112,7 @@ ON_IMPORT = [
     ("langchain_core", "langchain", "import crag_heuristic.integrations.langchain"),
     ("llama_index", "llamaindex", "import crag_heuristic.integrations.llamaindex"),
     ("qdrant_client", "qdrant", "import crag_heuristic.integrations.qdrant"),
+    ("qdrant_client", "qdrant", "from crag_heuristic.retrievers import QdrantRetriever"),
 ]
 
 

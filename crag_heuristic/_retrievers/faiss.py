@@ -53,25 +53,24 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_k, check_query
 from .._corpus import CorpusStats, resolve_corpus_stats
 from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
+from .base import Embedder, ScoreConversion, VectorRetriever, embedder, unit_norm
 from .documents import to_chunk
 from .sentences import SentenceVectors
 
 __all__ = ["FaissRetriever", "FaissScores", "check_search_params", "detect_unit_vectors"]
 
-Embedder = Callable[[str], Any]
-_NORM_TOLERANCE = 1e-3
 _SAMPLE = 64
+Rows = tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]
 
 
 def _metric_name(metric: int) -> str:
@@ -160,11 +159,10 @@ def detect_unit_vectors(index: Any) -> bool | None:
     sample = _sample_vectors(index, _SAMPLE)
     if sample is None:
         return None
-    norms = np.linalg.norm(sample, axis=1)
-    return bool(np.all(np.abs(norms - 1.0) <= _NORM_TOLERANCE))
+    return unit_norm(sample)
 
 
-class FaissScores:
+class FaissScores(ScoreConversion):
     """The conversion of raw FAISS scores for one metric (see the module doc).
 
     Args:
@@ -177,6 +175,8 @@ class FaissScores:
         semantics: the conversion in words, for logs and results.
         metric_name: ``"inner_product"``, ``"l2"``, ...
     """
+
+    backend = "FAISS"
 
     def __init__(self, metric: int, normalized: bool | None) -> None:
         import faiss
@@ -200,14 +200,7 @@ class FaissScores:
         else:
             self.kind, self.semantics = ScoreKind.DISTANCE, f"raw {self.metric_name} distance"
 
-    def __call__(self, raw: float) -> float:
-        """One raw FAISS score converted to :attr:`kind`.
-
-        Raises:
-            ValueError: a non-finite raw score.
-        """
-        if not math.isfinite(raw):
-            raise ValueError(f"FAISS returned a non-finite score {raw}")
+    def _convert(self, raw: float) -> float:
         if self._ip:
             return raw
         if self._l2:
@@ -216,7 +209,7 @@ class FaissScores:
         return max(raw, 0.0)
 
 
-class FaissRetriever:
+class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
     """Search a ``faiss.Index``; return chunks from a docstore, scores converted.
 
     Args:
@@ -285,13 +278,9 @@ class FaissRetriever:
             raise InputError(
                 f"docstore holds {len(docstore)} entries but the index has {index.ntotal} vectors"
             )
-        if hasattr(embed, "embed_query"):
-            embed = embed.embed_query
-        if not callable(embed):
-            raise InputError("embed must be a callable str -> vector or have embed_query()")
+        self._embed = embedder(embed)
         self.index = index
         self.docstore = docstore
-        self._embed = embed
         self.normalized = detect_unit_vectors(index) if normalized is None else bool(normalized)
         self.scores = FaissScores(index.metric_type, self.normalized)
         self.normalize_query = (
@@ -331,16 +320,6 @@ class FaissRetriever:
                 f"FAISS search failed at construction: {exc}", retriever=self.name
             ) from exc
 
-    @property
-    def score_kind(self) -> ScoreKind:
-        """The kind of the scores this retriever returns."""
-        return self.scores.kind
-
-    @property
-    def score_semantics(self) -> str:
-        """How raw FAISS scores are converted, in words."""
-        return self.scores.semantics
-
     def __repr__(self) -> str:
         return (
             f"FaissRetriever(index={type(self.index).__name__}, ntotal={self.index.ntotal}, "
@@ -349,63 +328,45 @@ class FaissRetriever:
 
     # -- search ---------------------------------------------------------------------------
 
-    def embed_query(self, query: str) -> npt.NDArray[np.float32]:
-        """The query vector as a float32 array of shape (1, d).
+    backend = "FAISS"
+    search_errors = (RuntimeError, TypeError, ValueError)
+    query_dtype = np.float32
 
-        Raises:
-            RetrieverError: the embedder failed or returned a bad vector.
-        """
-        try:
-            raw = self._embed(query)
-        except Exception as exc:
-            raise RetrieverError(f"the embedder failed: {exc!r}", retriever=self.name) from exc
-        try:
-            vector = np.asarray(raw, dtype=np.float32).reshape(1, -1)
-        except (TypeError, ValueError) as exc:
-            raise RetrieverError(
-                f"the embedder returned {type(raw).__name__}, not a vector", retriever=self.name
-            ) from exc
-        if vector.shape[1] != self.index.d:
-            raise RetrieverError(
-                f"the embedder returned {vector.shape[1]} dimensions; the index has {self.index.d}",
-                retriever=self.name,
-            )
-        if not np.all(np.isfinite(vector)):
-            raise RetrieverError("the query vector has NaN or inf values", retriever=self.name)
-        if self.normalize_query:
-            norm = float(np.linalg.norm(vector))
-            if norm > 0:
-                vector = vector / norm
-        return np.ascontiguousarray(vector, dtype=np.float32)
+    def _dimension(self) -> int:
+        return int(self.index.d)
+
+    def _unit_query(self) -> bool:
+        return self.normalize_query
+
+    def _query_vector(self, vector: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.float32]:
+        """The query as a float32 array of shape (1, d), what ``index.search`` takes."""
+        return np.ascontiguousarray(vector.reshape(1, -1), dtype=np.float32)
+
+    def _failed(self, exc: Exception) -> str:
+        return f"FAISS search failed: {exc}"
 
     def __len__(self) -> int:
         """The vectors in the index (the router asks for no more than this)."""
         return int(self.index.ntotal)
 
-    def search(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
-        """The ``k`` nearest chunks, best first (fewer when FAISS has fewer).
+    def _size(self) -> int:
+        return len(self)  # FAISS allocates k slots, filled or not
 
-        Raises:
-            InvalidQueryError: blank query.
-            InputError: ``k`` is not a positive integer.
-            RetrieverError: the embedder, FAISS or the docstore failed.
-        """
-        check_query(query)
-        check_k(k)
-        if self.index.ntotal == 0:
-            return []
-        k = min(k, int(self.index.ntotal))  # FAISS allocates k slots, filled or not
-        if search_params is not None:
-            check_search_params(self.index, search_params)
-        vector = self.embed_query(query)
-        params = search_params if search_params is not None else self.search_params
-        try:
-            if params is not None:
-                distances, ids = self.index.search(vector, k, params=params)
-            else:
-                distances, ids = self.index.search(vector, k)
-        except (RuntimeError, TypeError, ValueError) as exc:
-            raise RetrieverError(f"FAISS search failed: {exc}", retriever=self.name) from exc
+    def _check_options(self, options: Mapping[str, Any]) -> None:
+        if options.get("search_params") is not None:
+            check_search_params(self.index, options["search_params"])
+
+    def _raw_search(
+        self, vector: npt.NDArray[np.float32], k: int, options: Mapping[str, Any]
+    ) -> Rows:
+        params = options.get("search_params")
+        params = params if params is not None else self.search_params
+        if params is not None:
+            return self.index.search(vector, k, params=params)  # type: ignore[no-any-return]
+        return self.index.search(vector, k)  # type: ignore[no-any-return]
+
+    def _chunks(self, raw: Rows, vector: npt.NDArray[np.float32]) -> list[Chunk]:
+        distances, ids = raw
         chunks = self.to_chunks(distances[0], ids[0])
         if self.sentences is None:
             return chunks
@@ -414,6 +375,18 @@ class FaissRetriever:
             c if s is None else c.replace(sentence_score=s)
             for c, s in zip(chunks, scores, strict=True)
         ]
+
+    def search(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
+        """The ``k`` nearest chunks, best first (fewer when FAISS has fewer).
+
+        The query vector (:meth:`embed_query`) is a float32 array of shape (1, d).
+
+        Raises:
+            InvalidQueryError: blank query.
+            InputError: ``k`` is not a positive integer.
+            RetrieverError: the embedder, FAISS or the docstore failed.
+        """
+        return self._search(query, k, {"search_params": search_params})
 
     async def asearch(self, query: str, k: int, *, search_params: Any = None) -> list[Chunk]:
         """:meth:`search` in a worker thread (FAISS releases the GIL)."""
@@ -428,10 +401,7 @@ class FaissRetriever:
             if faiss_id < 0:
                 continue
             raw = float(raw)
-            try:
-                score = self.scores(raw)
-            except ValueError as exc:
-                raise RetrieverError(str(exc), retriever=self.name) from None
+            score = self._score(raw)
             chunk = to_chunk(
                 self._entry(faiss_id),
                 default_id=str(faiss_id),
@@ -464,10 +434,6 @@ class FaissRetriever:
             ) from None
 
     # -- corpus statistics --------------------------------------------------------------
-
-    def corpus_stats(self) -> CorpusStats | None:
-        """Document frequencies for the evaluator (ready since construction)."""
-        return self._stats
 
     def _documents(self) -> Iterator[tuple[str, str]]:
         """The docstore's ``(chunk id, text)`` pairs, in order: the ids :meth:`to_chunks`

@@ -46,17 +46,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import os
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import Any
 
 from .._checks import check_k, check_query
 from .._corpus import CorpusStats, resolve_corpus_stats
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
+from .base import ScoreConversion, ScoredAdapter
 from .faiss import FaissScores, detect_unit_vectors
 
 __all__ = [
@@ -70,20 +70,7 @@ __all__ = [
 ]
 
 
-class ScoreConversion(Protocol):
-    """How the raw scores of one store become chunk scores of one kind.
-
-    :class:`FaissScores` and :class:`DeclaredScores` fit.
-    """
-
-    kind: ScoreKind
-    semantics: str
-    metric_name: str
-
-    def __call__(self, raw: float) -> float: ...
-
-
-class DeclaredScores:
+class DeclaredScores(ScoreConversion):
     """Raw scores taken as they are, with a declared kind (no formula applies).
 
     Attributes:
@@ -96,16 +83,6 @@ class DeclaredScores:
         self.kind = kind
         self.semantics = semantics
         self.metric_name = metric_name
-
-    def __call__(self, raw: float) -> float:
-        """The raw score itself.
-
-        Raises:
-            ValueError: a non-finite raw score.
-        """
-        if not math.isfinite(raw):
-            raise ValueError(f"the store returned a non-finite score {raw}")
-        return raw
 
     def __repr__(self) -> str:
         return f"DeclaredScores({self.kind.value}: {self.semantics!r})"
@@ -278,7 +255,7 @@ def _unwrap(base: Any) -> tuple[Any, dict[str, Any]]:
     return base, {}
 
 
-class LangChainRetriever:
+class LangChainRetriever(ScoredAdapter):
     """Any LangChain vector store or retriever as a crag-heuristic retriever.
 
     Over a vector store it calls ``similarity_search_with_score`` and converts
@@ -388,11 +365,6 @@ class LangChainRetriever:
         return f"{type(self).__name__}(base={base}, scores={self.score_semantics!r})"
 
     @property
-    def score_kind(self) -> ScoreKind:
-        """The kind of the scores this retriever returns."""
-        return self.scores.kind
-
-    @property
     def score_semantics(self) -> str:
         """How raw scores are converted, in words."""
         if self._scoreless:
@@ -400,7 +372,7 @@ class LangChainRetriever:
                 f"no scores: {type(self.base).__name__}.similarity_search_with_score is not "
                 "implemented; the gate has no similarity evidence"
             )
-        return self.scores.semantics
+        return super().score_semantics
 
     # -- search ---------------------------------------------------------------------------
 
@@ -506,13 +478,9 @@ class LangChainRetriever:
                 raise RetrieverError(
                     f"result #{position} is not a (Document, score) pair", retriever=self.name
                 ) from None
-            try:
-                score = self.scores(raw)
-            except ValueError as exc:
-                raise RetrieverError(str(exc), retriever=self.name) from None
             chunk = document_to_chunk(
                 document,
-                score=score,
+                score=self._score(raw),
                 score_kind=self.scores.kind,
                 retriever=self.name,
                 position=position,
@@ -568,15 +536,6 @@ class LangChainRetriever:
             return self.scores(float(value))
         except ValueError as exc:
             raise RetrieverError(f"result #{position}: {exc}", retriever=self.name) from None
-
-    # -- corpus statistics ----------------------------------------------------------------
-
-    def corpus_stats(self) -> CorpusStats | None:
-        """The document frequencies given, or built at construction from the store's
-        in-process docstore (FAISS, ``InMemoryVectorStore``) with each document's
-        analysis (the evaluator looks the store's chunks up instead of tokenising
-        them); ``None`` for other stores (see the class doc)."""
-        return self._stats
 
 
 class LangChainFaissRetriever(LangChainRetriever):

@@ -26,7 +26,12 @@ def _loaded_after(statement: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "statement", ["import crag_heuristic", "import crag_heuristic.integrations"]
+    "statement",
+    [
+        "import crag_heuristic",
+        "import crag_heuristic.integrations",
+        "import crag_heuristic.retrievers",
+    ],
 )
 def test_importing_the_library_imports_no_framework(statement: str) -> None:
     assert _loaded_after(statement) == []
@@ -34,6 +39,22 @@ def test_importing_the_library_imports_no_framework(statement: str) -> None:
 
 def test_each_integration_imports_only_its_framework() -> None:
     assert _loaded_after("import crag_heuristic.integrations.qdrant") == ["qdrant_client"]
+    assert _loaded_after("from crag_heuristic.retrievers import QdrantRetriever") == [
+        "qdrant_client"
+    ]
+
+
+def test_the_old_import_paths_give_the_retrievers_of_the_face() -> None:
+    from crag_heuristic import FaissRetriever, retrievers
+    from crag_heuristic.integrations import langchain, qdrant
+
+    assert qdrant.QdrantRetriever is retrievers.QdrantRetriever
+    assert qdrant.QdrantScores is retrievers.QdrantScores
+    assert langchain.LangChainRetriever is retrievers.LangChainRetriever
+    assert FaissRetriever is retrievers.FaissRetriever
+    assert "QdrantRetriever" in dir(retrievers)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchRetriever'"):
+        retrievers.NoSuchRetriever  # noqa: B018
     assert _loaded_after("import crag_heuristic.integrations.langchain") == ["langchain_core"]
     assert "qdrant_client" not in _loaded_after("import crag_heuristic.integrations.llamaindex")
 
