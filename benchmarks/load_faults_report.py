@@ -23,7 +23,7 @@ from crag_heuristic import CRAGResult, Failure, FailureStage
 from crag_heuristic.testing import TracedCall
 
 if TYPE_CHECKING:
-    from load_faults import Run
+    from load_faults_run import Run
 
 # -- the analysis --------------------------------------------------------------------------
 
