@@ -72,9 +72,10 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from . import _signals as sig
+from ._analyses import StoredStats
 from ._text import QueryTerms, TextStats
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ __all__ = [
     "Level",
     "SetInputs",
     "bm25_norm",
+    "bm25_of_counts",
     "chunk_rows",
     "needs",
     "set_row",
@@ -187,6 +189,7 @@ class Inputs:
 
     __slots__ = (
         "_chunk",
+        "_counts",
         "analysed",
         "avgdl",
         "coherence",
@@ -227,6 +230,37 @@ class Inputs:
         stats_avgdl = corpus_stats.avg_doc_len if corpus_stats is not None else None
         self.avgdl = stats_avgdl or sum(a.n_terms for a in analysed) / len(analysed)
         self._chunk: dict[str, list[Value]] = {}
+        self._counts: list[list[int]] | None = None
+
+    def query_counts(self) -> list[list[int]]:
+        """``counts[i][j]``: how often chunk ``i`` holds query term ``j``
+        (:meth:`TextStats.count`), computed once. Stored rows not decoded yet are read
+        from their analyses' arrays, all together."""
+        counts = self._counts
+        if counts is None:
+            terms = self.terms
+            found: list[list[int] | None] = []
+            stored: dict[int, tuple[Any, list[int], list[int]]] = {}
+            for i, a in enumerate(self.analysed):
+                if terms.all_stop_words:
+                    found.append([a.count(term, terms) for term in terms.terms])
+                elif type(a) is StoredStats and not a.decoded:
+                    query = a.query
+                    if query is not None and query[0] == terms.terms:
+                        found.append(query[1])
+                        continue
+                    group = stored.setdefault(id(a.analyses), (a.analyses, [], []))
+                    group[1].append(i)
+                    group[2].append(a.row)
+                    found.append(None)
+                else:
+                    get = a.term_counts.get
+                    found.append([get(term, 0) for term in terms.terms])
+            for analyses, at, rows in stored.values():
+                for i, row_counts in zip(at, analyses.query_counts(rows, terms.terms), strict=True):
+                    found[i] = row_counts
+            counts = self._counts = found  # type: ignore[assignment]  # no None left
+        return counts  # type: ignore[return-value]
 
     def chunk(self, name: str) -> list[Value]:
         """The values of chunk feature ``name`` (computed on first use)."""
@@ -281,12 +315,24 @@ def bm25_norm(
     b: float,
 ) -> float:
     """The normalised BM25 of one analysed text (see the module doc)."""
+    counts = [stats.count(term, terms) for term in terms.terms]
+    return bm25_of_counts(counts, weights, stats.n_terms, avgdl, k1, b)
+
+
+def bm25_of_counts(
+    counts: Sequence[int],
+    weights: Sequence[float],
+    n_terms: int,
+    avgdl: float,
+    k1: float,
+    b: float,
+) -> float:
+    """:func:`bm25_norm` from the query terms' counts in the text and its length."""
     total = 0.0
     top = 0.0
-    length = 1.0 - b + b * (stats.n_terms / avgdl if avgdl > 0 else 1.0)
-    for term, weight in zip(terms.terms, weights, strict=True):
+    length = 1.0 - b + b * (n_terms / avgdl if avgdl > 0 else 1.0)
+    for tf, weight in zip(counts, weights, strict=True):
         top += weight * (k1 + 1.0)
-        tf = stats.count(term, terms)
         if tf:
             total += weight * tf * (k1 + 1.0) / (tf + k1 * length)
     return total / top if top > 0 else 0.0
@@ -298,14 +344,18 @@ def bm25_norm(
 @_register("keyword_overlap", "chunk", "keyword_overlap")
 def _keyword_overlap(x: Inputs) -> list[Value]:
     """The weighted share of the query's terms the chunk contains."""
-    return [sig.keyword_overlap(x.terms.terms, x.weights, a.match_set(x.terms)) for a in x.analysed]
+    return [sig.weighted_share(counts, x.weights) for counts in x.query_counts()]
 
 
 @_register("bm25", "chunk", "keyword_overlap")
 def _bm25(x: Inputs) -> list[Value]:
     """BM25 of the chunk normalised by its maximum for the query."""
     kw = x.config.keyword
-    return [bm25_norm(x.terms, x.weights, a, x.avgdl, kw.bm25_k1, kw.bm25_b) for a in x.analysed]
+    k1, b, avgdl = kw.bm25_k1, kw.bm25_b, x.avgdl
+    return [
+        bm25_of_counts(counts, x.weights, a.n_terms, avgdl, k1, b)
+        for counts, a in zip(x.query_counts(), x.analysed, strict=True)
+    ]
 
 
 @_register("bm25_raw", "chunk", "keyword_overlap")
@@ -429,8 +479,8 @@ def _set_keyword_overlap(x: SetInputs) -> Value:
 @_register("keyword_coverage", "set", "keyword_overlap")
 def _keyword_coverage(x: SetInputs) -> Value:
     """The weighted share of the query's terms found in any chunk."""
-    pooled = frozenset().union(*(a.match_set(x.terms) for a in x.analysed))
-    return sig.keyword_overlap(x.terms.terms, x.weights, pooled)
+    found = [any(column) for column in zip(*x.query_counts(), strict=True)]
+    return sig.weighted_share(found, x.weights)
 
 
 @_register("bm25_max", "set", "keyword_overlap")
