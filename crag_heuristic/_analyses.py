@@ -177,10 +177,13 @@ class StoredStats(TextStats):
 
     The token and content-term counts are read when it is made, and with them
     the counts of the terms of the query it was looked up for (:attr:`query`:
-    the terms and their counts, what :meth:`TextStats.count` gives); the term
-    set and the term counts (strings) are decoded from the arrays on first use
-    (:meth:`ChunkAnalyses.decode` decodes many at once). It equals :meth:`Analyzer.analyze` of the
-    row's text field for field, as every :class:`TextStats` the analyses serve.
+    the terms and their counts, what :meth:`TextStats.count` gives; the
+    evaluator replaces them with each new query's, read for all the chunks of
+    an evaluation at once by :meth:`ChunkAnalyses.query_counts`). The term set
+    and the term counts (strings) are decoded from the arrays on first use
+    (:meth:`ChunkAnalyses.decode` decodes many at once). It equals
+    :meth:`Analyzer.analyze` of the row's text field for field, as every
+    :class:`TextStats` the analyses serve.
     """
 
     __slots__ = ("analyses", "decoded", "query", "row")
@@ -207,6 +210,11 @@ class StoredStats(TextStats):
         setter(self, "n_tokens", n_tokens)
         setter(self, "n_terms", n_terms)
         setter(self, "_stop_set", partial(analyses.stop_set_of, row) if has_stops else _EMPTY)
+
+    def remember(self, terms: tuple[str, ...], counts: list[int]) -> None:
+        """Keep the counts of ``terms`` as :attr:`query` (the last query's, replacing
+        the one before: one assignment, so a reader sees either whole)."""
+        object.__setattr__(self, "query", (terms, counts))
 
     def _decode(self) -> None:
         self.analyses.decode([self])

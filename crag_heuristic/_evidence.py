@@ -72,7 +72,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from . import _signals as sig
 from ._analyses import StoredStats
@@ -234,13 +234,14 @@ class Inputs:
 
     def query_counts(self) -> list[list[int]]:
         """``counts[i][j]``: how often chunk ``i`` holds query term ``j``
-        (:meth:`TextStats.count`), computed once. Stored rows not decoded yet are read
-        from their analyses' arrays, all together."""
+        (:meth:`TextStats.count`), computed once. Stored rows not decoded are read from
+        their analyses' arrays, all together, unless they hold this query's counts
+        already (:attr:`StoredStats.query`: the query they were last read for)."""
         counts = self._counts
         if counts is None:
             terms = self.terms
             found: list[list[int] | None] = []
-            stored: dict[int, tuple[Any, list[int], list[int]]] = {}
+            stored: dict[int, list[tuple[int, StoredStats]]] = {}
             for i, a in enumerate(self.analysed):
                 if terms.all_stop_words:
                     found.append([a.count(term, terms) for term in terms.terms])
@@ -249,16 +250,19 @@ class Inputs:
                     if query is not None and query[0] == terms.terms:
                         found.append(query[1])
                         continue
-                    group = stored.setdefault(id(a.analyses), (a.analyses, [], []))
-                    group[1].append(i)
-                    group[2].append(a.row)
+                    stored.setdefault(id(a.analyses), []).append((i, a))
                     found.append(None)
                 else:
                     get = a.term_counts.get
                     found.append([get(term, 0) for term in terms.terms])
-            for analyses, at, rows in stored.values():
-                for i, row_counts in zip(at, analyses.query_counts(rows, terms.terms), strict=True):
+            for group in stored.values():
+                analyses = group[0][1].analyses
+                rows = [a.row for _, a in group]
+                for (i, a), row_counts in zip(
+                    group, analyses.query_counts(rows, terms.terms), strict=True
+                ):
                     found[i] = row_counts
+                    a.remember(terms.terms, row_counts)
             counts = self._counts = found  # type: ignore[assignment]  # no None left
         return counts  # type: ignore[return-value]
 

@@ -247,12 +247,16 @@ class Analyzer:
         """
         if text.isascii():
             return text.lower().translate(_ASCII_SPLIT).split()
-        text = unicodedata.normalize("NFKC", text)
-        if text.isascii():
-            return text.lower().translate(_ASCII_SPLIT).split()
         data = text.encode("utf-8", "surrogatepass")
-        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
         wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        normal = _nfkc(text, wide)
+        if normal is not text:
+            text = normal
+            if text.isascii():
+                return text.lower().translate(_ASCII_SPLIT).split()
+            data = text.encode("utf-8", "surrogatepass")
+            wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
         changed = [c for c in set(wide) if not (c.isalnum() and c.casefold() == c)]
         if len(changed) <= _REPLACE_LIMIT:  # a few: one fast C scan each
             for char in changed:
@@ -401,6 +405,22 @@ class Analyzer:
 
     def is_stop_word(self, token: str) -> bool:
         return token.casefold() in self.stop_words
+
+
+def _nfkc(text: str, wide: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, ``wide`` being its non-ASCII characters.
+
+    Each distinct character that is not NFKC on its own is first replaced by its
+    NFKC form (one ``str.replace`` each): that keeps the text's compatibility
+    decomposition (NFKD) as it was, so its NFKC too. What is left is then most
+    often NFKC already, which ``normalize`` sees in one quick check instead of
+    decomposing and recomposing the whole text; where it is not (combining
+    marks, Hangul jamo), ``normalize`` does the full work, as before.
+    """
+    for char in set(wide):
+        if not unicodedata.is_normalized("NFKC", char):
+            text = text.replace(char, unicodedata.normalize("NFKC", char))
+    return unicodedata.normalize("NFKC", text)
 
 
 def _fold_char(char: str) -> str:

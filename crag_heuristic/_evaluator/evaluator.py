@@ -15,7 +15,6 @@ from typing import Any
 
 from .. import _evidence as evidence
 from .. import _signals as sig
-from .._analyses import StoredStats
 from .._checks import check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
@@ -172,15 +171,10 @@ class Evaluator:
         self, chunks: Sequence[Chunk], corpus_stats: CorpusStats | None, terms: Sequence[str]
     ) -> list[TextStats]:
         """:meth:`analyze_chunks`; the chunks found in the corpus's analyses carry the
-        counts of ``terms`` (see :class:`StoredStats`). A stored analysis seen again
-        (from the cache) is decoded, so that later evaluations read it as a dict."""
+        counts of ``terms`` (see :class:`StoredStats`)."""
         keys = [(chunk.id, chunk.text) for chunk in chunks]
         found = self._cache.get_many(keys)
         missing = [i for i, stats in enumerate(found) if stats is None]
-        undecoded = [s for s in found if type(s) is StoredStats and not s.decoded]
-        if undecoded:
-            for analyses in {id(s.analyses): s.analyses for s in undecoded}.values():
-                analyses.decode([s for s in undecoded if s.analyses is analyses])
         if not missing:
             return found  # type: ignore[return-value]  # no None left
         looked_up: list[TextStats | None] = [None] * len(missing)
