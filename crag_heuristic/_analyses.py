@@ -168,8 +168,7 @@ def _stop_set(words: tuple[str, ...], ids: list[int]) -> frozenset[str]:
     return frozenset(map(words.__getitem__, ids))
 
 
-_TERM_SET = TextStats.__dict__["term_set"]  # the slots StoredStats fills on first use
-_TERM_COUNTS = TextStats.__dict__["term_counts"]
+_TERM_COUNTS = TextStats.__dict__["term_counts"]  # the slot StoredStats fills on first use
 
 
 class StoredStats(TextStats):
@@ -207,6 +206,7 @@ class StoredStats(TextStats):
         setter(self, "row", row)
         setter(self, "query", query)
         setter(self, "decoded", False)  # whether the term set and counts were decoded
+        setter(self, "_term_set", None)  # made from the counts (decoded) on first use
         setter(self, "n_tokens", n_tokens)
         setter(self, "n_terms", n_terms)
         setter(self, "_stop_set", partial(analyses.stop_set_of, row) if has_stops else _EMPTY)
@@ -221,14 +221,8 @@ class StoredStats(TextStats):
 
     def _fill(self, full: TextStats) -> None:
         _TERM_COUNTS.__set__(self, full.term_counts)
-        _TERM_SET.__set__(self, full.term_set)
+        object.__setattr__(self, "_term_set", full.term_set)
         object.__setattr__(self, "decoded", True)
-
-    @property
-    def term_set(self) -> frozenset[str]:  # type: ignore[override]  # TextStats's slot, filled here
-        if not self.decoded:
-            self._decode()
-        return _TERM_SET.__get__(self, TextStats)  # type: ignore[no-any-return]
 
     @property
     def term_counts(self) -> Mapping[str, int]:  # type: ignore[override]  # TextStats's slot

@@ -24,6 +24,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -76,7 +77,9 @@ class TextStats:
     """What the evaluator needs to know about one text (immutable).
 
     Attributes:
-        term_set: the distinct stemmed content terms (stop words removed).
+        term_set: the distinct stemmed content terms (stop words removed). It
+            may be given as ``None``: it is then made from ``term_counts`` on
+            first use (the evaluator's features read the counts).
         stop_set: the distinct stop words it contains (case-folded, not
             stemmed), to match a query made only of stop words. It may be
             given as a function that makes it, called on first use: the
@@ -87,9 +90,9 @@ class TextStats:
         n_terms: number of content-term occurrences (the BM25 document length).
     """
 
-    __slots__ = ("_stop_set", "n_terms", "n_tokens", "term_counts", "term_set")
+    __slots__ = ("_stop_set", "_term_set", "n_terms", "n_tokens", "term_counts")
 
-    term_set: frozenset[str]
+    _term_set: frozenset[str] | None
     n_tokens: int
     term_counts: Mapping[str, int]
     n_terms: int
@@ -97,18 +100,26 @@ class TextStats:
 
     def __init__(
         self,
-        term_set: frozenset[str],
+        term_set: frozenset[str] | None,
         stop_set: frozenset[str] | Callable[[], frozenset[str]],
         n_tokens: int,
         term_counts: Mapping[str, int] | None = None,
         n_terms: int = 0,
     ) -> None:
         setter = object.__setattr__
-        setter(self, "term_set", term_set)
+        setter(self, "_term_set", term_set)
         setter(self, "_stop_set", stop_set)
         setter(self, "n_tokens", n_tokens)
         setter(self, "term_counts", {} if term_counts is None else term_counts)
         setter(self, "n_terms", n_terms)
+
+    @property
+    def term_set(self) -> frozenset[str]:
+        terms = self._term_set
+        if terms is None:  # made on first use
+            terms = frozenset(self.term_counts)
+            object.__setattr__(self, "_term_set", terms)
+        return terms
 
     @property
     def stop_set(self) -> frozenset[str]:
@@ -374,24 +385,38 @@ class Analyzer:
         counts.pop(_STOP, None)
         return counts
 
-    def analyze(self, text: str) -> TextStats:
+    def analyze(self, text: str, *, stop_set_on_demand: bool = False) -> TextStats:
         """Distinct terms with their counts, distinct stop words and token counts.
 
         This is the evaluator's hot path: one cache lookup per token and one
         ``collections.Counter`` over the looked-up terms, both in C; the Python
-        work is per text, not per token.
+        work is per text, not per token. With ``stop_set_on_demand`` the stop
+        words are picked out of the text's tokens again when first asked for
+        (only a query made of stop words reads them), and the term set is made
+        from the counts when first asked for: the evaluator's choice (it keeps
+        the text anyway, and its usual features read the counts).
         """
         tokens = self.tokens(text)
         counts = self._counts(tokens)
         n_stop = counts.pop(_STOP, 0)
         term_counts: dict[str, int] = dict(counts)
+        stop_set: frozenset[str] | Callable[[], frozenset[str]] = _EMPTY
+        if n_stop:
+            stop_set = (
+                partial(self._stop_set, text)
+                if stop_set_on_demand
+                else self.stop_words.intersection(tokens)
+            )
         return TextStats(
-            term_set=frozenset(term_counts),
-            stop_set=self.stop_words.intersection(tokens) if n_stop else _EMPTY,
+            term_set=None if stop_set_on_demand else frozenset(term_counts),
+            stop_set=stop_set,
             n_tokens=len(tokens),
             term_counts=term_counts,
             n_terms=len(tokens) - n_stop,
         )
+
+    def _stop_set(self, text: str) -> frozenset[str]:
+        return self.stop_words.intersection(self.tokens(text))
 
     def query_terms(self, query: str) -> QueryTerms:
         """The distinct terms a query is matched on (see :class:`QueryTerms`)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from .. import _evidence as evidence
@@ -184,7 +185,9 @@ class Evaluator:
             and corpus_stats.analyzer == self.analyzer.fingerprint
         ):
             looked_up = corpus_stats.analyses.get_many([keys[i] for i in missing], terms)
-        analyze = self.analyzer.analyze
+        analyze: Callable[[str], TextStats] = self.analyzer.analyze
+        if type(self.analyzer).analyze is Analyzer.analyze:  # a subclass's own: called as it is
+            analyze = partial(self.analyzer.analyze, stop_set_on_demand=True)  # the text is kept
         for i, stats in zip(missing, looked_up, strict=True):
             found[i] = stats if stats is not None else analyze(chunks[i].text)
         self._cache.put_many([(keys[i], found[i]) for i in missing])  # type: ignore[misc]
