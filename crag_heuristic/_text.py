@@ -21,7 +21,7 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -397,9 +397,14 @@ class Analyzer:
         the text anyway, and its usual features read the counts).
         """
         tokens = self.tokens(text)
-        counts = self._counts(tokens)
-        n_stop = counts.pop(_STOP, 0)
-        term_counts: dict[str, int] = dict(counts)
+        # the terms counted straight into a dict as they are read from the cache (the
+        # C helper Counter itself uses): no list of terms, no Counter to copy
+        counted: dict[Any, int] = {}
+        _count_elements(counted, map(self._terms.get, tokens))
+        if None in counted:  # tokens the cache lacks: learn them, count again
+            counted = dict(self._counts(tokens))
+        term_counts: dict[str, int] = counted
+        n_stop = term_counts.pop(_STOP, 0)
         stop_set: frozenset[str] | Callable[[], frozenset[str]] = _EMPTY
         if n_stop:
             stop_set = (
