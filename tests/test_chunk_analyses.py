@@ -236,3 +236,19 @@ def test_cold_stored_cold_tokenised_and_warm_evaluations_are_bit_identical() -> 
         # seen before with other queries: their counts read again
         plain = Evaluator().evaluate(query, chunks, without).to_dict()
         assert default.evaluate(query, chunks, with_store).to_dict() == plain, trial
+
+
+def test_query_counts_are_the_term_counts_of_the_rows() -> None:
+    stats = CorpusStats.build(TEXTS, analyses=True)
+    assert stats.analyses is not None
+    analyzer = Analyzer()
+    found = stats.analyses.get_many([(str(i), t) for i, t in enumerate(TEXTS)])
+    rows = [s.row for s in found]  # type: ignore[union-attr]
+    terms = ["cat", "bee", "zebra", "strass", "μm", "σίσυφοσ", "financ", "cat"]  # unknown; twice
+    counts = stats.analyses.query_counts(rows, terms)
+    assert counts == [[analyzer.analyze(t).term_counts.get(w, 0) for w in terms] for t in TEXTS]
+    assert counts[5][0] == 300  # a count past 255
+    assert stats.analyses.query_counts([], terms) == []
+    assert stats.analyses.query_counts(rows, []) == [[] for _ in rows]
+    looked_up = stats.analyses.get_many([("5", TEXTS[5])], ("cat", "zebra"))[0]
+    assert looked_up is not None and looked_up.query == (("cat", "zebra"), [300, 0])  # type: ignore[attr-defined]
