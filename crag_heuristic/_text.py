@@ -385,17 +385,23 @@ class Analyzer:
         counts.pop(_STOP, None)
         return counts
 
-    def analyze(self, text: str, *, stop_set_on_demand: bool = False) -> TextStats:
+    def analyze(self, text: str) -> TextStats:
         """Distinct terms with their counts, distinct stop words and token counts.
 
         This is the evaluator's hot path: one cache lookup per token and one
-        ``collections.Counter`` over the looked-up terms, both in C; the Python
-        work is per text, not per token. With ``stop_set_on_demand`` the stop
-        words are picked out of the text's tokens again when first asked for
-        (only a query made of stop words reads them), and the term set is made
-        from the counts when first asked for: the evaluator's choice (it keeps
-        the text anyway, and its usual features read the counts).
+        count of the looked-up terms, both in C; the Python work is per text,
+        not per token.
         """
+        return self._analyze(text, on_demand=False)
+
+    def analyze_lazily(self, text: str) -> TextStats:
+        """:meth:`analyze`, with the stop-word set made from the text again and the term
+        set from the counts when first asked for: what the evaluator uses (it keeps the
+        text anyway; only a query of stop words reads the one, only the lexical-coherence
+        features the other)."""
+        return self._analyze(text, on_demand=True)
+
+    def _analyze(self, text: str, *, on_demand: bool) -> TextStats:
         tokens = self.tokens(text)
         # the terms counted straight into a dict as they are read from the cache (the
         # C helper Counter itself uses): no list of terms, no Counter to copy
@@ -408,12 +414,10 @@ class Analyzer:
         stop_set: frozenset[str] | Callable[[], frozenset[str]] = _EMPTY
         if n_stop:
             stop_set = (
-                partial(self._stop_set, text)
-                if stop_set_on_demand
-                else self.stop_words.intersection(tokens)
+                partial(self._stop_set, text) if on_demand else self.stop_words.intersection(tokens)
             )
         return TextStats(
-            term_set=None if stop_set_on_demand else frozenset(term_counts),
+            term_set=None if on_demand else frozenset(term_counts),
             stop_set=stop_set,
             n_tokens=len(tokens),
             term_counts=term_counts,

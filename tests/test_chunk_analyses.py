@@ -40,6 +40,7 @@ def test_a_stored_analysis_is_the_analyzers() -> None:
         stored = stats.analyses.get(str(position), text)
         assert stored == analyzer.analyze(text)
         assert _fields(stored) == _fields(analyzer.analyze(text))
+        assert _fields(analyzer.analyze_lazily(text)) == _fields(analyzer.analyze(text))
 
 
 def test_a_changed_text_or_an_unknown_id_is_never_served() -> None:

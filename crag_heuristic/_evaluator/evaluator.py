@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import Any
 
 from .. import _evidence as evidence
@@ -187,7 +186,7 @@ class Evaluator:
             looked_up = corpus_stats.analyses.get_many([keys[i] for i in missing], terms)
         analyze: Callable[[str], TextStats] = self.analyzer.analyze
         if type(self.analyzer).analyze is Analyzer.analyze:  # a subclass's own: called as it is
-            analyze = partial(self.analyzer.analyze, stop_set_on_demand=True)  # the text is kept
+            analyze = self.analyzer.analyze_lazily  # the text is kept (the cache's key)
         for i, stats in zip(missing, looked_up, strict=True):
             found[i] = stats if stats is not None else analyze(chunks[i].text)
         self._cache.put_many([(keys[i], found[i]) for i in missing])  # type: ignore[misc]
