@@ -176,11 +176,10 @@ class StoredStats(TextStats):
 
     The token and content-term counts are read when it is made, and with them
     the counts of the terms of the query it was looked up for (:attr:`query`:
-    the terms and their counts, what :meth:`TextStats.count` gives; the
-    evaluator replaces them with each new query's, read for all the chunks of
-    an evaluation at once by :meth:`ChunkAnalyses.query_counts`). The term set
-    and the term counts (strings) are decoded from the arrays on first use
-    (:meth:`ChunkAnalyses.decode` decodes many at once). It equals
+    the terms and their counts, what :meth:`TextStats.count` gives). The term
+    set and the term counts (strings) are decoded from the arrays on first use
+    (:meth:`ChunkAnalyses.decode` decodes many at once): the evaluator does so
+    when it meets the chunk again for another query. It equals
     :meth:`Analyzer.analyze` of the row's text field for field, as every
     :class:`TextStats` the analyses serve.
     """
@@ -212,8 +211,8 @@ class StoredStats(TextStats):
         setter(self, "_stop_set", partial(analyses.stop_set_of, row) if has_stops else _EMPTY)
 
     def remember(self, terms: tuple[str, ...], counts: list[int]) -> None:
-        """Keep the counts of ``terms`` as :attr:`query` (the last query's, replacing
-        the one before: one assignment, so a reader sees either whole)."""
+        """Keep the counts of ``terms`` as :attr:`query` (replacing any before it: one
+        assignment, so a reader sees either whole)."""
         object.__setattr__(self, "query", (terms, counts))
 
     def _decode(self) -> None:

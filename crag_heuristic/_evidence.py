@@ -234,35 +234,45 @@ class Inputs:
 
     def query_counts(self) -> list[list[int]]:
         """``counts[i][j]``: how often chunk ``i`` holds query term ``j``
-        (:meth:`TextStats.count`), computed once. Stored rows not decoded are read from
-        their analyses' arrays, all together, unless they hold this query's counts
-        already (:attr:`StoredStats.query`: the query they were last read for)."""
+        (:meth:`TextStats.count`), computed once.
+
+        A stored row not decoded (:class:`StoredStats`) gives the counts it was looked
+        up with when they are this query's; when it holds none, they are read from its
+        analyses' arrays, for all such rows at once; when it holds another query's (a
+        chunk seen again, for a new query), it is decoded, all such rows at once, and
+        read as a dict from then on, as a tokenised chunk.
+        """
         counts = self._counts
         if counts is None:
             terms = self.terms
-            found: list[list[int] | None] = []
-            stored: dict[int, list[tuple[int, StoredStats]]] = {}
+            found: list[list[int] | None] = [None] * len(self.analysed)
+            unread: dict[int, list[tuple[int, StoredStats]]] = {}
+            seen: dict[int, list[tuple[int, StoredStats]]] = {}
             for i, a in enumerate(self.analysed):
                 if terms.all_stop_words:
-                    found.append([a.count(term, terms) for term in terms.terms])
+                    found[i] = [a.count(term, terms) for term in terms.terms]
                 elif type(a) is StoredStats and not a.decoded:
                     query = a.query
-                    if query is not None and query[0] == terms.terms:
-                        found.append(query[1])
-                        continue
-                    stored.setdefault(id(a.analyses), []).append((i, a))
-                    found.append(None)
+                    if query is None:
+                        unread.setdefault(id(a.analyses), []).append((i, a))
+                    elif query[0] == terms.terms:
+                        found[i] = query[1]
+                    else:
+                        seen.setdefault(id(a.analyses), []).append((i, a))
                 else:
                     get = a.term_counts.get
-                    found.append([get(term, 0) for term in terms.terms])
-            for group in stored.values():
-                analyses = group[0][1].analyses
+                    found[i] = [get(term, 0) for term in terms.terms]
+            for group in unread.values():
                 rows = [a.row for _, a in group]
-                for (i, a), row_counts in zip(
-                    group, analyses.query_counts(rows, terms.terms), strict=True
-                ):
+                read = group[0][1].analyses.query_counts(rows, terms.terms)
+                for (i, a), row_counts in zip(group, read, strict=True):
                     found[i] = row_counts
                     a.remember(terms.terms, row_counts)
+            for group in seen.values():
+                group[0][1].analyses.decode([a for _, a in group])
+                for i, a in group:
+                    get = a.term_counts.get
+                    found[i] = [get(term, 0) for term in terms.terms]
             counts = self._counts = found  # type: ignore[assignment]  # no None left
         return counts  # type: ignore[return-value]
 

@@ -234,9 +234,12 @@ def test_cold_stored_cold_tokenised_and_warm_evaluations_are_bit_identical() -> 
         assert _json(stored.evaluate(query, chunks, with_store)) == expected, trial  # decoded
         assert _json(stored.evaluate(query, chunks, with_store)) == expected, trial  # warm
         assert _json(tokenised.evaluate(query, chunks, without)) == expected, trial  # warm
-        # seen before with other queries: their counts read again
+        # seen before with other queries (decoded then), or analysed without a query
         plain = Evaluator().evaluate(query, chunks, without).to_dict()
         assert default.evaluate(query, chunks, with_store).to_dict() == plain, trial
+        unread = Evaluator()
+        unread.analyze_chunks(chunks, with_store)
+        assert unread.evaluate(query, chunks, with_store).to_dict() == plain, trial
 
 
 def test_query_counts_are_the_term_counts_of_the_rows() -> None:
