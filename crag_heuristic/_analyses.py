@@ -51,7 +51,7 @@ from ._text import TextStats
 if TYPE_CHECKING:
     from ._terms import TermTable
 
-__all__ = ["AnalysesPart", "ChunkAnalyses", "id_key", "text_digest16"]
+__all__ = ["AnalysesPart", "ChunkAnalyses", "StoredStats", "id_key", "text_digest16"]
 
 _EMPTY: frozenset[str] = frozenset()
 _STRINGS_LIMIT = 262_144  # decoded term strings kept (about 20 MB at most)
@@ -168,6 +168,68 @@ def _stop_set(words: tuple[str, ...], ids: list[int]) -> frozenset[str]:
     return frozenset(map(words.__getitem__, ids))
 
 
+_TERM_COUNTS = TextStats.__dict__["term_counts"]  # the slot StoredStats fills on first use
+
+
+class StoredStats(TextStats):
+    """A stored row's analysis, served without decoding its terms.
+
+    The token and content-term counts are read when it is made, and with them
+    the counts of the terms of the query it was looked up for (:attr:`query`:
+    the terms and their counts, what :meth:`TextStats.count` gives). The term
+    set and the term counts (strings) are decoded from the arrays on first use
+    (:meth:`ChunkAnalyses.decode` decodes many at once): the evaluator does so
+    when it meets the chunk again for another query. It equals
+    :meth:`Analyzer.analyze` of the row's text field for field, as every
+    :class:`TextStats` the analyses serve.
+    """
+
+    __slots__ = ("analyses", "decoded", "query", "row")
+
+    analyses: ChunkAnalyses
+    row: int
+    query: tuple[tuple[str, ...], list[int]] | None
+    decoded: bool
+
+    def __init__(
+        self,
+        analyses: ChunkAnalyses,
+        row: int,
+        n_tokens: int,
+        n_terms: int,
+        has_stops: bool,
+        query: tuple[tuple[str, ...], list[int]] | None = None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "analyses", analyses)
+        setter(self, "row", row)
+        setter(self, "query", query)
+        setter(self, "decoded", False)  # whether the term set and counts were decoded
+        setter(self, "_term_set", None)  # made from the counts (decoded) on first use
+        setter(self, "n_tokens", n_tokens)
+        setter(self, "n_terms", n_terms)
+        setter(self, "_stop_set", partial(analyses.stop_set_of, row) if has_stops else _EMPTY)
+
+    def remember(self, terms: tuple[str, ...], counts: list[int]) -> None:
+        """Keep the counts of ``terms`` as :attr:`query` (replacing any before it: one
+        assignment, so a reader sees either whole)."""
+        object.__setattr__(self, "query", (terms, counts))
+
+    def _decode(self) -> None:
+        self.analyses.decode([self])
+
+    def _fill(self, full: TextStats) -> None:
+        _TERM_COUNTS.__set__(self, full.term_counts)
+        object.__setattr__(self, "_term_set", full.term_set)
+        object.__setattr__(self, "decoded", True)
+
+    @property
+    def term_counts(self) -> Mapping[str, int]:  # type: ignore[override]  # TextStats's slot
+        if not self.decoded:
+            self._decode()
+        return _TERM_COUNTS.__get__(self, TextStats)  # type: ignore[no-any-return]
+
+
 def _segments(
     offsets: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], *arrays: npt.NDArray[Any]
 ) -> tuple[list[int], list[list[int]]]:
@@ -175,9 +237,15 @@ def _segments(
     one after another (Python lists: one gather and one ``tolist`` per array)."""
     low, high = offsets[rows], offsets[rows + 1]
     lengths = high - low
+    index = _index(low, lengths)
+    return lengths.tolist(), [values[index].tolist() for values in arrays]
+
+
+def _index(low: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The positions of the segments ``[low[i], low[i] + lengths[i])``, one after another."""
     index = np.repeat(low - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
     index += np.arange(len(index), dtype=np.int64)
-    return lengths.tolist(), [values[index].tolist() for values in arrays]
+    return index
 
 
 def _offsets(lengths: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
@@ -205,7 +273,7 @@ class ChunkAnalyses:
     thread-safe.
     """
 
-    __slots__ = ("_arrays", "_digests", "_strings", "stop_words", "terms")
+    __slots__ = ("_arrays", "_digests", "_positions", "_strings", "_table", "stop_words", "terms")
 
     def __init__(
         self, arrays: Mapping[str, npt.NDArray[Any]], stop_words: Sequence[str], terms: TermTable
@@ -215,6 +283,8 @@ class ChunkAnalyses:
         self.stop_words = tuple(stop_words)
         self.terms = terms  # the statistics' table: term ids are its positions
         self._strings: dict[int, str] = {}
+        self._positions: dict[str, int] = {}
+        self._table: npt.NDArray[np.int64] | None = None
 
     @classmethod
     def assemble(
@@ -333,31 +403,45 @@ class ChunkAnalyses:
         """The analysis of ``text`` stored under ``chunk_id``, or ``None``."""
         return self.get_many([(chunk_id, text)])[0]
 
-    def get_many(self, chunks: Sequence[tuple[str, str]]) -> list[TextStats | None]:
-        """:meth:`get` for each ``(id, text)``: the ids searched together, the rows found
-        read with one gather per array (a few numpy calls per batch, not per row)."""
+    def get_many(
+        self, chunks: Sequence[tuple[str, str]], terms: Sequence[str] = ()
+    ) -> list[TextStats | None]:
+        """:meth:`get` for each ``(id, text)``: the ids searched together, and the rows
+        found served as :class:`StoredStats`, their terms decoded only when something
+        asks for them. With ``terms`` (a query's stemmed content terms), each also
+        carries their counts (:attr:`StoredStats.query`), read for all the rows with a
+        few numpy calls."""
         found: list[TextStats | None] = [None] * len(chunks)
         id_keys = self._arrays["id_keys"]
         n = len(id_keys)
         if not chunks or not n:
             return found
-        keys = np.fromiter((id_key(i) for i, _ in chunks), dtype=np.uint64, count=len(chunks))
-        starts = id_keys.searchsorted(keys)
-        known = (starts < n) & (id_keys[np.minimum(starts, n - 1)] == keys)
+        keys = [id_key(i) for i, _ in chunks]
+        at = id_keys.searchsorted(np.array(keys, dtype=np.uint64))
+        starts = at.tolist()
+        np.minimum(at, n - 1, out=at)
+        keys_there = id_keys[at].tolist()
         positions, rows = [], []
-        for position in np.flatnonzero(known).tolist():
-            row = self._row(int(starts[position]), int(keys[position]), chunks[position][1])
-            if row is not None:
-                positions.append(position)
-                rows.append(row)
+        digests = self._digests
+        for position, (key, row, there) in enumerate(zip(keys, starts, keys_there, strict=True)):
+            if key != there:  # an id the corpus never held
+                continue
+            digest = text_digest16(chunks[position][1])
+            if digests[16 * row : 16 * row + 16] != digest:  # another text under the key?
+                found_row = self._row(row + 1, key, digest)
+                if found_row is None:
+                    continue
+                row = found_row
+            positions.append(position)
+            rows.append(row)
         if rows:
-            for position, stats in zip(positions, self._rows(rows), strict=True):
+            for position, stats in zip(positions, self._stored(rows, tuple(terms)), strict=True):
                 found[position] = stats
         return found
 
-    def _row(self, row: int, key: int, text: str) -> int | None:
-        """The row of ``text`` among the rows from ``row`` on whose id key is ``key``."""
-        digest = text_digest16(text)
+    def _row(self, row: int, key: int, digest: bytes) -> int | None:
+        """The row of the text with ``digest`` among the rows from ``row`` on whose id
+        key is ``key``."""
         id_keys, digests, n = self._arrays["id_keys"], self._digests, len(self._digests) // 16
         while row < n and int(id_keys[row]) == key:
             if digests[16 * row : 16 * row + 16] == digest:
@@ -365,8 +449,81 @@ class ChunkAnalyses:
             row += 1
         return None
 
+    def _row_table(self) -> npt.NDArray[np.int64]:
+        """Per row: its tokens, content terms, distinct stop words, and where its terms
+        start and how many there are (made on first use, one pass over the arrays; 40
+        bytes a row, not counted in :attr:`nbytes`)."""
+        table = self._table
+        if table is None:
+            a = self._arrays
+            offsets = a["term_offsets"]
+            lengths = np.diff(offsets)
+            n_terms = np.zeros(len(lengths), dtype=np.int64)
+            full = lengths > 0
+            if len(a["term_counts"]):
+                n_terms[full] = np.add.reduceat(
+                    a["term_counts"], offsets[:-1][full], dtype=np.int64
+                )
+            columns = (a["n_tokens"], n_terms, np.diff(a["stop_offsets"]), offsets[:-1], lengths)
+            table = self._table = np.ascontiguousarray(np.stack(columns, axis=1, dtype=np.int64))
+        return table
+
+    def _stored(self, rows: list[int], terms: tuple[str, ...]) -> list[StoredStats]:
+        """The analyses of ``rows``, with the counts of ``terms`` in each."""
+        table = self._row_table()[np.array(rows, dtype=np.int64)]
+        counts = self._query_counts(table, terms) if terms else None
+        return [
+            StoredStats(
+                self,
+                row,
+                n_tokens,
+                n_terms,
+                n_stops > 0,
+                None if counts is None else (terms, counts[i]),
+            )
+            for i, (row, (n_tokens, n_terms, n_stops, _, _)) in enumerate(
+                zip(rows, table.tolist(), strict=True)
+            )
+        ]
+
+    def query_counts(self, rows: Sequence[int], terms: Sequence[str]) -> list[list[int]]:
+        """How often each of ``terms`` (stemmed content terms) occurs in each of ``rows``:
+        ``counts[i][j]`` for ``rows[i]`` and ``terms[j]``, what the rows' ``term_counts``
+        would give, read from the arrays with a few numpy calls for all the rows."""
+        return self._query_counts(self._row_table()[np.array(rows, dtype=np.int64)], terms)
+
+    def _query_counts(self, table: npt.NDArray[np.int64], terms: Sequence[str]) -> list[list[int]]:
+        """:meth:`query_counts` of the rows whose :meth:`_row_table` rows are ``table``."""
+        wanted = [self._position(term) for term in terms]
+        counts = [[0] * len(terms) for _ in range(len(table))]
+        present = [j for j, p in enumerate(wanted) if p >= 0]
+        if not present or not len(table):
+            return counts
+        a = self._arrays
+        low, lengths = table[:, 3], table[:, 4]
+        ends = np.cumsum(lengths)
+        index = np.repeat(low - ends + lengths, lengths)
+        index += np.arange(len(index), dtype=np.int64)
+        query = np.array([wanted[j] for j in present], dtype=np.int64)
+        hit_at, hit_term = (a["term_ids"][index][:, None] == query).nonzero()
+        owner = ends.searchsorted(hit_at, side="right").tolist()
+        values = a["term_counts"][index[hit_at]].tolist()
+        for i, j, value in zip(owner, hit_term.tolist(), values, strict=True):
+            counts[i][present[j]] = value
+        return counts
+
+    def _position(self, term: str) -> int:
+        """The table position of a term (-1: the corpus never held it), cached."""
+        position = self._positions.get(term)
+        if position is None:
+            position = self.terms.position(term)
+            if len(self._positions) >= _STRINGS_LIMIT:
+                self._positions.clear()
+            self._positions[term] = position
+        return position
+
     def _rows(self, rows: list[int]) -> list[TextStats]:
-        """The analyses of ``rows``: each array gathered once for all of them."""
+        """The full analyses of ``rows`` (terms decoded): each array gathered once."""
         a = self._arrays
         at = np.asarray(rows, dtype=np.int64)
         term_lengths, term_values = _segments(
@@ -399,6 +556,18 @@ class ChunkAnalyses:
             )
             s += n_stops
         return out
+
+    def decode(self, stored: Sequence[StoredStats]) -> None:
+        """Decode the term sets and counts of ``stored`` (rows of these analyses), the
+        arrays gathered once for all of them."""
+        for stats, full in zip(stored, self._rows([s.row for s in stored]), strict=True):
+            stats._fill(full)
+
+    def stop_set_of(self, row: int) -> frozenset[str]:
+        """The distinct stop words of ``row``."""
+        stop_offsets = self._arrays["stop_offsets"]
+        start, end = stop_offsets[row : row + 2].tolist()
+        return _stop_set(self.stop_words, self._arrays["stop_ids"][start:end].tolist())
 
     def _decode(self, positions: list[int]) -> list[str]:
         strings = self._strings

@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from . import _signals as sig
+from ._analyses import StoredStats
 from ._text import QueryTerms, TextStats
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ __all__ = [
     "Level",
     "SetInputs",
     "bm25_norm",
+    "bm25_of_counts",
     "chunk_rows",
     "needs",
     "set_row",
@@ -187,6 +189,7 @@ class Inputs:
 
     __slots__ = (
         "_chunk",
+        "_counts",
         "analysed",
         "avgdl",
         "coherence",
@@ -227,6 +230,51 @@ class Inputs:
         stats_avgdl = corpus_stats.avg_doc_len if corpus_stats is not None else None
         self.avgdl = stats_avgdl or sum(a.n_terms for a in analysed) / len(analysed)
         self._chunk: dict[str, list[Value]] = {}
+        self._counts: list[list[int]] | None = None
+
+    def query_counts(self) -> list[list[int]]:
+        """``counts[i][j]``: how often chunk ``i`` holds query term ``j``
+        (:meth:`TextStats.count`), computed once.
+
+        A stored row not decoded (:class:`StoredStats`) gives the counts it was looked
+        up with when they are this query's; when it holds none, they are read from its
+        analyses' arrays, for all such rows at once; when it holds another query's (a
+        chunk seen again, for a new query), it is decoded, all such rows at once, and
+        read as a dict from then on, as a tokenised chunk.
+        """
+        counts = self._counts
+        if counts is None:
+            terms = self.terms
+            found: list[list[int] | None] = [None] * len(self.analysed)
+            unread: dict[int, list[tuple[int, StoredStats]]] = {}
+            seen: dict[int, list[tuple[int, StoredStats]]] = {}
+            for i, a in enumerate(self.analysed):
+                if terms.all_stop_words:
+                    found[i] = [a.count(term, terms) for term in terms.terms]
+                elif type(a) is StoredStats and not a.decoded:
+                    query = a.query
+                    if query is None:
+                        unread.setdefault(id(a.analyses), []).append((i, a))
+                    elif query[0] == terms.terms:
+                        found[i] = query[1]
+                    else:
+                        seen.setdefault(id(a.analyses), []).append((i, a))
+                else:
+                    get = a.term_counts.get
+                    found[i] = [get(term, 0) for term in terms.terms]
+            for group in unread.values():
+                rows = [a.row for _, a in group]
+                read = group[0][1].analyses.query_counts(rows, terms.terms)
+                for (i, a), row_counts in zip(group, read, strict=True):
+                    found[i] = row_counts
+                    a.remember(terms.terms, row_counts)
+            for group in seen.values():
+                group[0][1].analyses.decode([a for _, a in group])
+                for i, a in group:
+                    get = a.term_counts.get
+                    found[i] = [get(term, 0) for term in terms.terms]
+            counts = self._counts = found  # type: ignore[assignment]  # no None left
+        return counts  # type: ignore[return-value]
 
     def chunk(self, name: str) -> list[Value]:
         """The values of chunk feature ``name`` (computed on first use)."""
@@ -281,12 +329,24 @@ def bm25_norm(
     b: float,
 ) -> float:
     """The normalised BM25 of one analysed text (see the module doc)."""
+    counts = [stats.count(term, terms) for term in terms.terms]
+    return bm25_of_counts(counts, weights, stats.n_terms, avgdl, k1, b)
+
+
+def bm25_of_counts(
+    counts: Sequence[int],
+    weights: Sequence[float],
+    n_terms: int,
+    avgdl: float,
+    k1: float,
+    b: float,
+) -> float:
+    """:func:`bm25_norm` from the query terms' counts in the text and its length."""
     total = 0.0
     top = 0.0
-    length = 1.0 - b + b * (stats.n_terms / avgdl if avgdl > 0 else 1.0)
-    for term, weight in zip(terms.terms, weights, strict=True):
+    length = 1.0 - b + b * (n_terms / avgdl if avgdl > 0 else 1.0)
+    for tf, weight in zip(counts, weights, strict=True):
         top += weight * (k1 + 1.0)
-        tf = stats.count(term, terms)
         if tf:
             total += weight * tf * (k1 + 1.0) / (tf + k1 * length)
     return total / top if top > 0 else 0.0
@@ -298,14 +358,18 @@ def bm25_norm(
 @_register("keyword_overlap", "chunk", "keyword_overlap")
 def _keyword_overlap(x: Inputs) -> list[Value]:
     """The weighted share of the query's terms the chunk contains."""
-    return [sig.keyword_overlap(x.terms.terms, x.weights, a.match_set(x.terms)) for a in x.analysed]
+    return [sig.weighted_share(counts, x.weights) for counts in x.query_counts()]
 
 
 @_register("bm25", "chunk", "keyword_overlap")
 def _bm25(x: Inputs) -> list[Value]:
     """BM25 of the chunk normalised by its maximum for the query."""
     kw = x.config.keyword
-    return [bm25_norm(x.terms, x.weights, a, x.avgdl, kw.bm25_k1, kw.bm25_b) for a in x.analysed]
+    k1, b, avgdl = kw.bm25_k1, kw.bm25_b, x.avgdl
+    return [
+        bm25_of_counts(counts, x.weights, a.n_terms, avgdl, k1, b)
+        for counts, a in zip(x.query_counts(), x.analysed, strict=True)
+    ]
 
 
 @_register("bm25_raw", "chunk", "keyword_overlap")
@@ -429,8 +493,8 @@ def _set_keyword_overlap(x: SetInputs) -> Value:
 @_register("keyword_coverage", "set", "keyword_overlap")
 def _keyword_coverage(x: SetInputs) -> Value:
     """The weighted share of the query's terms found in any chunk."""
-    pooled = frozenset().union(*(a.match_set(x.terms) for a in x.analysed))
-    return sig.keyword_overlap(x.terms.terms, x.weights, pooled)
+    found = [any(column) for column in zip(*x.query_counts(), strict=True)]
+    return sig.weighted_share(found, x.weights)
 
 
 @_register("bm25_max", "set", "keyword_overlap")

@@ -79,11 +79,17 @@ def keyword_overlap(
     query_terms: Sequence[str], term_weights: Sequence[float], text_terms: frozenset[str] | set[str]
 ) -> float:
     """Weighted share of ``query_terms`` present in ``text_terms`` (0 if no terms)."""
+    return weighted_share([term in text_terms for term in query_terms], term_weights)
+
+
+def weighted_share(found: Sequence[object], term_weights: Sequence[float]) -> float:
+    """Weighted share of the query terms found (``found[i]`` true: the text holds term
+    ``i``, e.g. its count) -- :func:`keyword_overlap` from what was looked up."""
     total = 0.0
     hit = 0.0
-    for term, weight in zip(query_terms, term_weights, strict=True):
+    for present, weight in zip(found, term_weights, strict=True):
         total += weight
-        if term in text_terms:
+        if present:
             hit += weight
     return hit / total if total > 0 else 0.0
 

@@ -124,13 +124,18 @@ class TermTable(Mapping[str, int]):
 
     def _find(self, term: str) -> int:
         """The count of ``term``, or -1 when the table does not hold it."""
+        i = self.position(term)
+        return -1 if i < 0 else int(self._counts[i])
+
+    def position(self, term: str) -> int:
+        """The table position of ``term``, or -1 when the table does not hold it."""
         data = utf8(term)
         key = np.uint64(key64(data))
         keys, offsets, blob = self._keys, self._offsets, self._blob
         i = int(keys.searchsorted(key))
         while i < len(keys) and keys[i] == key:
             if blob[offsets[i] : offsets[i + 1]] == data:
-                return int(self._counts[i])
+                return i
             i += 1
         return -1
 

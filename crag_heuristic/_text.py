@@ -21,9 +21,10 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -76,7 +77,9 @@ class TextStats:
     """What the evaluator needs to know about one text (immutable).
 
     Attributes:
-        term_set: the distinct stemmed content terms (stop words removed).
+        term_set: the distinct stemmed content terms (stop words removed). It
+            may be given as ``None``: it is then made from ``term_counts`` on
+            first use (the evaluator's features read the counts).
         stop_set: the distinct stop words it contains (case-folded, not
             stemmed), to match a query made only of stop words. It may be
             given as a function that makes it, called on first use: the
@@ -87,9 +90,9 @@ class TextStats:
         n_terms: number of content-term occurrences (the BM25 document length).
     """
 
-    __slots__ = ("_stop_set", "n_terms", "n_tokens", "term_counts", "term_set")
+    __slots__ = ("_stop_set", "_term_set", "n_terms", "n_tokens", "term_counts")
 
-    term_set: frozenset[str]
+    _term_set: frozenset[str] | None
     n_tokens: int
     term_counts: Mapping[str, int]
     n_terms: int
@@ -97,18 +100,26 @@ class TextStats:
 
     def __init__(
         self,
-        term_set: frozenset[str],
+        term_set: frozenset[str] | None,
         stop_set: frozenset[str] | Callable[[], frozenset[str]],
         n_tokens: int,
         term_counts: Mapping[str, int] | None = None,
         n_terms: int = 0,
     ) -> None:
         setter = object.__setattr__
-        setter(self, "term_set", term_set)
+        setter(self, "_term_set", term_set)
         setter(self, "_stop_set", stop_set)
         setter(self, "n_tokens", n_tokens)
         setter(self, "term_counts", {} if term_counts is None else term_counts)
         setter(self, "n_terms", n_terms)
+
+    @property
+    def term_set(self) -> frozenset[str]:
+        terms = self._term_set
+        if terms is None:  # made on first use
+            terms = frozenset(self.term_counts)
+            object.__setattr__(self, "_term_set", terms)
+        return terms
 
     @property
     def stop_set(self) -> frozenset[str]:
@@ -247,12 +258,16 @@ class Analyzer:
         """
         if text.isascii():
             return text.lower().translate(_ASCII_SPLIT).split()
-        text = unicodedata.normalize("NFKC", text)
-        if text.isascii():
-            return text.lower().translate(_ASCII_SPLIT).split()
         data = text.encode("utf-8", "surrogatepass")
-        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
         wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        normal = _nfkc(text, wide)
+        if normal is not text:
+            text = normal
+            if text.isascii():
+                return text.lower().translate(_ASCII_SPLIT).split()
+            data = text.encode("utf-8", "surrogatepass")
+            wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
         changed = [c for c in set(wide) if not (c.isalnum() and c.casefold() == c)]
         if len(changed) <= _REPLACE_LIMIT:  # a few: one fast C scan each
             for char in changed:
@@ -374,20 +389,43 @@ class Analyzer:
         """Distinct terms with their counts, distinct stop words and token counts.
 
         This is the evaluator's hot path: one cache lookup per token and one
-        ``collections.Counter`` over the looked-up terms, both in C; the Python
-        work is per text, not per token.
+        count of the looked-up terms, both in C; the Python work is per text,
+        not per token.
         """
+        return self._analyze(text, on_demand=False)
+
+    def analyze_lazily(self, text: str) -> TextStats:
+        """:meth:`analyze`, with the stop-word set made from the text again and the term
+        set from the counts when first asked for: what the evaluator uses (it keeps the
+        text anyway; only a query of stop words reads the one, only the lexical-coherence
+        features the other)."""
+        return self._analyze(text, on_demand=True)
+
+    def _analyze(self, text: str, *, on_demand: bool) -> TextStats:
         tokens = self.tokens(text)
-        counts = self._counts(tokens)
-        n_stop = counts.pop(_STOP, 0)
-        term_counts: dict[str, int] = dict(counts)
+        # the terms counted straight into a dict as they are read from the cache (the
+        # C helper Counter itself uses): no list of terms, no Counter to copy
+        counted: dict[Any, int] = {}
+        _count_elements(counted, map(self._terms.get, tokens))
+        if None in counted:  # tokens the cache lacks: learn them, count again
+            counted = dict(self._counts(tokens))
+        term_counts: dict[str, int] = counted
+        n_stop = term_counts.pop(_STOP, 0)
+        stop_set: frozenset[str] | Callable[[], frozenset[str]] = _EMPTY
+        if n_stop:
+            stop_set = (
+                partial(self._stop_set, text) if on_demand else self.stop_words.intersection(tokens)
+            )
         return TextStats(
-            term_set=frozenset(term_counts),
-            stop_set=self.stop_words.intersection(tokens) if n_stop else _EMPTY,
+            term_set=None if on_demand else frozenset(term_counts),
+            stop_set=stop_set,
             n_tokens=len(tokens),
             term_counts=term_counts,
             n_terms=len(tokens) - n_stop,
         )
+
+    def _stop_set(self, text: str) -> frozenset[str]:
+        return self.stop_words.intersection(self.tokens(text))
 
     def query_terms(self, query: str) -> QueryTerms:
         """The distinct terms a query is matched on (see :class:`QueryTerms`)."""
@@ -401,6 +439,22 @@ class Analyzer:
 
     def is_stop_word(self, token: str) -> bool:
         return token.casefold() in self.stop_words
+
+
+def _nfkc(text: str, wide: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, ``wide`` being its non-ASCII characters.
+
+    Each distinct character that is not NFKC on its own is first replaced by its
+    NFKC form (one ``str.replace`` each): that keeps the text's compatibility
+    decomposition (NFKD) as it was, so its NFKC too. What is left is then most
+    often NFKC already, which ``normalize`` sees in one quick check instead of
+    decomposing and recomposing the whole text; where it is not (combining
+    marks, Hangul jamo), ``normalize`` does the full work, as before.
+    """
+    for char in set(wide):
+        if not unicodedata.is_normalized("NFKC", char):
+            text = text.replace(char, unicodedata.normalize("NFKC", char))
+    return unicodedata.normalize("NFKC", text)
 
 
 def _fold_char(char: str) -> str:

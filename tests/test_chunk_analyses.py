@@ -40,6 +40,7 @@ def test_a_stored_analysis_is_the_analyzers() -> None:
         stored = stats.analyses.get(str(position), text)
         assert stored == analyzer.analyze(text)
         assert _fields(stored) == _fields(analyzer.analyze(text))
+        assert _fields(analyzer.analyze_lazily(text)) == _fields(analyzer.analyze(text))
 
 
 def test_a_changed_text_or_an_unknown_id_is_never_served() -> None:
@@ -113,9 +114,11 @@ def test_the_store_is_used_only_with_its_own_analyzer(monkeypatch: pytest.Monkey
     served: list[int] = []
     real = ChunkAnalyses.get_many
 
-    def counting(self: ChunkAnalyses, pairs: list[tuple[str, str]]) -> list[object]:
+    def counting(
+        self: ChunkAnalyses, pairs: list[tuple[str, str]], terms: tuple[str, ...] = ()
+    ) -> list[object]:
         served.append(len(pairs))
-        return real(self, pairs)  # type: ignore[return-value]
+        return real(self, pairs, terms)  # type: ignore[return-value]
 
     monkeypatch.setattr(ChunkAnalyses, "get_many", counting)
     Evaluator().evaluate("cats", chunks, stats)
@@ -182,3 +185,74 @@ def test_any_text_is_stored_as_it_is_analysed(texts: list[str]) -> None:
 
 
 _ANALYZER = Analyzer()
+
+
+_WEB = [
+    "Zürich’s café serves crème brûlée at 10–20 °C — “naïve” ± 3 µm ﬁnance.",
+    "İstanbul ΣΊΣΥΦΟΣ Straße: x² × 4, the cells’ membrane and the bee’s dance.",
+]
+
+
+def _json(evaluation: object) -> str:
+    return json.dumps(evaluation.to_dict(), sort_keys=True)  # type: ignore[attr-defined]
+
+
+def test_cold_stored_cold_tokenised_and_warm_evaluations_are_bit_identical() -> None:
+    """The same evaluation, every feature, verdict and score, whether its chunks were
+    looked up in the analyses (first sight), tokenised (no analyses), decoded on a
+    second sight or read from the evaluator's cache; corpus chunks mixed with web text."""
+    from crag_heuristic._sample import load_sample_corpus
+
+    corpus = [*load_sample_corpus()[:40], *(Chunk(id=f"w{i}", text=t) for i, t in enumerate(_WEB))]
+    with_store = CorpusStats.build(
+        [c.text for c in corpus], ids=[c.id for c in corpus], analyses=True
+    )
+    without = CorpusStats.build([c.text for c in corpus])
+    rng = random.Random(11)
+    web = [Chunk(id="new", text="Crème brûlée in Zürich — µm-scale bees, not in the corpus.")]
+    queries = [
+        "how do honey bees dance",
+        "crème brûlée Zürich µm",
+        "of the and",  # only stop words
+        "zebra quasar",  # terms the corpus never held
+        "bees bees dance bees",
+    ]
+    default = Evaluator()  # the gate's features only: stored rows never decoded
+    for trial in range(30):
+        picked = rng.sample(corpus, rng.choice([1, 3, 10]))
+        chunks = [
+            c.replace(score=round(rng.uniform(0.2, 0.9), 3), score_kind=ScoreKind.COSINE)
+            for c in picked + (web if trial % 3 == 0 else [])
+        ]
+        query = queries[trial % len(queries)]
+        assert with_store.analyses is not None
+        assert None not in with_store.analyses.get_many([(c.id, c.text) for c in picked])
+        stored = Evaluator(all_evidence=True)
+        tokenised = Evaluator(all_evidence=True)
+        expected = _json(tokenised.evaluate(query, chunks, without))
+        assert _json(stored.evaluate(query, chunks, with_store)) == expected, trial  # cold
+        assert _json(stored.evaluate(query, chunks, with_store)) == expected, trial  # decoded
+        assert _json(stored.evaluate(query, chunks, with_store)) == expected, trial  # warm
+        assert _json(tokenised.evaluate(query, chunks, without)) == expected, trial  # warm
+        # seen before with other queries (decoded then), or analysed without a query
+        plain = Evaluator().evaluate(query, chunks, without).to_dict()
+        assert default.evaluate(query, chunks, with_store).to_dict() == plain, trial
+        unread = Evaluator()
+        unread.analyze_chunks(chunks, with_store)
+        assert unread.evaluate(query, chunks, with_store).to_dict() == plain, trial
+
+
+def test_query_counts_are_the_term_counts_of_the_rows() -> None:
+    stats = CorpusStats.build(TEXTS, analyses=True)
+    assert stats.analyses is not None
+    analyzer = Analyzer()
+    found = stats.analyses.get_many([(str(i), t) for i, t in enumerate(TEXTS)])
+    rows = [s.row for s in found]  # type: ignore[union-attr]
+    terms = ["cat", "bee", "zebra", "strass", "μm", "σίσυφοσ", "financ", "cat"]  # unknown; twice
+    counts = stats.analyses.query_counts(rows, terms)
+    assert counts == [[analyzer.analyze(t).term_counts.get(w, 0) for w in terms] for t in TEXTS]
+    assert counts[5][0] == 300  # a count past 255
+    assert stats.analyses.query_counts([], terms) == []
+    assert stats.analyses.query_counts(rows, []) == [[] for _ in rows]
+    looked_up = stats.analyses.get_many([("5", TEXTS[5])], ("cat", "zebra"))[0]
+    assert looked_up is not None and looked_up.query == (("cat", "zebra"), [300, 0])  # type: ignore[attr-defined]

@@ -284,3 +284,29 @@ def test_text_stats_are_immutable_and_compare_by_value() -> None:
     assert "stop_set=frozenset" in repr(lazy)
     with pytest.raises(TypeError):
         hash(stats)  # term_counts is a dict, as with the dataclass it was
+
+
+# Compatibility characters (NFKC maps them), combining marks that compose with what
+# precedes them, Hangul jamo that compose with each other, and plain letters: the mix
+# where replacing a character by its own NFKC first could go wrong, if anywhere.
+_NFKC_MIX = st.lists(
+    st.sampled_from(
+        [
+            *("ﬁ", "µ", "²", "½", "Ⅻ", "ｆ", "㎏", "ſ", "ǆ", "\u212b", "Å", "e", "o", "A", " "),
+            *("\u0301", "\u0308", "\u0323", "\u0327", "\u0345"),  # combining marks
+            *("\u1100", "\u1161", "\u11a8", "\uac00"),  # Hangul jamo and a syllable
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_NFKC_MIX)
+def test_nfkc_by_characters_first_equals_nfkc(text: str) -> None:
+    import unicodedata
+
+    from crag_heuristic._text import _nfkc
+
+    wide = "".join(c for c in text if not c.isascii())
+    assert _nfkc(text, wide) == unicodedata.normalize("NFKC", text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _evidence as evidence
@@ -59,14 +59,32 @@ class _LRU:
                 self._data.move_to_end(key)
             return value
 
+    def get_many(self, keys: Sequence[Any]) -> list[TextStats | None]:
+        """:meth:`get` of each key, under one lock."""
+        data = self._data
+        with self._lock:
+            found = list(map(data.get, keys))
+            move = data.move_to_end
+            for key, value in zip(keys, found, strict=True):
+                if value is not None:
+                    move(key)
+        return found
+
     def put(self, key: Any, value: TextStats) -> None:
+        self.put_many([(key, value)])
+
+    def put_many(self, items: Sequence[tuple[Any, TextStats]]) -> None:
+        """:meth:`put` of each ``(key, value)``, under one lock."""
         if self._size <= 0:
             return
+        data = self._data
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self._size:
-                self._data.popitem(last=False)
+            data.update(items)
+            move = data.move_to_end
+            for key, _ in items:
+                move(key)
+            while len(data) > self._size:
+                data.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
@@ -147,8 +165,15 @@ class Evaluator:
         from the corpus's analyses made at index time (``corpus_stats.analyses``,
         by id and text digest, when built with this evaluator's analyzer), else
         by tokenising its text. All three give the same analysis."""
-        get = self._cache.get
-        found = [get((chunk.id, chunk.text)) for chunk in chunks]
+        return self._analyze(chunks, corpus_stats, ())
+
+    def _analyze(
+        self, chunks: Sequence[Chunk], corpus_stats: CorpusStats | None, terms: Sequence[str]
+    ) -> list[TextStats]:
+        """:meth:`analyze_chunks`; the chunks found in the corpus's analyses carry the
+        counts of ``terms`` (see :class:`StoredStats`)."""
+        keys = [(chunk.id, chunk.text) for chunk in chunks]
+        found = self._cache.get_many(keys)
         missing = [i for i, stats in enumerate(found) if stats is None]
         if not missing:
             return found  # type: ignore[return-value]  # no None left
@@ -158,15 +183,13 @@ class Evaluator:
             and corpus_stats.analyses is not None
             and corpus_stats.analyzer == self.analyzer.fingerprint
         ):
-            looked_up = corpus_stats.analyses.get_many(
-                [(chunks[i].id, chunks[i].text) for i in missing]
-            )
-        analyze = self.analyzer.analyze
+            looked_up = corpus_stats.analyses.get_many([keys[i] for i in missing], terms)
+        analyze: Callable[[str], TextStats] = self.analyzer.analyze
+        if type(self.analyzer).analyze is Analyzer.analyze:  # a subclass's own: called as it is
+            analyze = self.analyzer.analyze_lazily  # the text is kept (the cache's key)
         for i, stats in zip(missing, looked_up, strict=True):
-            chunk = chunks[i]
-            analysis = stats if stats is not None else analyze(chunk.text)
-            self._cache.put((chunk.id, chunk.text), analysis)
-            found[i] = analysis
+            found[i] = stats if stats is not None else analyze(chunks[i].text)
+        self._cache.put_many([(keys[i], found[i]) for i in missing])  # type: ignore[misc]
         return found  # type: ignore[return-value]  # every None replaced
 
     def term_weights(
@@ -335,7 +358,9 @@ class Evaluator:
         inputs = evidence.Inputs(
             terms=terms,
             weights=self.term_weights(terms, corpus_stats, cfg),
-            analysed=self.analyze_chunks(chunks, corpus_stats),
+            analysed=self._analyze(
+                chunks, corpus_stats, () if terms.all_stop_words else terms.terms
+            ),
             sims=sims,
             sources=sources,
             config=cfg,
