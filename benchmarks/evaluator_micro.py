@@ -519,7 +519,7 @@ def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
         if fast:
             out.append(
                 (
-                    "router fast path <= 1.05x the bare retrieval (SciFact)",
+                    "router fast path <= 1.05x the bare retrieval of the same queries (SciFact)",
                     f"{fast['over_bare_p50']:.3f}x",
                     fast["over_bare_p50"] <= 1.05,
                 )
@@ -598,13 +598,15 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"Router against the bare retrieval ({cost['query_encoder']} + FAISS, "
             f"{cost['bare_retrieval_ms']['p50']:.2f} ms p50), alternated query by query:",
             "",
-            "| route | queries | p50 / p99 ms | over bare p50 |",
-            "|---|---:|---:|---:|",
+            "| route | queries | p50 / p99 ms | bare p50, same queries | over it | "
+            "over every query's bare p50 |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for route, cell in cost["router_ms"].items():
             lines.append(
                 f"| {route} | {cell['n']} | {cell['p50']:.2f} / {cell['p99']:.2f} | "
-                f"{cell['over_bare_p50']:.3f}x |"
+                f"{cell['bare_same_queries_p50_ms']:.2f} | {cell['over_bare_p50']:.3f}x | "
+                f"{cell['over_all_bare_p50']:.3f}x |"
             )
     cache = report["cache"]
     first = cache["first_sight"]

@@ -117,9 +117,11 @@ def _micro_scifact(r: dict[str, Any]) -> str:
         f"On SciFact's {sf['retrievals']} natural test retrievals (k = 10) the evaluator takes "
         f"{f(sf['warm_ms']['p50'], 2)} ms warm, {f(sf['cold_corpus_ms']['p50'], 2)} ms cold from "
         f"the analyses and {f(sf['cold_tokenised_ms']['p50'], 2)} ms cold by tokenising; the "
-        f"router's fast path costs {f(fast['over_bare_p50'], 3)} x the bare retrieval "
-        f"({sf['cost']['query_encoder']} + FAISS, {f(sf['cost']['bare_retrieval_ms']['p50'], 1)} "
-        f"ms p50; goal 1.05 x: {_verdict(fast['over_bare_p50'] <= 1.05)})"
+        f"router's fast path costs {f(fast['over_bare_p50'], 3)} x the bare retrieval of the "
+        f"same queries ({sf['cost']['query_encoder']} + FAISS, "
+        f"{f(fast['bare_same_queries_p50_ms'], 1)} ms p50; goal 1.05 x: "
+        f"{_verdict(fast['over_bare_p50'] <= 1.05)}; {f(fast['over_all_bare_p50'], 3)} x every "
+        f"query's bare median)"
     )
 
 
@@ -570,7 +572,7 @@ def _router_cost_row(r: dict[str, Any]) -> str:
     corrected = router["corrected"]["over_bare_p50"]
     return (
         f"{f(router['fast path']['over_bare_p50'], 2)} x / {f(corrected, 2)} x the bare "
-        f"retrieval | | corrected <= 2.5 x | {_met(corrected <= 2.5)} |"
+        f"retrieval of the same queries | | corrected <= 2.5 x | {_met(corrected <= 2.5)} |"
     )
 
 

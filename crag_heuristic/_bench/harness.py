@@ -534,7 +534,8 @@ def render_report(results: dict[str, Any]) -> str:
             "",
             "## Cost",
             "",
-            f"{c['queries']} natural queries; query encoder: {c['query_encoder']}.",
+            f"{c['queries']} natural queries; query encoder: {c['query_encoder']}. A route's "
+            "ratio is to the bare retrieval of the same queries.",
             "",
             "| path | p50 ms | p99 ms | p50 / bare |",
             "|---|---|---|---|",
