@@ -8,8 +8,8 @@ Read from the source with ``ast``, so a lazy import inside a function counts.
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -38,20 +38,39 @@ def _modules(entry: str) -> list[Path]:
     return sorted(path.glob("*.py")) if path.is_dir() else [path]
 
 
-def _imported(path: Path) -> set[str]:
-    """Every module ``path`` imports, resolved to a dotted name inside the package."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = list(package[: len(package) - node.level + 1]) if node.level else []
-            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
+@functools.cache
+def _module_names() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return names
+
+
+def _imported(path: Path) -> set[str]:
+    """The package's modules ``path`` imports, lazy and type-only imports included
+    (``from . import x`` is module ``x``, not the package)."""
+    modules = _module_names()
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = list(parts[:-1])
+    name = ".".join(package if parts[-1] == "__init__" else parts)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                dotted = alias.name.split(".")
+                while dotted and ".".join(dotted) not in modules:
+                    dotted.pop()
+                if dotted:
+                    found.add(".".join(dotted))
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                found.add(full if full in modules else module)
+    return {m for m in found if m in modules and m != name}
 
 
 @pytest.mark.parametrize("entry", BELOW_THE_EVALUATOR)
@@ -73,40 +92,9 @@ def test_input_checks_live_beside_the_types() -> None:
     assert _checks.check_k(3) == 3
 
 
-def _module_names() -> dict[str, Path]:
-    names = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return names
-
-
-def _module_edges(name: str, path: Path, modules: Mapping[str, Path]) -> set[str]:
-    """The package's modules ``name`` imports (``from . import x`` is module ``x``,
-    not the package), lazy and type-only imports included."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                while parts and ".".join(parts) not in modules:
-                    parts.pop()
-                if parts:
-                    found.add(".".join(parts))
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            for alias in node.names:
-                full = f"{module}.{alias.name}"
-                found.add(full if full in modules else module)
-    return {m for m in found if m in modules and m != name}
-
-
 def test_no_import_circle_in_the_package() -> None:
     """Every import, lazy and type-only ones too, points one way (farm-studio look)."""
-    modules = _module_names()
-    graph = {name: _module_edges(name, path, modules) for name, path in modules.items()}
+    graph = {name: _imported(path) for name, path in _module_names().items()}
     try:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
