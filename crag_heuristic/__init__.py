@@ -46,6 +46,7 @@ names its extra when it is missing (:class:`MissingDependencyError`, an
 """
 
 import importlib
+import pkgutil
 from typing import TYPE_CHECKING, Any
 
 from ._cache import CacheStats, MemoryCache, RedisCache
@@ -142,54 +143,11 @@ __all__ = [
     "load_config",
 ]
 
-# Names that were top-level before 0.2 and where they live now (an AttributeError says so).
-_MOVED = {
-    **dict.fromkeys(
-        ("CalibrationResult", "GateExample", "calibrate", "fit_gate", "run_bench"),
-        "crag_heuristic.bench",
-    ),
-    **dict.fromkeys(
-        ("LsaEmbedder", "load_sample_corpus", "load_sample_queries", "sample_retriever"),
-        "crag_heuristic.sample",
-    ),
-    **dict.fromkeys(
-        (
-            "CoherenceConfig",
-            "KeywordConfig",
-            "LengthConfig",
-            "LogisticStage",
-            "ModelConfig",
-            "ModelTerm",
-            "RefineConfig",
-            "SignalWeights",
-            "Thresholds",
-        ),
-        "crag_heuristic.config",
-    ),
-    **dict.fromkeys(
-        ("CircuitState", "WebResults", "WebSearchInfo", "keyword_query"), "crag_heuristic.web"
-    ),
-    **dict.fromkeys(
-        (
-            "Expansion",
-            "PRFExpander",
-            "QueryExpander",
-            "SynonymExpander",
-            "SynonymSet",
-            "load_synonyms",
-            "parse_synonyms",
-            "reciprocal_rank_fusion",
-        ),
-        "crag_heuristic.expansion",
-    ),
-    **dict.fromkeys(("Refinement", "Strip", "refine"), "crag_heuristic.refinement"),
-    **dict.fromkeys(("Analyzer", "CorpusStats"), "crag_heuristic.text"),
-    **dict.fromkeys(("MetricsSink", "PrometheusMetrics"), "crag_heuristic.metrics"),
-}
-
-
 # Top-level names whose module is imported on first use (the web client needs httpx).
 _LAZY = dict.fromkeys(("CircuitBreaker", "SearxngClient", "SearxngConfig"), "._web")
+
+# Public packages whose modules each need a framework's extra (not searched for a name).
+_FACES_WITH_EXTRAS = frozenset({f"{__name__}.integrations"})
 
 
 def __dir__() -> list[str]:
@@ -203,9 +161,26 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(lazy, __name__), name)
         globals()[name] = value
         return value
-    module = _MOVED.get(name)
+    module = None if name.startswith("_") else _face_of(name)
     if module is None:
         raise AttributeError(f"module 'crag_heuristic' has no attribute {name!r}")
     raise AttributeError(
         f"crag_heuristic.{name} is not a top-level name: from {module} import {name}"
     )
+
+
+def _face_of(name: str) -> str | None:
+    """The first public submodule (by name) whose ``__all__`` lists ``name``: where
+    a name that is not top-level lives (37 names left the top level in 0.2). The
+    faces are found by walking the package, and imported on this error path only;
+    one whose extra is missing is passed over."""
+    for info in pkgutil.iter_modules(__path__, f"{__name__}."):
+        if info.name.rpartition(".")[2].startswith("_") or info.name in _FACES_WITH_EXTRAS:
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:
+            continue
+        if name in getattr(module, "__all__", ()):
+            return info.name
+    return None

@@ -72,24 +72,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = [
-    "DEFAULT_PROFILE",
-    "EVIDENCE_GROUPS",
-    "CoherenceConfig",
-    "EvaluatorConfig",
-    "FallbackModel",
-    "KeywordConfig",
-    "LengthConfig",
-    "LogisticStage",
-    "ModelConfig",
-    "ModelTerm",
-    "RefineConfig",
-    "RouterConfig",
-    "SignalWeights",
-    "Thresholds",
-    "available_profiles",
-    "load_config",
-]
 
 _WEIGHT_SUM_TOLERANCE = 1e-6
 DEFAULT_PROFILE = "minilm-multi"

@@ -51,35 +51,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-__all__ = [
-    "CacheError",
-    "CalibrationWarning",
-    "CircuitOpenError",
-    "ConfigError",
-    "CorpusStatsFileError",
-    "CragError",
-    "DuplicateChunkError",
-    "GraderError",
-    "GraderOutputError",
-    "GraderTimeout",
-    "InputError",
-    "InvalidChunkError",
-    "InvalidQueryError",
-    "MissingDependencyError",
-    "ParentLookupError",
-    "RetrieverError",
-    "StatsEngineError",
-    "SynonymFormatError",
-    "WebSearchConnectionError",
-    "WebSearchEnginesFailed",
-    "WebSearchError",
-    "WebSearchFormatDisabled",
-    "WebSearchHTTPError",
-    "WebSearchRateLimited",
-    "WebSearchResponseError",
-    "WebSearchTimeout",
-]
-
 
 def _short(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, for error messages.
@@ -488,3 +459,12 @@ class CalibrationWarning(UserWarning):
     profile's header say the same. ``calibrate --self --strict`` makes it an
     error.
     """
+
+
+def error_classes() -> dict[str, type[CragError]]:
+    """Every error class defined in this module, by name (the tree drawn above)."""
+    return {
+        value.__name__: value
+        for value in globals().values()
+        if isinstance(value, type) and issubclass(value, CragError) and value.__module__ == __name__
+    }

@@ -246,11 +246,7 @@ class FailureText:
 
 
 # the library's errors by name: what Failure.from_dict may rebuild
-_ERRORS: dict[str, type[CragError]] = {
-    name: value
-    for name in _exceptions.__all__
-    if isinstance(value := getattr(_exceptions, name), type) and issubclass(value, CragError)
-}
+_ERRORS: dict[str, type[CragError]] = _exceptions.error_classes()
 
 
 def _attributes(error_type: type[CragError]) -> dict[str, Any]:

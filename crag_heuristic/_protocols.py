@@ -21,21 +21,6 @@ from typing import Any, Protocol, runtime_checkable
 from ._corpus import CorpusStats
 from ._types import Chunk
 
-__all__ = [
-    "AsyncCache",
-    "AsyncGrader",
-    "AsyncParentLookup",
-    "AsyncRetriever",
-    "AsyncWebSearcher",
-    "Cache",
-    "EventLogger",
-    "Grader",
-    "ParentLookup",
-    "Retriever",
-    "StatsProvider",
-    "WebSearcher",
-]
-
 
 @runtime_checkable
 class Retriever(Protocol):

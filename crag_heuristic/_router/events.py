@@ -41,18 +41,6 @@ from .._grading import CascadeReport
 from .._types import Chunk, Evaluation
 from .result import CRAGResult, OfWeb, Strategy, WebOutcome
 
-__all__ = [
-    "Corrected",
-    "Done",
-    "Evaluated",
-    "ParentsExpanded",
-    "Refined",
-    "Retrieved",
-    "Stage",
-    "StageEvent",
-    "WebSearched",
-]
-
 
 class Stage(str, enum.Enum):
     """The stages of the decision flow, in the order they can happen."""
