@@ -38,7 +38,7 @@ module                         what
 =============================  ===============================================================
 
 ``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn, nor
-httpx (the web client's names load on first use) nor structlog (loaded with the
+httpx (the web client loads on first use) nor structlog (loaded with the
 first event a logger lets through). The core install (numpy, structlog, PyStemmer,
 faiss-cpu) runs the gate, the router and the bundled demo; every other feature
 names its extra when it is missing (:class:`MissingDependencyError`, an
@@ -81,9 +81,11 @@ from ._router import CRAG, CRAGResult, Strategy, WebOutcome
 from ._self_calibrate import calibrate_self
 from ._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Signals, Verdict
 from ._version import __version__
+from ._web.circuit import CircuitBreaker
+from ._web.config import SearxngConfig
 
 if TYPE_CHECKING:  # imported on first use (httpx takes a tenth of a second to import)
-    from ._web import CircuitBreaker, SearxngClient, SearxngConfig
+    from ._web.searxng import SearxngClient
 
 __all__ = [
     "AsyncCache",
@@ -144,7 +146,7 @@ __all__ = [
 ]
 
 # Top-level names whose module is imported on first use (the web client needs httpx).
-_LAZY = dict.fromkeys(("CircuitBreaker", "SearxngClient", "SearxngConfig"), "._web")
+_LAZY = {"SearxngClient": "._web.searxng"}
 
 # Public packages whose modules each need a framework's extra (not searched for a name).
 _FACES_WITH_EXTRAS = frozenset({f"{__name__}.integrations"})

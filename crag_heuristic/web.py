@@ -5,15 +5,11 @@ The top level re-exports :class:`SearxngClient`, :class:`SearxngConfig` and
 :class:`CircuitBreaker`; the errors are in the top-level ``WebSearchError`` tree.
 """
 
-from ._router.rewrite import keyword_query
-from ._web import (
-    CircuitBreaker,
-    CircuitState,
-    SearxngClient,
-    SearxngConfig,
-    WebResults,
-    WebSearchInfo,
-)
+from ._web.circuit import CircuitBreaker, CircuitState
+from ._web.config import SearxngConfig
+from ._web.keywords import keyword_query
+from ._web.response import WebResults, WebSearchInfo
+from ._web.searxng import SearxngClient
 
 __all__ = [
     "CircuitBreaker",

@@ -106,7 +106,7 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
         router_config["fetch_k"] = args.fetch_k
     web = None
     if args.searxng:
-        from .._web import SearxngClient
+        from .._web.searxng import SearxngClient
 
         web = SearxngClient(args.searxng)
     cache: Any = None  # the in-process default

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from .._cache.keys import evaluation_key, grade_key, web_key
 from .._config import RouterConfig
@@ -54,6 +54,7 @@ from .._grading import (
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .._web.keywords import keyword_query
 from .cached import is_bad_value, open_evaluation, open_grade, open_web_results, seal
 from .context import Context
 from .events import (
@@ -67,10 +68,6 @@ from .events import (
 )
 from .parents import ParentGet, expand_parents
 from .result import CRAGResult, Strategy, WebOutcome
-from .rewrite import keyword_query
-
-if TYPE_CHECKING:  # types only: the expansion package is imported when first used
-    pass
 
 __all__ = [
     "CacheGet",

@@ -1,29 +1,14 @@
-"""The web-search fallback: a SearXNG client, its options and a circuit breaker.
+"""The web fallback's modules; :mod:`crag_heuristic.web` lists their public names.
 
-Its modules need httpx (the ``web`` extra), checked here, before any of them loads.
+* ``keywords``: the keyword rewrite of a query for web search (no dependency);
+* ``config``, ``circuit``, ``response``, ``clean``, ``urls``: the client's
+  options, its circuit breaker, what a search returns and how web text and
+  addresses are cleaned (no dependency);
+* ``searxng`` and ``attempt``: the SearXNG client and what one HTTP attempt came
+  to. They need httpx (the ``web`` extra): each imports it through
+  :func:`~crag_heuristic._optional.requires`, which names the extra when it is
+  missing.
+
+Nothing is imported here, so the router can import the keyword rewrite
+without httpx.
 """
-
-from .._optional import requires
-
-with requires("web", "the web search (crag_heuristic.web)"):
-    import httpx  # noqa: F401 - the door: every module below imports it
-
-from .circuit import CircuitBreaker, CircuitState
-from .clean import clean_text
-from .config import DEFAULT_HEADERS, SearxngConfig
-from .response import WebResults, WebSearchInfo
-from .searxng import SearxngClient
-from .urls import normalize_url, web_chunk_id
-
-__all__ = [
-    "DEFAULT_HEADERS",
-    "CircuitBreaker",
-    "CircuitState",
-    "SearxngClient",
-    "SearxngConfig",
-    "WebResults",
-    "WebSearchInfo",
-    "clean_text",
-    "normalize_url",
-    "web_chunk_id",
-]

@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpx
+from .._optional import requires
+
+with requires("web", "the web search (crag_heuristic.web)"):
+    import httpx
 
 from .._exceptions import (
     WebSearchConnectionError,

@@ -67,7 +67,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+from .._optional import requires
+
+with requires("web", "the web search (crag_heuristic.web)"):
+    import httpx
 
 from .._exceptions import (
     ConfigError,

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import InvalidQueryError
-from crag_heuristic._router.rewrite import keyword_query
 from crag_heuristic.text import CorpusStats
+from crag_heuristic.web import keyword_query
 
 
 @pytest.mark.parametrize(

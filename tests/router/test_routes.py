@@ -20,8 +20,8 @@ from crag_heuristic import (
 )
 from crag_heuristic._fusion import reciprocal_rank_fusion
 from crag_heuristic._router import CRAG, Strategy
-from crag_heuristic._router.rewrite import keyword_query
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
+from crag_heuristic.web import keyword_query
 
 QUERY = "How do honeybees communicate the distance to food?"
 WEB = [

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from crag_testkit import FixtureEngine, SearxngServer
 
-from crag_heuristic._web import SearxngClient
+from crag_heuristic.web import SearxngClient
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_TIMEOUT = 2.0

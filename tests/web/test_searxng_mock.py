@@ -32,7 +32,7 @@ from crag_heuristic import (
 )
 from crag_heuristic._exceptions import WebSearchConnectionError, WebSearchEnginesFailed
 from crag_heuristic._protocols import AsyncWebSearcher, WebSearcher
-from crag_heuristic._web import CircuitBreaker, CircuitState, SearxngClient, WebResults
+from crag_heuristic.web import CircuitBreaker, CircuitState, SearxngClient, WebResults
 
 BASE = "http://searx.test"
 Step = httpx.Response | Exception | Callable[[httpx.Request], Any]
@@ -209,7 +209,7 @@ def test_bad_base_url(base_url: Any) -> None:
 
 
 def test_options_override_the_config() -> None:
-    from crag_heuristic._web import SearxngConfig
+    from crag_heuristic.web import SearxngConfig
 
     web = SearxngClient(BASE, config=SearxngConfig(timeout=4.0, language="de"), max_retries=0)
     assert (web.config.timeout, web.config.language, web.config.max_retries) == (4.0, "de", 0)

@@ -23,7 +23,7 @@ from crag_heuristic import (
     WebSearchTimeout,
 )
 from crag_heuristic._exceptions import WebSearchEnginesFailed
-from crag_heuristic._web import CircuitBreaker, CircuitState, SearxngClient, WebResults
+from crag_heuristic.web import CircuitBreaker, CircuitState, SearxngClient, WebResults
 
 CLIENT_TIMEOUT = 10.0  # well above the servers' engine timeout (conftest.py)
 

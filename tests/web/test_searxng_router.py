@@ -7,8 +7,8 @@ from crag_testkit import FixtureEngine, FixtureReply, fixture_item
 
 from crag_heuristic import Chunk, Evaluator, EvaluatorConfig, ScoreKind
 from crag_heuristic._router import CRAG
-from crag_heuristic._web import SearxngClient
 from crag_heuristic.testing import ListRetriever
+from crag_heuristic.web import SearxngClient
 
 QUERY = "How do honeybees tell each other where the flowers are?"
 OFF_TOPIC = Chunk(

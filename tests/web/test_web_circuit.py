@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from crag_heuristic import CircuitOpenError, ConfigError
-from crag_heuristic._web import CircuitBreaker, CircuitState
+from crag_heuristic.web import CircuitBreaker, CircuitState
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crag_heuristic._web import clean_text
+from crag_heuristic._web.clean import clean_text
 
 
 @pytest.mark.parametrize(

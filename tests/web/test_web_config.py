@@ -7,7 +7,7 @@ import re
 import pytest
 
 from crag_heuristic import ConfigError
-from crag_heuristic._web import DEFAULT_HEADERS, SearxngConfig
+from crag_heuristic._web.config import DEFAULT_HEADERS, SearxngConfig
 
 # SearXNG's bot detection (searx/botdetection/http_user_agent.py) matches this
 # pattern at the start of the User-Agent; a few of its alternatives, copied as data.

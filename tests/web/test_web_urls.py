@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from crag_heuristic._web import normalize_url, web_chunk_id
+from crag_heuristic._web.urls import normalize_url, web_chunk_id
 
 
 @pytest.mark.parametrize(
