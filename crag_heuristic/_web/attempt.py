@@ -37,15 +37,7 @@ from .._optional import requires
 with requires("web", "the web search (crag_heuristic.web)"):
     import httpx
 
-from .._exceptions import (
-    WebSearchConnectionError,
-    WebSearchError,
-    WebSearchFormatDisabled,
-    WebSearchHTTPError,
-    WebSearchRateLimited,
-    WebSearchResponseError,
-    WebSearchTimeout,
-)
+from .. import _exceptions as errors
 
 __all__ = ["FORMAT_HOWTO", "Step", "from_exception", "from_response"]
 
@@ -69,7 +61,7 @@ class Step:
 
     payload: Any = None
     status_code: int = 0
-    error: WebSearchError | None = None
+    error: errors.WebSearchError | None = None
     retryable: bool = False
     retry_after: float | None = None
 
@@ -110,14 +102,14 @@ def from_response(response: httpx.Response, *, url: str, query: str, max_retries
         return _decode(response, url=url, query=query)
     where = {"query": query, "url": url}
     if status == 403:
-        error: WebSearchError = WebSearchFormatDisabled(
+        error: errors.WebSearchError = errors.WebSearchFormatDisabled(
             f"{url} answered 403 to format=json: the instance does not serve JSON; " + FORMAT_HOWTO,
             status_code=status,
             **where,
         )
         return Step(status_code=status, error=error)
     if status == 429:
-        error = WebSearchRateLimited(
+        error = errors.WebSearchRateLimited(
             f"{url} answered 429 (rate limited) after {max_retries} retries; its limiter "
             "may be blocking this client: allow it in limiter.toml or turn server.limiter off",
             status_code=status,
@@ -135,7 +127,7 @@ def from_response(response: httpx.Response, *, url: str, query: str, max_retries
         text = f"{url} answered 404: is base_url the instance's root?"
     else:
         text = f"{url} answered HTTP {status}: {_server_message(response)}"
-    error = WebSearchHTTPError(text, status_code=status, **where)
+    error = errors.WebSearchHTTPError(text, status_code=status, **where)
     return Step(status_code=status, error=error, retryable=status >= 500)
 
 
@@ -148,7 +140,7 @@ def _decode(response: httpx.Response, *, url: str, query: str) -> Step:
         content_type = response.headers.get("Content-Type", "")
         looks_html = body.lstrip()[:1] == b"<" or "html" in content_type
         what = "an HTML page" if looks_html else f"non-JSON ({_server_message(response)})"
-        error = WebSearchResponseError(
+        error = errors.WebSearchResponseError(
             f"{url} answered {status} with {what} instead of JSON: check that base_url "
             "is a SearXNG instance that honours format=json",
             query=query,
@@ -177,17 +169,17 @@ def _classify(exc: Exception, *, url: str, query: str, timeout: float) -> Step:
             f"{url} did not answer within {timeout:g} s ({type(exc).__name__}); "
             "the client's timeout must exceed the instance's engine timeout"
         )
-        return Step(error=WebSearchTimeout(message, **where))
+        return Step(error=errors.WebSearchTimeout(message, **where))
     if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
         message = f"cannot connect to {url}: {exc or type(exc).__name__}"
-        return Step(error=WebSearchConnectionError(message, **where))
+        return Step(error=errors.WebSearchConnectionError(message, **where))
     if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
         message = f"connection to {url} dropped: {exc or type(exc).__name__}"
-        return Step(error=WebSearchConnectionError(message, **where), retryable=True)
+        return Step(error=errors.WebSearchConnectionError(message, **where), retryable=True)
     if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
         message = f"{url} sent an unreadable answer: {exc}"
-        return Step(error=WebSearchResponseError(message, **where))
+        return Step(error=errors.WebSearchResponseError(message, **where))
     if isinstance(exc, httpx.HTTPError | httpx.InvalidURL | httpx.StreamError | OSError):
         message = f"request to {url} failed: {type(exc).__name__}: {exc}"
-        return Step(error=WebSearchConnectionError(message, **where))
+        return Step(error=errors.WebSearchConnectionError(message, **where))
     raise exc
