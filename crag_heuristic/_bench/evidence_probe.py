@@ -34,6 +34,7 @@ from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
 from .._text import split_sentences
 from .loco import collection_folders
+from .markdown import table_head
 from .pipeline import prepare
 from .selection import CollectionData
 from .sentences import SentenceCache
@@ -264,8 +265,7 @@ def render(results: dict[str, Any]) -> str:
         "leave-one-collection-out (see the script's docstring). Corpus-level candidates are "
         "computed on the probe's gap corpus.",
         "",
-        "| candidate | " + " | ".join(names) + " | mean |",
-        "|---|" + "---|" * (len(names) + 1),
+        *table_head("candidate", *names, "mean"),
     ]
     for f, per in results["single"].items():
         mix = [per[n][0] for n in names]
@@ -278,8 +278,7 @@ def render(results: dict[str, Any]) -> str:
         + ", ".join(results["nested_base"])
         + "):",
         "",
-        "| added family | " + " | ".join(names) + " | mean |",
-        "|---|" + "---|" * (len(names) + 1),
+        *table_head("added family", *names, "mean"),
     ]
     for family, per in results["nested"].items():
         cells = [f"{_f(per[n]['auc'])}" for n in names]

@@ -27,6 +27,7 @@ from typing import Any
 from .._self_calibrate import DEFAULT_PRIOR_C, DEFAULT_SELF_QUERIES, DEFAULT_SELF_STYLES
 from .._simulate import STYLES
 from .loco import LOCO_GATE, SELF_GATE, SelfVariant, run_loco
+from .markdown import table_head
 
 __all__ = ["VARIANTS", "choose", "render", "run_self_calibration"]
 
@@ -91,8 +92,7 @@ def render(choice: dict[str, Any], results: dict[str, Any]) -> str:
         "Every variant's AUC (mix) minus the nested gate's, per collection: a reference table "
         "(the library default is picked on it); the nested choice per collection is below.",
         "",
-        "| variant | " + " | ".join(rows) + " | mean |",
-        "|---|" + "---|" * (len(rows) + 1),
+        *table_head("variant", *rows, "mean"),
     ]
     for label in choice["mean_gain"]:
         cells = [
