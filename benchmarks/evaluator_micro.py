@@ -25,14 +25,14 @@ end.
      before its term cache (:class:`ReferenceAnalyzer` below), alternated with
      the new-text case;
    * a fresh Evaluator every call; and the project's seed design (substring
-     keyword tests, ``crag_heuristic._baselines``) on the warm chunks.
+     keyword tests, ``crag_heuristic.bench.seed_design``) on the warm chunks.
 
 2. ``scifact`` (when ``--data-dir`` holds a BEIR folder): the natural test
    retrievals (k = 10) graded warm, cold from the analyses made with the
    statistics, and cold by tokenising (statistics without analyses),
-   alternated; and the harness's cost section (``crag_heuristic._bench.cost``):
-   the router's fast path and corrected path against the bare retrieval
-   (MiniLM encoding + FAISS), alternated query by query.
+   alternated; and the harness's cost section: the router's fast path and
+   corrected path against the bare retrieval (MiniLM encoding + FAISS),
+   alternated query by query (``crag_heuristic.bench.run_cost``).
 
 3. ``cache``: a router over the bundled sample, the same queries repeated,
    with a ``MemoryCache``, a ``TieredCache`` in front of a real Redis
@@ -49,11 +49,11 @@ end.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -67,19 +67,18 @@ from typing import Any
 import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
 from crag_testkit import RedisServer
 
-from crag_heuristic import CRAG, Chunk, Evaluator, MemoryCache, RedisCache, ScoreKind, load_config
-from crag_heuristic._baselines import seed_design
-from crag_heuristic._bench.cost import percentiles
-from crag_heuristic._cache.keys import evaluation_key
-from crag_heuristic._text import _TOKEN_RE, TextStats
-from crag_heuristic.cache import TieredCache
+from crag_heuristic import CRAG, Chunk, Evaluator, MemoryCache, RedisCache, ScoreKind
+from crag_heuristic.bench import alternated, percentiles, run_cost, seed_design
+from crag_heuristic.cache import TieredCache, evaluation_key
 from crag_heuristic.sample import load_sample_queries, sample_retriever
-from crag_heuristic.text import Analyzer, CorpusStats
+from crag_heuristic.text import Analyzer, CorpusStats, TextStats
 
 QUERY = "how does the solar panel efficiency change with temperature in winter"
 _ASCII_SPLIT = str.maketrans(
     {chr(i): " " for i in range(128) if not (chr(i).isascii() and chr(i).isalnum())}
 )
+# The analyzer's word pattern as it was (the reference's own: the analyzer's may change).
+_TOKEN_RE = re.compile(r"[^\W_]+")
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("structlog", "rich", "httpx", "dask", "distributed", "sklearn", "torch", "redis")
 
@@ -195,21 +194,6 @@ def timed(fn: Callable[[int], object], iterations: int) -> list[float]:
     return samples
 
 
-def alternated(
-    cases: dict[str, Callable[[int], object]], iterations: int
-) -> dict[str, list[float]]:
-    """Each case once per round, the order rotated round by round; microseconds."""
-    names = list(cases)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for i in range(iterations):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
-            start = time.perf_counter_ns()
-            cases[name](i)
-            samples[name].append((time.perf_counter_ns() - start) / 1000.0)
-    return samples
-
-
 def _p50(samples: dict[str, float]) -> float:
     return float(samples["p50"])
 
@@ -285,62 +269,7 @@ def measure(
 
 def scifact_section(data_dir: Path, limit: int) -> dict[str, Any]:
     """Warm / cold-from-store / cold-tokenised on real retrievals, and the router's cost."""
-    from crag_heuristic._bench.cost import cost_section
-    from crag_heuristic._bench.pipeline import prepare, retrievals_for
-
-    started = time.perf_counter()
-    prepared = prepare(data_dir)
-    prepare_s = time.perf_counter() - started
-    collection = prepared.collection
-    natural = [
-        r
-        for r in retrievals_for(prepared, collection.qrels["test"], 10, probes=False)
-        if r.kind == "natural"
-    ][:limit]
-    with_store = prepared.stats
-    without = dataclasses.replace(with_store, analyses=None)
-    profile = load_config(None)
-    warm_evaluator = Evaluator(profile, analyzer=prepared.analyzer)
-    for r in natural:
-        warm_evaluator.evaluate(r.query, r.chunks, with_store)
-    stored, tokenised = Evaluator(profile), Evaluator(profile)
-
-    def cold(evaluator: Evaluator, stats: CorpusStats) -> Callable[[int], object]:
-        def run(i: int) -> object:
-            evaluator.clear_cache()
-            return evaluator.evaluate(natural[i].query, natural[i].chunks, stats)
-
-        return run
-
-    rounds = 3
-    samples = alternated(
-        {
-            "warm_ms": lambda i: warm_evaluator.evaluate(
-                natural[i % len(natural)].query, natural[i % len(natural)].chunks, with_store
-            ),
-            "cold_corpus_ms": lambda i: cold(stored, with_store)(i % len(natural)),
-            "cold_tokenised_ms": lambda i: cold(tokenised, without)(i % len(natural)),
-        },
-        rounds * len(natural),
-    )
-    out: dict[str, Any] = {
-        "collection": collection.path.name,
-        "retrievals": len(natural),
-        "rounds": rounds,
-        "prepare_s": prepare_s,
-        "non_ascii_share": sum(not collection.doc_text(d).isascii() for d in collection.doc_ids)
-        / len(collection.doc_ids),
-    }
-    for name, values in samples.items():
-        out[name] = percentiles([v / 1000.0 for v in values])
-    out["cold_corpus_over_warm_p50"] = _p50(out["cold_corpus_ms"]) / _p50(out["warm_ms"])
-    out["cold_tokenised_over_cold_corpus_p50"] = _p50(out["cold_tokenised_ms"]) / _p50(
-        out["cold_corpus_ms"]
-    )
-    cost = cost_section(prepared, profile, natural, limit=limit)
-    cost.pop("samples_ms", None)
-    out["cost"] = cost
-    return out
+    return run_cost(data_dir, limit=limit)
 
 
 # -- 3. cache tiers -------------------------------------------------------------------------
@@ -430,8 +359,10 @@ def startup_section(runs: int) -> dict[str, Any]:
     retrieve = [*command, "retrieve", "--query", "How do honeybees tell each other where food is?"]
     baseline = [sys.executable, "-c", "pass"]
     probe = (
-        "import io, sys\nfrom crag_heuristic._cli import main\n"
-        "main(['retrieve', '--query', 'bees'], out=io.StringIO())\n"
+        "import contextlib, io, runpy, sys\n"
+        "sys.argv = ['crag-heuristic', 'retrieve', '--query', 'bees']\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    runpy.run_module('crag_heuristic', run_name='__main__')\n"
         f"print(','.join(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
     )
     imported = subprocess.run(

@@ -76,7 +76,7 @@ import tempfile
 import time
 import tracemalloc
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,6 @@ import faiss
 import numpy as np
 
 from crag_heuristic import BM25Retriever, Evaluator, FaissRetriever
-from crag_heuristic._counting import count_partition, texts_partitions
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import Analyzer, CorpusStats, DaskEngine
 
@@ -268,6 +267,34 @@ def _same(a: CorpusStats, b: CorpusStats) -> bool:
     )
 
 
+class _TimedEngine:
+    """A :class:`~crag_heuristic.protocols.StatsEngine` that counts in this process and
+    times each partition's counting alone (not the merge)."""
+
+    name = "timed"
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def map_unordered(
+        self, function: Callable[[Any], Any], partitions: Iterable[Any]
+    ) -> Iterator[Any]:
+        for partition in partitions:
+            started = time.perf_counter()
+            part = function(partition)
+            self.seconds.append(time.perf_counter() - started)
+            yield part
+
+
+def _partition_seconds(texts: Sequence[str], *, analyses: bool = False) -> float:
+    """Seconds to count ``texts`` as one partition in this process, with a fresh
+    analyzer (as a worker counts one)."""
+    engine = _TimedEngine()
+    CorpusStats.build(texts, analyses=analyses, engine=engine, partition_size=len(texts))
+    [seconds] = engine.seconds
+    return seconds
+
+
 def stats_section(corpus: Corpus, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     distributed: Any = importlib.import_module("dask.distributed")  # the dask extra
 
@@ -284,15 +311,15 @@ def stats_section(corpus: Corpus, args: argparse.Namespace, folder: Path) -> dic
     out["analyses_mb"] = stored.analyses.nbytes / 1e6
     out["analyses_bytes_per_doc"] = stored.analyses.nbytes / n
     log(f"stats: one process with analyses {out['local_analyses']['s']:.1f} s")
-    first = next(texts_partitions(texts, None, 25_000))
-    _, seconds = timed(lambda: count_partition(Analyzer(), first))
+    first = texts[:25_000]
+    seconds = _partition_seconds(first)
     out["partition"] = {
-        "docs": len(first.texts),
+        "docs": len(first),
         "s": seconds,
-        "docs_per_s": len(first.texts) / seconds,
+        "docs_per_s": len(first) / seconds,
     }
-    _, seconds = timed(lambda: count_partition(Analyzer(), first, analyses=True))
-    out["partition"]["analyses_docs_per_s"] = len(first.texts) / seconds
+    seconds = _partition_seconds(first, analyses=True)
+    out["partition"]["analyses_docs_per_s"] = len(first) / seconds
     started = time.perf_counter()
     cluster = distributed.LocalCluster(
         n_workers=args.workers,

@@ -3,7 +3,7 @@
     pip install '.[bench]' && python benchmarks/self_calibration.py [--data-root ../shared/data]
 
 Nested leave-one-collection-out (``crag-heuristic bench --loco``,
-:mod:`crag_heuristic._bench.loco`) with several self-calibration variants:
+:func:`crag_heuristic.bench.run_self_calibration`) with several self-calibration variants:
 each collection's corpus simulates its own queries (no qrels), the nested
 gate (chosen and fitted without it) is the prior, and the variant is chosen
 on the other collections by its mean gain over the nested gate there, each
@@ -22,116 +22,10 @@ seven collections; not a result: the nested number is). Writes ``loco.md``,
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
-import statistics
 import sys
-from pathlib import Path
-from typing import Any
 
-from crag_heuristic._bench.loco import LOCO_GATE, SELF_GATE, SelfVariant
-from crag_heuristic._self_calibrate import (
-    DEFAULT_PRIOR_C,
-    DEFAULT_SELF_QUERIES,
-    DEFAULT_SELF_STYLES,
-)
-from crag_heuristic._simulate import STYLES
-from crag_heuristic.bench import run_loco
-
-KNOWN_ITEM = ("title", "sentence", "terms")
-VARIANTS = (
-    SelfVariant(label="all four styles", styles=STYLES),
-    SelfVariant(label="title, sentence, terms", styles=KNOWN_ITEM),
-    SelfVariant(label="topic only", styles=("topic",)),
-    SelfVariant(label="topic only, 100 queries", styles=("topic",), queries=100),
-    SelfVariant(label="topic only, 600 queries", styles=("topic",), queries=600),
-    SelfVariant(label="topic only, weaker prior (prior_c 0.1)", styles=("topic",), prior_c=0.1),
-    SelfVariant(label="topic only, no prior", styles=("topic",), prior_c=None),
-    SelfVariant(label="all four, no prior", styles=STYLES, prior_c=None),
-)
-
-
-def choose(results: dict[str, Any]) -> dict[str, Any]:
-    """The library default's pick (every collection with its nested prior), the nested
-    score of self-calibration against the nested gate, and whether the defaults are it."""
-    rows = results["collections"]
-    labels = [v.label for v in VARIANTS]
-    gains = {
-        label: [
-            (results["self_choice"][n]["auc_mix"][label] or 0.0)
-            - (rows[n]["auc"][LOCO_GATE]["mix"] or 0.0)
-            for n in rows
-        ]
-        for label in labels
-    }
-    pick = max(labels, key=lambda label: statistics.fmean(gains[label]))
-    nested = {
-        n: (rows[n]["auc"][SELF_GATE]["mix"] or 0.0) - (rows[n]["auc"][LOCO_GATE]["mix"] or 0.0)
-        for n in rows
-    }
-    variant = next(v for v in VARIANTS if v.label == pick)
-    library = (tuple(DEFAULT_SELF_STYLES), DEFAULT_SELF_QUERIES, DEFAULT_PRIOR_C)
-    return {
-        "rule": "the best mean gain in failure AUC over the nested gate",
-        "pick": pick,
-        "pick_mean_gain": statistics.fmean(gains[pick]),
-        "mean_gain": {label: statistics.fmean(g) for label, g in gains.items()},
-        "nested_gain": nested,
-        "nested_mean_gain": statistics.fmean(nested.values()),
-        "nested_at_or_above": sum(g >= 0 for g in nested.values()),
-        "library_defaults": {
-            "styles": list(DEFAULT_SELF_STYLES),
-            "queries": DEFAULT_SELF_QUERIES,
-            "prior_c": DEFAULT_PRIOR_C,
-        },
-        "defaults_match": (variant.styles, variant.queries, variant.prior_c) == library,
-    }
-
-
-def render(choice: dict[str, Any], results: dict[str, Any]) -> str:
-    rows = results["collections"]
-    lines = [
-        "",
-        "## Self-calibration variants on each collection (prior: its nested gate)",
-        "",
-        "Every variant's AUC (mix) minus the nested gate's, per collection: a reference table "
-        "(the library default is picked on it); the nested choice per collection is below.",
-        "",
-        "| variant | " + " | ".join(rows) + " | mean |",
-        "|---|" + "---|" * (len(rows) + 1),
-    ]
-    for label in choice["mean_gain"]:
-        cells = [
-            f"{(results['self_choice'][n]['auc_mix'][label] or 0.0) - (rows[n]['auc'][LOCO_GATE]['mix'] or 0.0):+.3f}"
-            for n in rows
-        ]
-        lines.append(
-            f"| {label} | " + " | ".join(cells) + f" | {choice['mean_gain'][label]:+.3f} |"
-        )
-    lines += [
-        "",
-        f"Rule: {choice['rule']}. Pick: **{choice['pick']}** ({choice['pick_mean_gain']:+.3f}); "
-        f"the library's defaults ({', '.join(choice['library_defaults']['styles'])}; "
-        f"{choice['library_defaults']['queries']} queries; prior_c "
-        f"{choice['library_defaults']['prior_c']}) "
-        + ("are the pick." if choice["defaults_match"] else "are NOT the pick.")
-        + " Nested (the variant chosen on the other collections, scored on the one left out):",
-        "",
-        "| collection | chosen on the others | self-calibrated AUC | nested gate AUC | gain |",
-        "|---|---|---|---|---|",
-    ]
-    for n in rows:
-        lines.append(
-            f"| {n} | {results['self_choice'][n]['chosen']} | "
-            f"{rows[n]['auc'][SELF_GATE]['mix']:.3f} | {rows[n]['auc'][LOCO_GATE]['mix']:.3f} | "
-            f"{choice['nested_gain'][n]:+.3f} |"
-        )
-    lines += [
-        "",
-        f"Nested mean gain {choice['nested_mean_gain']:+.3f}, at or above the nested gate on "
-        f"{choice['nested_at_or_above']} of {len(rows)}.",
-    ]
-    return "\n".join(lines) + "\n"
+from crag_heuristic.bench import run_self_calibration
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,18 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         f" {flag} {shlex.quote(value)}"
         for flag, value in (("--data-root", args.data_root), ("--out", args.out))
     )
-    out = Path(args.out)
-    results = run_loco(
-        [args.data_root],
-        out,
-        self_variants=VARIANTS,
-        cache_dir=args.cache_dir,
-        command=command,
+    results = run_self_calibration(
+        args.data_root, args.out, cache_dir=args.cache_dir, command=command
     )
-    results["choice"] = choice = choose(results)
-    (out / "loco.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    with (out / "loco.md").open("a", encoding="utf-8") as report:
-        report.write(render(choice, results))
+    choice = results["choice"]
     sys.stdout.write(
         f"pick: {choice['pick']} (library defaults "
         f"{'match' if choice['defaults_match'] else 'DO NOT match'}); nested mean gain "

@@ -13,26 +13,53 @@ harness and, when called, scikit-learn.
   through your retriever with no labels, from simulated queries
   (:class:`QuerySimulator`, :class:`SimulatedQuery`).
 * :func:`run_loco`: nested leave one collection out (``crag-heuristic bench --loco``).
+* :func:`run_self_calibration`: the same with several self-calibration variants,
+  and the one the library's defaults should be (``benchmarks/self_calibration.py``).
+* :func:`run_corrections`: which correction pays, route variants chosen on
+  training data across collections (``benchmarks/corrections.py``).
+* :func:`run_evidence_probe`: candidate evidence for the gate, each alone and
+  what it adds nested (``benchmarks/evidence_probe.py``).
+* :func:`run_cost`: the evaluator warm and cold and the router against the bare
+  retrieval on a folder's natural test retrievals (``benchmarks/evaluator_micro.py``).
+* :data:`BASELINES`: the simple predictors every gate is held against in a
+  report; :func:`seed_design` is the first of them, the project's seed design.
+* :func:`alternated` and :func:`percentiles`: timing in one run (cases called
+  in rotated order, so load drift hits each alike; p50 / p99).
 * :class:`CalibrationWarning`: what a calibration issues when its profile cannot
   do what was asked (bands that miss their targets, no fast path).
 """
 
+from ._baselines import seed_design
 from ._bench import calibrate, run_bench
+from ._bench.correction_choice import run_corrections
+from ._bench.cost import run_cost
+from ._bench.evidence_probe import run_evidence_probe
+from ._bench.failure import BASELINES
 from ._bench.loco import run_loco
+from ._bench.self_variants import run_self_calibration
+from ._bench.timing import alternated, percentiles
 from ._calibrate import CalibrationResult, GateExample, fit_gate
 from ._exceptions import CalibrationWarning
 from ._self_calibrate import calibrate_self
 from ._simulate import QuerySimulator, SimulatedQuery
 
 __all__ = [
+    "BASELINES",
     "CalibrationResult",
     "CalibrationWarning",
     "GateExample",
     "QuerySimulator",
     "SimulatedQuery",
+    "alternated",
     "calibrate",
     "calibrate_self",
     "fit_gate",
+    "percentiles",
     "run_bench",
+    "run_corrections",
+    "run_cost",
+    "run_evidence_probe",
     "run_loco",
+    "run_self_calibration",
+    "seed_design",
 ]

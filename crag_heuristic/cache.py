@@ -4,9 +4,10 @@
 between processes) and :class:`TieredCache` (a bounded in-process tier in
 front of a shared one: a repeated query never pays a round trip), with their
 counters, :class:`CacheStats` (``tiers`` holds each tier's). The first two
-and the counters are top-level names too.
+and the counters are top-level names too. :func:`evaluation_key` is the key
+the router stores an evaluation under (to read one another process stored).
 """
 
-from ._cache import CacheStats, MemoryCache, RedisCache, TieredCache
+from ._cache import CacheStats, MemoryCache, RedisCache, TieredCache, evaluation_key
 
-__all__ = ["CacheStats", "MemoryCache", "RedisCache", "TieredCache"]
+__all__ = ["CacheStats", "MemoryCache", "RedisCache", "TieredCache", "evaluation_key"]

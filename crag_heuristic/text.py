@@ -1,17 +1,17 @@
 """Text analysis and corpus statistics, shared by the evaluator, BM25 and expansion.
 
 :class:`Analyzer` turns text into terms (tokens, stop words, Snowball stems,
-sentences); :class:`CorpusStats` holds document frequencies for IDF weights
-(a retriever may hand them to the router through ``corpus_stats()``) and,
-if built with ``analyses=True``, each document's analysis
-(:class:`ChunkAnalyses`), which the evaluator looks chunks up in before it
-tokenises them; :class:`LocalEngine` and :class:`DaskEngine` are where the
-statistics are counted (the same, bit for bit, on either);
-:class:`CorpusStatsFileError` (an ``InputError``) refuses a statistics file
-built with another analyzer, written in another format version, or damaged,
-and :class:`StatsEngineError` says the engine failed; :class:`SentenceVectors`
-holds each document's sentence vectors, made at index time with the index's
-embedder, for the opt-in ``sentence_similarity`` evidence
+sentences; ``Analyzer.analyze`` gives a text's :class:`TextStats`);
+:class:`CorpusStats` holds document frequencies for IDF weights (a retriever may
+hand them to the router through ``corpus_stats()``) and, if built with
+``analyses=True``, each document's analysis (:class:`ChunkAnalyses`), which the
+evaluator looks chunks up in before it tokenises them; :class:`LocalEngine` and
+:class:`DaskEngine` are where the statistics are counted (the same, bit for bit,
+on either); :class:`CorpusStatsFileError` (an ``InputError``) refuses a
+statistics file built with another analyzer, written in another format version,
+or damaged, and :class:`StatsEngineError` says the engine failed;
+:class:`SentenceVectors` holds each document's sentence vectors, made at index
+time with the index's embedder, for the opt-in ``sentence_similarity`` evidence
 (``FaissRetriever(..., sentences=...)``).
 """
 
@@ -20,7 +20,7 @@ from ._corpus import CorpusStats
 from ._engines import DaskEngine, LocalEngine
 from ._exceptions import CorpusStatsFileError, StatsEngineError
 from ._retrievers.sentences import SentenceVectors
-from ._text import Analyzer
+from ._text import Analyzer, TextStats
 
 __all__ = [
     "Analyzer",
@@ -31,4 +31,5 @@ __all__ = [
     "LocalEngine",
     "SentenceVectors",
     "StatsEngineError",
+    "TextStats",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,21 @@ def _module_names() -> dict[str, Path]:
     return names
 
 
+def _imports(tree: ast.AST, package: list[str]) -> set[tuple[str, str | None]]:
+    """Every import in ``tree``, lazy and type-only ones included, as (module, name):
+    ``import a.b`` is ``("a.b", None)``, ``from a import b`` is ``("a", "b")``, a relative
+    import resolved from ``package`` (the importing module's package)."""
+    found: set[tuple[str, str | None]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.update((module, alias.name) for alias in node.names)
+    return found
+
+
 def _imported(path: Path) -> set[str]:
     """The package's modules ``path`` imports, lazy and type-only imports included
     (``from . import x`` is module ``x``, not the package)."""
@@ -56,20 +72,16 @@ def _imported(path: Path) -> set[str]:
     package = list(parts[:-1])
     name = ".".join(package if parts[-1] == "__init__" else parts)
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                dotted = alias.name.split(".")
-                while dotted and ".".join(dotted) not in modules:
-                    dotted.pop()
-                if dotted:
-                    found.add(".".join(dotted))
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            for alias in node.names:
-                full = f"{module}.{alias.name}"
-                found.add(full if full in modules else module)
+    for module, alias in _imports(ast.parse(path.read_text(encoding="utf-8")), package):
+        if alias is None:
+            dotted = module.split(".")
+            while dotted and ".".join(dotted) not in modules:
+                dotted.pop()
+            if dotted:
+                found.add(".".join(dotted))
+        else:
+            full = f"{module}.{alias}"
+            found.add(full if full in modules else module)
     return {m for m in found if m in modules and m != name}
 
 
@@ -99,3 +111,75 @@ def test_no_import_circle_in_the_package() -> None:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"an import circle: {' -> '.join(exc.args[1])}")
+
+
+# -- benchmarks/ use public names only -------------------------------------------------------
+
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+# Python inside a shell script: a ``python -c '...'`` argument or a here-document.
+_PYTHON_C = re.compile(r"""python3?\s+(?:-\S+\s+)*-c\s+(?:'([^']*)'|"([^"]*)")""")
+_HEREDOC = re.compile(r"""<<-?\s*(['"]?)(\w+)\1[^\n]*\n(.*?)\n\s*\2\s*$""", re.S | re.M)
+
+
+def _python_sources(path: Path) -> list[str]:
+    """The Python a benchmark file runs: the file itself, or a shell script's
+    ``python -c`` strings and here-documents (those that parse as Python)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        return [text]
+    pieces = [a or b for a, b in _PYTHON_C.findall(text)]
+    pieces += [body for _, _, body in _HEREDOC.findall(text)]
+    sources = []
+    for piece in pieces:
+        try:
+            ast.parse(piece)
+        except SyntaxError:
+            continue
+        sources.append(piece)
+    return sources
+
+
+def _is_private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def _private_imports(path: Path) -> list[str]:
+    """The private ``crag_heuristic`` modules and names ``path`` imports."""
+    bad = set()
+    for source in _python_sources(path):
+        for module, name in _imports(ast.parse(source), []):
+            parts = module.split(".")
+            if parts[0] != "crag_heuristic":
+                continue
+            if any(_is_private(p) for p in parts) or (name is not None and _is_private(name)):
+                bad.add(module if name is None else f"{module}:{name}")
+    return sorted(bad)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*BENCHMARKS.glob("*.py"), *BENCHMARKS.glob("*.sh")]),
+    ids=lambda p: p.name,
+)
+def test_benchmarks_use_public_names_only(path: Path) -> None:
+    """A benchmark script is a user of the library: what it needs is public
+    (``crag_heuristic.bench`` runs whole benchmarks); the test kit is allowed."""
+    assert _private_imports(path) == [], f"benchmarks/{path.name} imports private names"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("a.py", "from crag_heuristic._bench.loco import run_loco\n"),
+        ("b.py", "def f():\n    import crag_heuristic._text as t\n"),
+        ("c.py", "from crag_heuristic.text import _TOKEN_RE\n"),
+        ("d.sh", "python -c 'from crag_heuristic._cli import main; main()'\n"),
+        ("e.sh", "cat > run.py <<'PY'\nfrom crag_heuristic import _config\nPY\npython run.py\n"),
+    ],
+)
+def test_the_benchmark_check_sees_private_imports(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert _private_imports(path) != []
+    path.write_text("import crag_testkit\nfrom crag_heuristic.bench import run_loco\n")
+    assert _private_imports(path) == []

@@ -40,9 +40,10 @@ from .._fusion import reciprocal_rank_fusion
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
-from .cost import _EncodingRetriever, percentiles
+from .cost import _EncodingRetriever
 from .pipeline import HarnessRetriever, Prepared, SplitRun, progress
 from .quality import _mean, _metrics
+from .timing import percentiles
 
 __all__ = ["VARIANTS", "Variant", "run_variants"]
 

@@ -21,33 +21,26 @@ it (``over_all_bare_p50``).
 
 from __future__ import annotations
 
-import statistics
+import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._calibrate import GateExample
-from .._config import EvaluatorConfig
+from .._config import EvaluatorConfig, load_config
+from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
-from .pipeline import Prepared
+from .pipeline import Prepared, labels_for, prepare, retrievals_for
 from .retrievals import chunks_of
+from .timing import alternated, percentiles
 
-__all__ = ["cost_section", "percentiles"]
-
-
-def percentiles(samples_ms: list[float]) -> dict[str, float]:
-    ordered = sorted(samples_ms)
-    q = (
-        statistics.quantiles(ordered, n=100, method="inclusive")
-        if len(ordered) > 1
-        else ordered * 99
-    )
-    return {"p50": q[49], "p99": q[98], "mean": statistics.fmean(ordered), "n": len(ordered)}
+__all__ = ["cost_section", "run_cost"]
 
 
 def _timed(fn: Callable[..., object], *args: Any) -> float:
@@ -145,4 +138,72 @@ def cost_section(
             stats["over_all_bare_p50"] = stats["p50"] / base
             out["router_ms"][route] = stats
     out["samples_ms"] = {"bare": bare, "evaluator_warm": warm, "evaluator_cold": cold, **by_route}
+    return out
+
+
+def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
+    """The evaluator and the router on one BEIR folder's natural test retrievals (k = 10).
+
+    The evaluator warm (the chunks graded before), cold from the analyses the
+    corpus statistics were built with, and cold by tokenising (statistics
+    without analyses), alternated call by call over three rounds; then
+    :func:`cost_section` (the router's fast and corrected paths against the
+    bare retrieval, alternated query by query) without its samples.
+    Milliseconds; ``limit`` retrievals at most.
+
+    Raises:
+        InputError: the folder is not a BEIR folder with a test split.
+    """
+    started = time.perf_counter()
+    prepared = prepare(data_dir)
+    prepare_s = time.perf_counter() - started
+    collection = prepared.collection
+    natural = [
+        r
+        for r in retrievals_for(prepared, labels_for(collection, "qrels", "test"), 10, probes=False)
+        if r.kind == "natural"
+    ][:limit]
+    with_store = prepared.stats
+    without = dataclasses.replace(with_store, analyses=None)
+    profile = load_config(None)
+    warm_evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    for r in natural:
+        warm_evaluator.evaluate(r.query, r.chunks, with_store)
+    stored, tokenised = Evaluator(profile), Evaluator(profile)
+
+    def cold(evaluator: Evaluator, stats: CorpusStats) -> Callable[[int], object]:
+        def run(i: int) -> object:
+            evaluator.clear_cache()
+            return evaluator.evaluate(natural[i].query, natural[i].chunks, stats)
+
+        return run
+
+    rounds = 3
+    samples = alternated(
+        {
+            "warm_ms": lambda i: warm_evaluator.evaluate(
+                natural[i % len(natural)].query, natural[i % len(natural)].chunks, with_store
+            ),
+            "cold_corpus_ms": lambda i: cold(stored, with_store)(i % len(natural)),
+            "cold_tokenised_ms": lambda i: cold(tokenised, without)(i % len(natural)),
+        },
+        rounds * len(natural),
+    )
+    out: dict[str, Any] = {
+        "collection": collection.path.name,
+        "retrievals": len(natural),
+        "rounds": rounds,
+        "prepare_s": prepare_s,
+        "non_ascii_share": sum(not collection.doc_text(d).isascii() for d in collection.doc_ids)
+        / len(collection.doc_ids),
+    }
+    for name, values in samples.items():
+        out[name] = percentiles([v / 1000.0 for v in values])
+    out["cold_corpus_over_warm_p50"] = out["cold_corpus_ms"]["p50"] / out["warm_ms"]["p50"]
+    out["cold_tokenised_over_cold_corpus_p50"] = (
+        out["cold_tokenised_ms"]["p50"] / out["cold_corpus_ms"]["p50"]
+    )
+    cost = cost_section(prepared, profile, natural, limit=limit)
+    cost.pop("samples_ms", None)
+    out["cost"] = cost
     return out

@@ -55,6 +55,7 @@ from .failure import (
     llm_gate_scores,
     verdict_table,
 )
+from .markdown import table_head
 from .pipeline import HarnessRetriever, prepare, progress
 from .selection import (
     RULE,
@@ -753,8 +754,7 @@ def ledger(results: dict[str, Any]) -> str:
         "",
         "## Step 1: mean inner AUC per outer fold (the pick in bold)",
         "",
-        "| variant | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
+        *table_head("variant", *names),
     ]
     picks = {n: results["picks"][n]["label"] for n in names}
     for v in results["evidence_variants"]:
@@ -801,8 +801,7 @@ def ledger(results: dict[str, Any]) -> str:
         "Chosen by looking at this table, a variant's mean would be a number chosen on the "
         "folds it is reported on: it is not a result.",
         "",
-        "| variant | " + " | ".join(names) + " | mean |",
-        "|---|" + "---|" * (len(names) + 1),
+        *table_head("variant", *names, "mean"),
     ]
     for label, per in results["plain_loco"].items():
         values = [per[n][0] for n in names]
@@ -830,8 +829,7 @@ def ledger(results: dict[str, Any]) -> str:
             "",
             "Step 1, mean inner AUC per outer fold (the pick in bold):",
             "",
-            "| variant | " + " | ".join(names) + " |",
-            "|---|" + "---|" * len(names),
+            *table_head("variant", *names),
         ]
         for label in sentences["inner"][names[0]]["evidence"]:
             cells = []
@@ -850,8 +848,7 @@ def ledger(results: dict[str, Any]) -> str:
             "",
             "## Self-calibration variants: mean inner gain over the nested gate (the pick in bold)",
             "",
-            "| variant | " + " | ".join(names) + " |",
-            "|---|" + "---|" * len(names),
+            *table_head("variant", *names),
         ]
         for label in labels:
             cells = []
