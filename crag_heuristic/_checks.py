@@ -3,16 +3,21 @@
 They sit beside the data model (``_types.py`` checks chunks) so that every
 part that takes a query (retrievers, expanders, the router, the evaluator)
 can check it without importing the evaluator: dependencies point down.
+
+A query is checked once, where it comes in: :func:`check_query` returns a
+:class:`CheckedQuery`, and a part handed one trusts it (``check_query`` gives
+it back as it is). Code behind a door takes ``CheckedQuery``, so ``mypy``
+proves that every path to it went through the check.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, final
 
 from ._exceptions import InputError, InvalidQueryError, _short
 
-__all__ = ["MAX_K", "as_real", "check_k", "check_query", "is_finite_number"]
+__all__ = ["MAX_K", "CheckedQuery", "as_real", "check_k", "check_query", "is_finite_number"]
 
 MAX_K = 10_000
 """The most chunks one search may ask for. A list that long is no longer a
@@ -20,13 +25,39 @@ retrieval to grade, and a FAISS search allocates ``k`` slots whatever the
 index holds: ``k = 10**9`` would ask for gigabytes."""
 
 
-def check_query(query: Any) -> str:
-    """Return ``query`` if it is a non-blank string, else raise InvalidQueryError."""
-    if not isinstance(query, str):
-        raise InvalidQueryError(query, f"must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise InvalidQueryError(query, "must not be empty or whitespace")
-    return query
+@final
+class CheckedQuery(str):
+    """A query that passed the check: a string that is not blank.
+
+    The only way to make one is the check itself (its constructor), so holding
+    one is proof. It is a plain string in every other way: equal to, hashed,
+    compared and JSON-encoded as its text (cache keys are unchanged), and its
+    methods return plain strings. It carries nothing else. What a user gets
+    back (``CRAGResult.query``, events) is a plain ``str``; a user's
+    collaborators (retriever, grader) are handed this one, a ``str``.
+
+    Raises:
+        InvalidQueryError: ``query`` is not a string, or is blank.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, query: object) -> CheckedQuery:
+        if not isinstance(query, str):
+            raise InvalidQueryError(query, f"must be a string, got {type(query).__name__}")
+        if not query.strip():
+            raise InvalidQueryError(query, "must not be empty or whitespace")
+        return super().__new__(cls, query)
+
+
+def check_query(query: object) -> CheckedQuery:
+    """``query`` as a :class:`CheckedQuery`: one already checked as it is (trusted),
+    anything else checked now.
+
+    Raises:
+        InvalidQueryError: ``query`` is not a string, or is blank.
+    """
+    return query if type(query) is CheckedQuery else CheckedQuery(query)
 
 
 def check_k(k: Any) -> int:

@@ -53,7 +53,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._exceptions import ConfigError, InputError, InvalidQueryError
+from .._checks import check_query
+from .._exceptions import ConfigError, InputError
 from .._types import Chunk, check_chunks
 from .._version import __version__
 
@@ -127,12 +128,6 @@ def cache_key(
     return f"{namespace}:v{version}:{kind}:{digest}"
 
 
-def _check_query(query: Any) -> str:
-    if not isinstance(query, str):
-        raise InvalidQueryError(query, "must be a string")
-    return query
-
-
 def _check_fingerprint(name: str, value: Any, *, optional: bool) -> str | None:
     if value is None and optional:
         return None
@@ -179,7 +174,7 @@ def evaluation_key(
         version: the library version part of the key.
 
     Raises:
-        InvalidQueryError: ``query`` is not a string.
+        InvalidQueryError: ``query`` is not a string, or is blank.
         InvalidChunkError: a chunk is not a :class:`Chunk` or ids repeat.
         ConfigError: a bad fingerprint, ``namespace`` or ``version``.
     """
@@ -189,7 +184,7 @@ def evaluation_key(
         "config": _check_fingerprint("config_fingerprint", config_fingerprint, optional=False),
         "corpus": _check_fingerprint("corpus_fingerprint", corpus_fingerprint, optional=True),
         "evidence": "all" if all_evidence else "gate",
-        "query": _check_query(query),
+        "query": check_query(query),
     }
     return cache_key("eval", payload, namespace=namespace, version=version)
 
@@ -213,14 +208,14 @@ def web_key(
         version: the library version part of the key.
 
     Raises:
-        InvalidQueryError: ``query`` is not a string.
+        InvalidQueryError: ``query`` is not a string, or is blank.
         ConfigError: a bad ``max_results``, fingerprint, ``namespace`` or ``version``.
     """
     if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
         raise ConfigError("max_results", max_results, "must be an integer >= 1")
     payload = {
         "max_results": max_results,
-        "query": _check_query(query),
+        "query": check_query(query),
         "searcher": _check_fingerprint(
             "searcher_fingerprint", searcher_fingerprint, optional=False
         ),
@@ -246,7 +241,7 @@ def grade_key(
         version: the library version part of the key.
 
     Raises:
-        InvalidQueryError: ``query`` is not a string.
+        InvalidQueryError: ``query`` is not a string, or is blank.
         InvalidChunkError: ``chunk`` is not a :class:`Chunk`.
         ConfigError: a bad fingerprint, ``namespace`` or ``version``.
     """
@@ -254,7 +249,7 @@ def grade_key(
     payload = {
         "chunk": chunk.id,
         "grader": _check_fingerprint("grader_fingerprint", grader_fingerprint, optional=False),
-        "query": _check_query(query),
+        "query": check_query(query),
         "text": text_digest(chunk.text),
     }
     return cache_key("grade", payload, namespace=namespace, version=version)

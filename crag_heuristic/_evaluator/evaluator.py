@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import _evidence as evidence
 from .. import _signals as sig
-from .._checks import check_query
+from .._checks import CheckedQuery, check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._corpus import CorpusStats
 from .._exceptions import ConfigError, InputError, _short
@@ -241,7 +241,7 @@ class Evaluator:
             InputError: ``chunk_grades`` names an unknown chunk or holds a
                 value that is not a number in [0, 1].
         """
-        check_query(query)
+        checked = check_query(query)
         check_chunks(chunks)
         if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
             raise InputError(
@@ -250,7 +250,7 @@ class Evaluator:
         cfg = self.config if config is None else load_config(config)
         if not chunks:
             return _empty_evaluation(cfg)
-        x, parts = self._inputs(query, chunks, corpus_stats, cfg)
+        x, parts = self._inputs(checked, chunks, corpus_stats, cfg)
         notes = _notes(chunks, x.sims, x.terms)
         gate = _Gate.select(cfg, x, notes)
         rows = evidence.chunk_rows(x, self._names(gate.chunk, _CHUNK_ALWAYS, "chunk"))
@@ -329,7 +329,7 @@ class Evaluator:
 
     def _inputs(
         self,
-        query: str,
+        query: CheckedQuery,
         chunks: Sequence[Chunk],
         corpus_stats: CorpusStats | None,
         cfg: EvaluatorConfig,

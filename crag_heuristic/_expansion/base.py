@@ -56,6 +56,7 @@ class Expansion:
             raise InputError(
                 f"Expansion.method must be a non-empty string, got {_short(self.method)}"
             )
+        object.__setattr__(self, "original", str(self.original))  # a plain str
         object.__setattr__(self, "queries", tuple(str(q) for q in self.queries))
         object.__setattr__(
             self,

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._checks import CheckedQuery
 from .._config import EvaluatorConfig, Thresholds, _check_number
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator, verdict_for
@@ -301,7 +302,7 @@ class CascadeReport:
 
 def cascaded_evaluation(
     evaluator: Evaluator,
-    query: str,
+    query: CheckedQuery,
     chunks: Sequence[Chunk],
     corpus_stats: CorpusStats | None,
     gate: Evaluation,

@@ -23,7 +23,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
-from .._checks import as_real
+from .._checks import CheckedQuery, as_real
 from .._deadline import Abandoned, call_within
 from .._evaluator.model import sigmoid
 from .._exceptions import ConfigError, GraderError, GraderOutputError, GraderTimeout
@@ -318,7 +318,7 @@ def _model_name(model: Any) -> str:
 
 def call_grader(
     grader: Any,
-    query: str,
+    query: CheckedQuery,
     chunks: Sequence[Chunk],
     fingerprint: str,
     timeout: float | None = None,
@@ -349,7 +349,11 @@ def call_grader(
 
 
 async def acall_grader(
-    grader: Any, query: str, chunks: Sequence[Chunk], fingerprint: str, timeout: float | None
+    grader: Any,
+    query: CheckedQuery,
+    chunks: Sequence[Chunk],
+    fingerprint: str,
+    timeout: float | None,
 ) -> Any:
     """``await grader.agrade(query, chunks)`` (``grade`` in a worker thread without
     it) within ``timeout`` seconds, or the :class:`GraderError` it came to

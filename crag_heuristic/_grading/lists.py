@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .._checks import CheckedQuery
 from .._config import Thresholds, _check_number
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator, verdict_for
@@ -212,7 +213,7 @@ def select_list(evaluation: Evaluation, policy: SetEscalation) -> Selection:
 
 def escalated_set_evaluation(
     evaluator: Evaluator,
-    query: str,
+    query: CheckedQuery,
     chunks: Sequence[Chunk],
     corpus_stats: CorpusStats | None,
     gate: Evaluation,

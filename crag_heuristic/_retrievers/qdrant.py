@@ -51,7 +51,7 @@ import copy
 import os
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +69,10 @@ from .._text import Analyzer
 from .._types import Chunk, ScoreKind
 from .base import Embedder, ScoreConversion, VectorRetriever, embedder, unit_norm
 
-__all__ = ["QdrantRetriever", "QdrantScores"]
+if TYPE_CHECKING:  # types only (typing.Unpack is 3.11+)
+    from typing_extensions import Unpack
+
+__all__ = ["QdrantOptions", "QdrantRetriever", "QdrantScores"]
 
 _SAMPLE = 64
 
@@ -222,6 +225,43 @@ class _Read:
 
 
 Setup = Generator[_Read, Any, None]
+
+
+class QdrantOptions(TypedDict, total=False):
+    """The options :class:`QdrantRetriever` and :meth:`QdrantRetriever.acreate`
+    share, by keyword (each described in the class doc; defaults in
+    :data:`_DEFAULTS`): one definition for both doors."""
+
+    vector_name: str | None
+    distance: models.Distance | str | None
+    normalized: bool | None
+    text_key: str
+    source_key: str | None
+    query_filter: models.Filter | None
+    search_params: models.SearchParams | None
+    corpus_stats: CorpusStats | str | os.PathLike[str] | None
+    stats_from_collection: bool
+    warm_up: bool
+    analyzer: Analyzer | None
+    name: str
+
+
+_DEFAULTS: QdrantOptions = {
+    "vector_name": None,
+    "distance": None,
+    "normalized": None,
+    "text_key": "text",
+    "source_key": "source",
+    "query_filter": None,
+    "search_params": None,
+    "corpus_stats": None,
+    "stats_from_collection": True,
+    "warm_up": True,
+    "analyzer": None,
+    "name": "qdrant",
+}
+
+
 T = TypeVar("T")
 
 
@@ -271,33 +311,14 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
         collection_name: str,
         embed: Embedder | Any,
         *,
-        vector_name: str | None = None,
-        distance: models.Distance | str | None = None,
-        normalized: bool | None = None,
-        text_key: str = "text",
-        source_key: str | None = "source",
-        query_filter: models.Filter | None = None,
-        search_params: models.SearchParams | None = None,
         aclient: AsyncQdrantClient | None = None,
-        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
-        stats_from_collection: bool = True,
-        warm_up: bool = True,
-        analyzer: Analyzer | None = None,
-        name: str = "qdrant",
+        **options: Unpack[QdrantOptions],
     ) -> None:
         if not isinstance(client, QdrantClient):
             raise InputError(_client_error(client))
         if aclient is not None and not isinstance(aclient, AsyncQdrantClient):
             raise InputError(f"aclient must be an AsyncQdrantClient, got {type(aclient).__name__}")
-        self._configure(
-            client, aclient, collection_name, embed, text_key, source_key, query_filter,
-            search_params, analyzer, name,
-        )  # fmt: skip
-        self._run(
-            self._setup(
-                vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
-            )
-        )
+        self._run(self._configure(client, aclient, collection_name, embed, options))
         self._async_checked = aclient is None
 
     @classmethod
@@ -306,23 +327,11 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
         aclient: AsyncQdrantClient,
         collection_name: str,
         embed: Embedder | Any,
-        *,
-        vector_name: str | None = None,
-        distance: models.Distance | str | None = None,
-        normalized: bool | None = None,
-        text_key: str = "text",
-        source_key: str | None = "source",
-        query_filter: models.Filter | None = None,
-        search_params: models.SearchParams | None = None,
-        corpus_stats: CorpusStats | str | os.PathLike[str] | None = None,
-        stats_from_collection: bool = True,
-        warm_up: bool = True,
-        analyzer: Analyzer | None = None,
-        name: str = "qdrant",
+        **options: Unpack[QdrantOptions],
     ) -> QdrantRetriever:
         """A retriever over an ``AsyncQdrantClient`` alone, set up through it (the
-        same checks and statistics as the constructor). It serves :meth:`asearch`
-        (``CRAG.aretrieve``); :meth:`search` says it is async-only.
+        same options, checks and statistics as the constructor). It serves
+        :meth:`asearch` (``CRAG.aretrieve``); :meth:`search` says it is async-only.
 
         Raises:
             InputError, RetrieverError: as the constructor.
@@ -330,15 +339,7 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
         if not isinstance(aclient, AsyncQdrantClient):
             raise InputError(f"aclient must be an AsyncQdrantClient, got {type(aclient).__name__}")
         self = cls.__new__(cls)
-        self._configure(
-            None, aclient, collection_name, embed, text_key, source_key, query_filter,
-            search_params, analyzer, name,
-        )  # fmt: skip
-        await self._arun(
-            self._setup(
-                vector_name, distance, normalized, corpus_stats, stats_from_collection, warm_up
-            )
-        )
+        await self._arun(self._configure(None, aclient, collection_name, embed, options))
         self._async_checked = True
         return self
 
@@ -348,14 +349,15 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
         aclient: AsyncQdrantClient | None,
         collection_name: str,
         embed: Embedder | Any,
-        text_key: str,
-        source_key: str | None,
-        query_filter: models.Filter | None,
-        search_params: models.SearchParams | None,
-        analyzer: Analyzer | None,
-        name: str,
-    ) -> None:
-        """The arguments, checked and kept (no I/O)."""
+        options: QdrantOptions,
+    ) -> Setup:
+        """The arguments checked and kept (no I/O), then the set-up's reads
+        (:meth:`_setup`), for the sync constructor or :meth:`acreate` to run."""
+        unknown = sorted(set(options) - set(_DEFAULTS))
+        if unknown:  # what Python says of an unknown keyword argument
+            raise TypeError(f"QdrantRetriever got an unexpected keyword argument {unknown[0]!r}")
+        options = {**_DEFAULTS, **options}
+        text_key, query_filter = options["text_key"], options["query_filter"]
         if not isinstance(collection_name, str) or not collection_name:
             raise InputError("collection_name must be a non-empty string")
         if not isinstance(text_key, str) or not text_key:
@@ -365,32 +367,27 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
         self.client = client
         self.aclient = aclient
         self.collection_name = collection_name
-        self.name = name
+        self.name = options["name"]
         self._embed: Embedder = embed
         self.text_key = text_key
-        self.source_key = source_key
+        self.source_key = options["source_key"]
         self.query_filter = query_filter
-        self.search_params = search_params
-        self._analyzer = analyzer
+        self.search_params = options["search_params"]
+        self._analyzer = options["analyzer"]
         self._stats: CorpusStats | None = None
+        return self._setup(options)
 
-    def _setup(
-        self,
-        vector_name: str | None,
-        distance: models.Distance | str | None,
-        normalized: bool | None,
-        corpus_stats: CorpusStats | str | os.PathLike[str] | None,
-        stats_from_collection: bool,
-        warm_up: bool,
-    ) -> Setup:
+    def _setup(self, options: QdrantOptions) -> Setup:
         """Read the collection (its vector parameters, a sample of vectors, its texts)
         and set up the conversion and the statistics, then search once (``warm_up``);
         each read is yielded, for the sync constructor or :meth:`acreate` to run."""
         collection = self.collection_name
+        distance, normalized = options["distance"], options["normalized"]
+        corpus_stats = options["corpus_stats"]
         info = yield _Read(
             "get_collection", {"collection_name": collection}, "cannot read Qdrant collection"
         )
-        self.vector_name, params = _vector_params(info, collection, vector_name)
+        self.vector_name, params = _vector_params(info, collection, options["vector_name"])
         self.dimension = int(params.size)
         self.distance = params.distance
         if distance is not None and _distance(distance) is not self.distance:
@@ -415,14 +412,14 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
             self.normalized = detected if normalized is None else bool(normalized)
         self.scores = QdrantScores(self.distance, self.normalized)
         documents: list[tuple[str, str]] = []
-        if corpus_stats is None and stats_from_collection:
+        if corpus_stats is None and options["stats_from_collection"]:
             documents = yield from self._documents(256)
         self._stats = resolve_corpus_stats(
             corpus_stats,
             analyzer=self._analyzer,
             documents=(lambda: documents) if documents else None,
         )
-        if warm_up:
+        if options["warm_up"]:
             unit = [1.0] + [0.0] * (self.dimension - 1)
             yield _Read(
                 "query_points",

@@ -145,7 +145,7 @@ class Cascade:
         return f"Cascade(evaluator={self.evaluator!r}, grader={self.fingerprint!r})"
 
     def _step(self, query: str, chunks: Sequence[Chunk], stats: CorpusStats | None) -> Step:
-        check_query(query)
+        checked = check_query(query)
         check_chunks(chunks)
         ctx = Context(
             retriever=_NoSearch(),
@@ -157,8 +157,8 @@ class Cascade:
             grader_fingerprint=self.fingerprint,
             log=self._log.debug,
         )
-        gate = self.evaluator.evaluate(query, chunks, stats)
-        evaluation, report = yield from escalate(ctx, query, chunks, gate)
+        gate = self.evaluator.evaluate(checked, chunks, stats)
+        evaluation, report = yield from escalate(ctx, checked, chunks, gate)
         return CascadeResult(evaluation, gate, report, tuple(ctx.failures), tuple(ctx.notes))
 
     def evaluate(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .._checks import CheckedQuery
 from .._config import RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
@@ -79,7 +80,7 @@ class Context:
         self.timings[stage] = self.timings.get(stage, 0.0) + elapsed
         self.on_stage(stage, elapsed)
 
-    def evaluate(self, query: str, chunks: Sequence[Chunk], stage: str) -> Evaluation:
+    def evaluate(self, query: CheckedQuery, chunks: Sequence[Chunk], stage: str) -> Evaluation:
         """Grade the first ``gate_k`` chunks (all when unset); timed and logged."""
         if self.config.gate_k:
             chunks = chunks[: self.config.gate_k]

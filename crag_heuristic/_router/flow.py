@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from .._cache.keys import evaluation_key, grade_key, web_key
+from .._checks import CheckedQuery, check_query
 from .._config import RouterConfig
 from .._exceptions import (
     CacheError,
@@ -87,7 +88,7 @@ class Search:
     """Ask ``retriever`` for the ``k`` best chunks for ``query``."""
 
     retriever: Retriever | AsyncRetriever
-    query: str
+    query: CheckedQuery
     k: int
     lexical: bool = False
 
@@ -96,7 +97,7 @@ class Search:
 class WebCall:
     """Ask the web searcher for ``max_results`` results for ``query``."""
 
-    query: str
+    query: CheckedQuery
     max_results: int
 
 
@@ -121,7 +122,7 @@ class GradeCall:
     """Ask the cascade's grader for P(relevant) of each of ``chunks`` (the outcome:
     what it answered, checked by the flow, or the exception it raised)."""
 
-    query: str
+    query: CheckedQuery
     chunks: tuple[Chunk, ...]
 
 
@@ -152,8 +153,12 @@ class _State:
     web_miss: str | None = None  # why the web gave nothing: "no web searcher configured" ...
 
 
-def correct(ctx: Context, query: str, k: int) -> Flow:
+def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
     """Run the CRAG flow for ``query`` (see the module doc); returns the result.
+
+    ``query`` was checked at the router's door; the flow trusts it, and checks
+    the queries it makes (expanded, rewritten for the web) once each. What it
+    returns holds plain strings.
 
     Raises :class:`RetrieverError` when the first retrieval fails: without it
     there is nothing to correct.
@@ -272,7 +277,7 @@ def correct(ctx: Context, query: str, k: int) -> Flow:
     ctx.counts["final"] = len(state.chunks)
     ctx.timings["total"] = (time.perf_counter() - total_start) * 1000.0
     return CRAGResult(
-        query=query,
+        query=str(query),
         chunks=tuple(state.chunks),
         verdict=state.evaluation.verdict,
         evaluation=state.evaluation,
@@ -331,7 +336,7 @@ def _web_searched(ctx: Context, state: _State, started: float) -> WebSearched:
 
 
 def _first_evaluation(
-    ctx: Context, query: str, chunks: list[Chunk]
+    ctx: Context, query: CheckedQuery, chunks: list[Chunk]
 ) -> Generator[list[Request], list[Any], tuple[Evaluation, bool]]:
     """The first evaluation, from the cache when it holds it; (evaluation, hit)."""
     if not (ctx.has_cache and ctx.config.cache_evaluations):
@@ -398,7 +403,7 @@ def _store(
 
 
 def escalate(
-    ctx: Context, query: str, chunks: Sequence[Chunk], gate: Evaluation
+    ctx: Context, query: CheckedQuery, chunks: Sequence[Chunk], gate: Evaluation
 ) -> Generator[list[Request], list[Any], tuple[Evaluation, CascadeReport]]:
     """The cascade step: the chunks ``ctx.escalation`` picks go to the grader
     (their cached answers first); its answers replace the gate's probabilities
@@ -501,7 +506,7 @@ def escalate(
     return evaluation, report
 
 
-def _fast_path(ctx: Context, query: str, state: _State) -> None:
+def _fast_path(ctx: Context, query: CheckedQuery, state: _State) -> None:
     """RELEVANT: keep the chunks; optionally drop the ones graded IRRELEVANT."""
     if not ctx.config.drop_irrelevant:
         return
@@ -517,7 +522,7 @@ def _fast_path(ctx: Context, query: str, state: _State) -> None:
 
 def _expand(
     ctx: Context,
-    query: str,
+    query: CheckedQuery,
     k: int,
     depth: int,
     first: list[Chunk],
@@ -546,9 +551,10 @@ def _expand(
 
     on = cfg.expand_on
     primary = on in ("primary", "both") or ctx.lexical is None
-    requests = [Search(ctx.retriever, q, depth) for q in queries] if primary else []
+    checked = tuple(map(check_query, queries))  # the expander's: checked once, here
+    requests = [Search(ctx.retriever, q, depth) for q in checked] if primary else []
     if ctx.lexical is not None:
-        lexical_queries = (query, *queries) if on in ("lexical", "both") else (query,)
+        lexical_queries = (query, *checked) if on in ("lexical", "both") else (query,)
         requests += [Search(ctx.lexical, q, depth, lexical=True) for q in lexical_queries]
     if not requests:
         if fallback is None:
@@ -601,7 +607,11 @@ def _lexical_weight(cfg: RouterConfig, evaluation: Evaluation) -> float:
 
 
 def _web(
-    ctx: Context, query: str, retrieved: list[Chunk], first_eval: Evaluation, state: _State
+    ctx: Context,
+    query: CheckedQuery,
+    retrieved: list[Chunk],
+    first_eval: Evaluation,
+    state: _State,
 ) -> Generator[list[Request], list[Any], None]:
     """IRRELEVANT (or still short after expansion): keyword rewrite, then the web.
 
@@ -618,7 +628,7 @@ def _web(
     if state.strategy is Strategy.NONE:
         state.strategy = Strategy.WEB_SEARCH
     state.retries += 1
-    outcome = yield from _cached_web(ctx, state)
+    outcome = yield from _cached_web(ctx, state, check_query(state.web_query))
     if isinstance(outcome, BaseException):
         state.web_failure = ctx.failed(FailureStage.WEB, outcome)
         state.web_miss = "the web search failed"
@@ -644,13 +654,15 @@ def _web(
     state.evaluation = ctx.evaluate(query, final, "re_evaluate")
 
 
-def _cached_web(ctx: Context, state: _State) -> Generator[list[Request], list[Any], Any]:
-    """Web results for ``state.web_query``: from the cache, else the searcher (then stored)."""
-    assert state.web_query is not None
+def _cached_web(
+    ctx: Context, state: _State, web_query: CheckedQuery
+) -> Generator[list[Request], list[Any], Any]:
+    """Web results for ``web_query`` (``state.web_query`` checked): from the cache,
+    else the searcher (then stored)."""
     max_results = ctx.config.web_max_results
     key = None
     if ctx.has_cache:
-        key = web_key(state.web_query, max_results, searcher_fingerprint=ctx.web_fingerprint)
+        key = web_key(web_query, max_results, searcher_fingerprint=ctx.web_fingerprint)
         started = time.perf_counter()
         [cached] = yield [CacheGet(key)]
         ctx.timed("cache", started)
@@ -662,7 +674,7 @@ def _cached_web(ctx: Context, state: _State) -> Generator[list[Request], list[An
         if not writable:
             key = None
     started = time.perf_counter()
-    [outcome] = yield [WebCall(state.web_query, max_results)]
+    [outcome] = yield [WebCall(web_query, max_results)]
     ctx.timed("web_search", started)
     if key is not None and isinstance(outcome, list) and outcome:
         value = [c.to_dict() for c in outcome]  # checked chunks (web_chunks)

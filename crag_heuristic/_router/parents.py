@@ -39,6 +39,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._checks import CheckedQuery
 from .._exceptions import CragError, ParentLookupError
 from .._failures import FailureStage
 from .._retrievers.documents import to_chunk
@@ -102,7 +103,7 @@ def _tokens(ctx: Context, text: str) -> float:
 
 
 def expand_parents(
-    ctx: Context, query: str, chunks: list[Chunk], evaluation: Evaluation
+    ctx: Context, query: CheckedQuery, chunks: list[Chunk], evaluation: Evaluation
 ) -> Generator[list[Any], list[Any], tuple[list[Chunk], Evaluation]]:
     """Replace the chunks graded PARTIAL by their parents where the parents grade
     better (see the module doc); returns the final chunks and their evaluation."""

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._cache import MemoryCache
-from .._checks import check_k, check_query
+from .._checks import CheckedQuery, check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._deadline import Abandoned, acall_within, call_within
@@ -321,8 +321,8 @@ class CRAG:
             InputError: bad ``k``.
             RetrieverError: the first retrieval failed (nothing to correct).
         """
-        check_query(query)
-        return _result(self._steps(self._context(query), query, self._k(k)))
+        checked = check_query(query)
+        return _result(self._steps(self._context(checked), checked, self._k(k)))
 
     def stream(self, query: str, k: int | None = None) -> Iterator[StageEvent]:
         """:meth:`retrieve`, one stage event at a time as each stage ends (see
@@ -339,11 +339,11 @@ class CRAG:
         self, query: str, k: int | None = None, observe: Observer | None = None
     ) -> Iterator[StageEvent]:
         """:meth:`stream`, each request run through ``observe`` when given."""
-        check_query(query)
-        return self._steps(self._context(query, stream=True), query, self._k(k), observe)
+        checked = check_query(query)
+        return self._steps(self._context(checked, stream=True), checked, self._k(k), observe)
 
     def _steps(
-        self, ctx: Context, query: str, k: int, observe: Observer | None = None
+        self, ctx: Context, query: CheckedQuery, k: int, observe: Observer | None = None
     ) -> Iterator[StageEvent]:
         """The sync driver: the flow's requests one after the other; yields the
         flow's stage events (none unless ``ctx.stream``), then ``done``."""
@@ -413,8 +413,8 @@ class CRAG:
 
     async def aretrieve(self, query: str, k: int | None = None) -> CRAGResult:
         """The async :meth:`retrieve`: re-retrievals run concurrently."""
-        check_query(query)
-        return await _aresult(self._asteps(self._context(query), query, self._k(k)))
+        checked = check_query(query)
+        return await _aresult(self._asteps(self._context(checked), checked, self._k(k)))
 
     def astream(self, query: str, k: int | None = None) -> AsyncIterator[StageEvent]:
         """The async :meth:`stream` (``async for event in crag.astream(query)``):
@@ -425,11 +425,11 @@ class CRAG:
         self, query: str, k: int | None = None, observe: AsyncObserver | None = None
     ) -> AsyncIterator[StageEvent]:
         """:meth:`astream`, each request run through ``observe`` when given."""
-        check_query(query)
-        return self._asteps(self._context(query, stream=True), query, self._k(k), observe)
+        checked = check_query(query)
+        return self._asteps(self._context(checked, stream=True), checked, self._k(k), observe)
 
     async def _asteps(
-        self, ctx: Context, query: str, k: int, observe: AsyncObserver | None = None
+        self, ctx: Context, query: CheckedQuery, k: int, observe: AsyncObserver | None = None
     ) -> AsyncIterator[StageEvent]:
         """The async driver: each batch of requests runs concurrently; yields as
         :meth:`_steps` does."""

@@ -72,10 +72,10 @@ from .._optional import requires
 with requires("web", "the web search (crag_heuristic.web)"):
     import httpx
 
+from .._checks import check_query
 from .._exceptions import (
     ConfigError,
     InputError,
-    InvalidQueryError,
     WebSearchConnectionError,
     WebSearchEnginesFailed,
     WebSearchError,
@@ -421,8 +421,7 @@ def _endpoint(base_url: Any) -> str:
 
 
 def _check_call(query: Any, max_results: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidQueryError(query, "must be a non-empty string")
+    checked = check_query(query)
     if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
         raise InputError(f"max_results must be an integer >= 1, got {_short(max_results)}")
-    return query.strip()
+    return checked.strip()

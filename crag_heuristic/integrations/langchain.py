@@ -496,7 +496,7 @@ class _Tracer:
         parent = (self.gate or self.run).get_child(tag)
         if kind == "retriever":
             assert isinstance(request, Search | WebCall)
-            retrieval = parent.on_retriever_start(None, request.query, name=name)
+            retrieval = parent.on_retriever_start(None, str(request.query), name=name)
             outcome = call(request)
             if isinstance(outcome, BaseException):
                 retrieval.on_retriever_error(outcome)
@@ -552,7 +552,7 @@ class _AsyncTracer:
         parent = (self.gate or self.run).get_child(tag)
         if kind == "retriever":
             assert isinstance(request, Search | WebCall)
-            retrieval = await parent.on_retriever_start(None, request.query, name=name)
+            retrieval = await parent.on_retriever_start(None, str(request.query), name=name)
             outcome = await call(request)
             if isinstance(outcome, BaseException):
                 await retrieval.on_retriever_error(outcome)

@@ -10,7 +10,10 @@ import pytest
 from cascade_helpers import CHUNKS, CONFIG
 
 from crag_heuristic import ConfigError, Evaluator, EvaluatorConfig, Verdict
+from crag_heuristic._checks import check_query
 from crag_heuristic._grading import Escalation, cascaded_evaluation, rank_uncertain, select
+
+TEXT = check_query("text")  # the internal cascade steps take a checked query
 
 
 def logit(p: float) -> float:
@@ -94,15 +97,15 @@ def test_without_a_set_recompute_only_the_chunk_grades_change() -> None:
     evaluator = Evaluator(CONFIG)
     gate = evaluator.evaluate("text", CHUNKS)
     kept = cascaded_evaluation(
-        evaluator, "text", CHUNKS, None, gate, {"c": 0.1}, Escalation(recompute_set=False)
+        evaluator, TEXT, CHUNKS, None, gate, {"c": 0.1}, Escalation(recompute_set=False)
     )
     assert kept.score == gate.score and kept.verdict is gate.verdict
     assert kept.chunks[2].score == 0.1 and kept.chunks[2].verdict is Verdict.IRRELEVANT
     assert kept.chunks[:2] == gate.chunks[:2]
     assert kept.details["external_grades"] == {"c": 0.1}
-    redone = cascaded_evaluation(evaluator, "text", CHUNKS, None, gate, {"c": 0.1}, Escalation())
+    redone = cascaded_evaluation(evaluator, TEXT, CHUNKS, None, gate, {"c": 0.1}, Escalation())
     assert redone.score == pytest.approx(1 / (1 + math.exp(-4 / 3)))
-    assert cascaded_evaluation(evaluator, "text", CHUNKS, None, gate, {}, Escalation()) is gate
+    assert cascaded_evaluation(evaluator, TEXT, CHUNKS, None, gate, {}, Escalation()) is gate
 
 
 def test_selection_on_no_chunks() -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, ConfigError
+from crag_heuristic._checks import check_query
 from crag_heuristic._grading import acall_grader, call_grader, checked_grades, grader_fingerprint
 from crag_heuristic.grading import (
     AsyncGrader,
@@ -22,6 +23,7 @@ from crag_heuristic.grading import (
 )
 
 CHUNKS = [Chunk(id="a", text="bees dance"), Chunk(id="b", text="coffee beans")]
+Q = check_query("q")  # the internal grader calls take a checked query
 
 
 def by_keyword(query: str, texts: list[str]) -> list[float]:
@@ -67,15 +69,15 @@ def test_callable_grader_sync_and_async() -> None:
     grader = CallableGrader(by_keyword)
     assert isinstance(grader, Grader) and isinstance(grader, AsyncGrader)
     assert grader.fingerprint == "callable:test_graders.by_keyword"
-    assert grader.grade("q", CHUNKS) == [0.9, 0.2]
-    assert asyncio.run(grader.agrade("q", CHUNKS)) == [0.9, 0.2]  # in a worker thread
+    assert grader.grade(Q, CHUNKS) == [0.9, 0.2]
+    assert asyncio.run(grader.agrade(Q, CHUNKS)) == [0.9, 0.2]  # in a worker thread
     both = CallableGrader(by_keyword, afn=by_keyword_async, name="kw-v1")
-    assert both.grade("q", CHUNKS) == [0.9, 0.2]
-    assert asyncio.run(both.agrade("q", CHUNKS)) == [0.8, 0.1]
+    assert both.grade(Q, CHUNKS) == [0.9, 0.2]
+    assert asyncio.run(both.agrade(Q, CHUNKS)) == [0.8, 0.1]
     only_async = CallableGrader(by_keyword_async, name="kw-async")
-    assert asyncio.run(only_async.agrade("q", CHUNKS)) == [0.8, 0.1]
+    assert asyncio.run(only_async.agrade(Q, CHUNKS)) == [0.8, 0.1]
     with pytest.raises(GraderError, match="async-only"):
-        only_async.grade("q", CHUNKS)
+        only_async.grade(Q, CHUNKS)
 
 
 def test_callable_grader_needs_a_stable_name() -> None:
@@ -120,18 +122,18 @@ class Raising:
 
 @pytest.mark.parametrize("timeout", [None, 5.0])
 def test_sync_calls_turn_failures_into_grader_errors(timeout: float | None) -> None:
-    error = call_grader(Raising(RuntimeError("boom")), "q", CHUNKS, "raising", timeout)
+    error = call_grader(Raising(RuntimeError("boom")), Q, CHUNKS, "raising", timeout)
     assert type(error) is GraderError and "RuntimeError: boom" in str(error)
-    timed = call_grader(Raising(TimeoutError("slow")), "q", CHUNKS, "raising", timeout)
+    timed = call_grader(Raising(TimeoutError("slow")), Q, CHUNKS, "raising", timeout)
     assert isinstance(timed, GraderTimeout)
 
     class ReadTimeout(Exception):  # named like httpx's
         pass
 
-    assert isinstance(call_grader(Raising(ReadTimeout()), "q", CHUNKS, "r", timeout), GraderTimeout)
+    assert isinstance(call_grader(Raising(ReadTimeout()), Q, CHUNKS, "r", timeout), GraderTimeout)
     mine = GraderOutputError("mine")
-    assert call_grader(Raising(mine), "q", CHUNKS, "raising", timeout) is mine
-    assert call_grader(CallableGrader(by_keyword), "q", CHUNKS, "kw", timeout) == [0.9, 0.2]
+    assert call_grader(Raising(mine), Q, CHUNKS, "raising", timeout) is mine
+    assert call_grader(CallableGrader(by_keyword), Q, CHUNKS, "kw", timeout) == [0.9, 0.2]
 
 
 def test_a_sync_call_past_its_timeout_is_abandoned() -> None:
@@ -140,7 +142,7 @@ def test_a_sync_call_past_its_timeout_is_abandoned() -> None:
         return [0.5] * len(texts)
 
     started = time.perf_counter()
-    outcome = call_grader(CallableGrader(slow, name="slow"), "q", CHUNKS, "slow", 0.05)
+    outcome = call_grader(CallableGrader(slow, name="slow"), Q, CHUNKS, "slow", 0.05)
     assert isinstance(outcome, GraderTimeout) and "0.05 s" in str(outcome)
     assert time.perf_counter() - started < 0.4
 
@@ -152,10 +154,10 @@ def test_async_calls_turn_failures_into_grader_errors() -> None:
             return []
 
         return [
-            await acall_grader(Raising(ValueError("bad")), "q", CHUNKS, "r", 1.0),
-            await acall_grader(CallableGrader(hang, name="hang"), "q", CHUNKS, "h", 0.05),
-            await acall_grader(CallableGrader(by_keyword_async, name="a"), "q", CHUNKS, "a", None),
-            await acall_grader(object(), "q", CHUNKS, "nothing", None),
+            await acall_grader(Raising(ValueError("bad")), Q, CHUNKS, "r", 1.0),
+            await acall_grader(CallableGrader(hang, name="hang"), Q, CHUNKS, "h", 0.05),
+            await acall_grader(CallableGrader(by_keyword_async, name="a"), Q, CHUNKS, "a", None),
+            await acall_grader(object(), Q, CHUNKS, "nothing", None),
         ]
 
     raised, timed, fine, broken = asyncio.run(run())
@@ -163,7 +165,7 @@ def test_async_calls_turn_failures_into_grader_errors() -> None:
     assert isinstance(timed, GraderTimeout)
     assert fine == [0.8, 0.1]
     assert isinstance(broken, GraderError)
-    assert isinstance(call_grader(object(), "q", CHUNKS, "nothing"), GraderError)
+    assert isinstance(call_grader(object(), Q, CHUNKS, "nothing"), GraderError)
 
 
 def test_importing_the_cascade_loads_no_model_library() -> None:

@@ -397,3 +397,28 @@ async def test_an_async_client_alone(
     with pytest.raises(RetrieverError, match="cannot read Qdrant collection 'missing'"):
         await QdrantRetriever.acreate(aclient, "missing", lsa)
     await aclient.close()
+
+
+async def test_both_doors_take_one_set_of_options(
+    client: QdrantClient, vectors: tuple[np.ndarray, np.ndarray], query: np.ndarray
+) -> None:
+    """The constructor and ``acreate`` share one definition of their options (a
+    default for each); an option either door does not know is a TypeError."""
+    from crag_heuristic._retrievers.qdrant import _DEFAULTS, QdrantOptions
+
+    assert set(_DEFAULTS) == QdrantOptions.__optional_keys__
+    name = make(client, vectors[1], models.Distance.DOT)
+    options: QdrantOptions = {"text_key": "text", "normalized": False, "name": "mine"}
+    sync = QdrantRetriever(client, name, constant(query), **options)
+    aclient = AsyncQdrantClient(":memory:")
+    await aclient.create_collection(
+        name, vectors_config=models.VectorParams(size=DIM, distance=models.Distance.DOT)
+    )
+    await aclient.upsert(name, points=[models.PointStruct(id=0, vector=[1.0] * DIM)])
+    alone = await QdrantRetriever.acreate(aclient, name, constant(query), **options)
+    assert sync.name == alone.name == "mine" and sync.normalized is alone.normalized is False
+    with pytest.raises(TypeError, match="unexpected keyword argument 'text'"):
+        QdrantRetriever(client, name, constant(query), text="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'aclient'"):
+        await QdrantRetriever.acreate(aclient, name, constant(query), aclient=aclient)  # type: ignore[misc]
+    await aclient.close()
