@@ -33,9 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ._analyses import AnalysesPart, ChunkAnalyses
+from ._documents import to_chunk
 from ._exceptions import InputError, RetrieverError
 from ._terms import key64, utf8
 from ._text import Analyzer
+from ._types import ScoreKind
 
 __all__ = [
     "FilePartition",
@@ -106,9 +108,6 @@ class FilePartition:
     stop: int
 
     def documents(self) -> Iterator[tuple[str | int, str]]:
-        from ._retrievers.documents import to_chunk  # the retrievers import the statistics
-        from ._types import ScoreKind
-
         with open(self.path, "rb") as handle:
             handle.seek(self.start)
             data = handle.read(self.stop - self.start)

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
 from ._corpus import CorpusStats
+from ._documents import to_chunk
 from ._exceptions import CalibrationWarning, InputError, RetrieverError
 from ._protocols import Retriever, StatsProvider
-from ._retrievers.documents import to_chunk
 from ._simulate import Neighbours, QuerySimulator, SimulatedQuery
 from ._text import Analyzer
 from ._types import Chunk, Evaluation, ScoreKind

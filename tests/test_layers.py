@@ -113,6 +113,29 @@ def test_no_import_circle_in_the_package() -> None:
         pytest.fail(f"an import circle: {' -> '.join(exc.args[1])}")
 
 
+def _part(module: str) -> str:
+    """The part of the package a module belongs to: its top-level module or
+    private package (``crag_heuristic._router.flow`` -> ``_router``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_no_import_circle_between_the_parts() -> None:
+    """The parts (top-level modules and packages) form a stack too: no part reaches
+    back into one that imports it, even through a lazy import. The order it gives,
+    bottom first, is the one CONTRIBUTING.md draws."""
+    graph: dict[str, set[str]] = {}
+    for name, path in _module_names().items():
+        part = _part(name)
+        graph.setdefault(part, set()).update(
+            other for other in map(_part, _imported(path)) if other != part
+        )
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"an import circle between parts: {' -> '.join(exc.args[1])}")
+
+
 # -- benchmarks/ use public names only -------------------------------------------------------
 
 BENCHMARKS = PACKAGE.parent / "benchmarks"

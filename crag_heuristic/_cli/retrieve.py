@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._documents import to_chunk
 from .._evaluator import Evaluator
 from .._exceptions import InputError
 from .._failures import FailureStage
 from .._logging import get_logger
 from .._retrievers import BM25Retriever, FaissRetriever
-from .._retrievers.documents import to_chunk
 from .._router import CRAG, CRAGResult
 from .._router.events import Done
 from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever

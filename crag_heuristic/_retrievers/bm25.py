@@ -53,12 +53,12 @@ import numpy.typing as npt
 from .._analyses import AnalysesPart, ChunkAnalyses
 from .._checks import check_k, check_query
 from .._corpus import CorpusStats, _log_event
+from .._documents import to_chunk
 from .._exceptions import InputError, _short
 from .._optional import requires
 from .._terms import TermTable
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
-from .documents import to_chunk
 
 __all__ = ["BM25Retriever"]
 

@@ -60,11 +60,11 @@ import numpy as np
 import numpy.typing as npt
 
 from .._corpus import CorpusStats, resolve_corpus_stats
+from .._documents import to_chunk
 from .._exceptions import InputError, RetrieverError
 from .._text import Analyzer
 from .._types import Chunk, ScoreKind
 from .base import Embedder, ScoreConversion, VectorRetriever, embedder, unit_norm
-from .documents import to_chunk
 from .sentences import SentenceVectors
 
 __all__ = ["FaissRetriever", "FaissScores", "check_search_params", "detect_unit_vectors"]

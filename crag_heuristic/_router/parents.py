@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._checks import CheckedQuery
+from .._documents import to_chunk
 from .._exceptions import CragError, ParentLookupError
 from .._failures import FailureStage
-from .._retrievers.documents import to_chunk
 from .._types import Chunk, Evaluation, Verdict
 
 if TYPE_CHECKING:

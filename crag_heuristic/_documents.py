@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._exceptions import RetrieverError
-from .._types import Chunk, ScoreKind
+from ._exceptions import RetrieverError
+from ._types import Chunk, ScoreKind
 
 __all__ = ["to_chunk"]
 
