@@ -17,6 +17,12 @@
   ``CRAG(retriever, grader=..., escalation=...)`` and the result's
   ``cascade`` (a :class:`CascadeReport`) and ``grader_error``.
 
+The graders and the policies live in ``crag_heuristic._grading``; ``Cascade`` is
+a second driver of the router's decision flow (it runs the flow's escalation
+step, with the router's context, cache calls and failures), so it lives beside
+the router's driver in ``crag_heuristic._router.cascade``: the router imports
+the grading, never the other way round.
+
 A grader that raises, times out, or answers NaN, the wrong number of grades
 or values outside [0, 1] never fails a call: the gate's verdict stands and
 the failure is a :class:`GraderError` (:class:`GraderTimeout`,
