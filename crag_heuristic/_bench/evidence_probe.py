@@ -33,6 +33,7 @@ import numpy as np
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
 from .._text import split_sentences
+from .auc import failure_auc
 from .loco import collection_folders
 from .markdown import table_head
 from .pipeline import prepare
@@ -53,14 +54,6 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 """The families of evidence tried, each added to the base candidates in turn."""
 SENTENCE_FAMILY = ("sent_max", "sent_top1")
 """The sentence-level cosine family (``sentences=True``)."""
-
-
-def _auc(failed: np.ndarray, score: np.ndarray) -> float | None:
-    from sklearn.metrics import roc_auc_score
-
-    if failed.all() or not failed.any():
-        return None
-    return float(roc_auc_score(failed, -score))
 
 
 class _Corpus:
@@ -232,7 +225,7 @@ def _nested(
             scores = _fit_scores(
                 [(matrices[n], (~labels[n]["failed"]).astype(int)) for n in train], matrices[held]
             )
-            value = _auc(labels[held]["failed"], scores)
+            value = failure_auc(labels[held]["failed"], scores)
             cache[key] = float("nan") if value is None else value
         return cache[key]
 
@@ -326,8 +319,8 @@ def run_evidence_probe(
     single = {
         f: {
             n: [
-                _auc(labels[n]["failed"], table[n][f]),
-                _auc(
+                failure_auc(labels[n]["failed"], table[n][f]),
+                failure_auc(
                     labels[n]["failed"][labels[n]["natural"]],
                     table[n][f][labels[n]["natural"]],
                 )

@@ -38,7 +38,7 @@ from .._baselines import mean_score, nqc, score_gap, seed_design, top1, wig
 from .._calibrate import GateExample
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
-from .._optional import requires
+from .auc import failure_auc
 from .data import read_qrels
 from .pipeline import Prepared, labels_for, progress, retrievals_for
 
@@ -81,22 +81,12 @@ class FailureResult:
     summary: dict[str, Any]
 
 
-def _auc(failed: np.ndarray, score: np.ndarray) -> float | None:
-    """ROC-AUC of a high score for "not failed"; ``None`` when one class is absent."""
-    with requires("bench", "the benchmark harness"):
-        from sklearn.metrics import roc_auc_score
-
-    if failed.all() or not failed.any():
-        return None
-    return float(roc_auc_score(failed, -score))
-
-
 def natural_auc(failed: np.ndarray, natural: np.ndarray, score: np.ndarray) -> float | None:
     """The AUC over natural retrievals alone; ``None`` with fewer than
     :data:`MIN_NATURAL_FAILURES` failed ones."""
     if (failed & natural).sum() < MIN_NATURAL_FAILURES:
         return None
-    return _auc(failed[natural], score[natural])
+    return failure_auc(failed[natural], score[natural])
 
 
 def rate(hits: np.ndarray, among: np.ndarray) -> float | None:
@@ -168,7 +158,7 @@ def failure_section(
         "natural_failed": int((failed & natural).sum()),
         "auc": {
             name: {
-                "natural+probes": _auc(failed, s),
+                "natural+probes": failure_auc(failed, s),
                 "natural": natural_auc(failed, natural, s),
             }
             for name, s in scores.items()

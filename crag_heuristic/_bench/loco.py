@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig
-from .._optional import requires
 from .._self_calibrate import (
     DEFAULT_PRIOR_C,
     DEFAULT_SELF_QUERIES,
@@ -48,6 +47,7 @@ from .._self_calibrate import (
     simulate,
 )
 from .._version import __version__
+from .auc import auc
 from .failure import (
     BASELINES,
     MIN_NATURAL_FAILURES,
@@ -133,9 +133,6 @@ def paired_bootstrap(
 ) -> tuple[float, float]:
     """A 95 % interval for (our AUC - their AUC), resampling queries (a query's
     natural retrieval and its probe together) with replacement."""
-    with requires("bench", "the benchmark harness"):
-        from sklearn.metrics import roc_auc_score
-
     labels = np.asarray(groups)
     members = {g: np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())}
     keys = list(members)
@@ -146,7 +143,7 @@ def paired_bootstrap(
         y = failed[rows]
         if y.all() or not y.any():
             continue
-        diffs.append(roc_auc_score(y, -ours[rows]) - roc_auc_score(y, -theirs[rows]))
+        diffs.append(auc(y, -ours[rows]) - auc(y, -theirs[rows]))
     low, high = np.percentile(diffs, [2.5, 97.5])
     return float(low), float(high)
 

@@ -36,7 +36,8 @@ from .._calibrate import ChunkStage, GateExample, evaluate_examples, fit_chunk_s
 from .._config import EvaluatorConfig
 from .._evaluator import Evaluator
 from .._types import Evaluation
-from .failure import _auc, natural_auc
+from .auc import failure_auc
+from .failure import natural_auc
 from .pipeline import Prepared, labels_for, retrievals_for
 
 __all__ = [
@@ -134,7 +135,7 @@ class CollectionData:
 
     def auc(self, scores: np.ndarray) -> tuple[float | None, float | None]:
         """(AUC over natural + probes, AUC over natural retrievals or ``None``)."""
-        return _auc(self.failed, scores), natural_auc(self.failed, self.natural, scores)
+        return failure_auc(self.failed, scores), natural_auc(self.failed, self.natural, scores)
 
 
 def gate_scores(config: EvaluatorConfig, data: CollectionData) -> tuple[np.ndarray, list[str]]:

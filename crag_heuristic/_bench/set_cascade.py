@@ -36,8 +36,9 @@ import numpy as np
 
 from .._grading.lists import COMBINE, SetEscalation, escalated_set_score
 from .._optional import requires
+from .auc import failure_auc
 from .data import read_qrels
-from .failure import _auc, llm_gate_scores
+from .failure import llm_gate_scores
 from .pipeline import Prepared
 
 __all__ = ["POINTERS", "READ_AT", "TRUSTS", "set_cascade_section"]
@@ -99,7 +100,7 @@ def _best_rule(
     (the first on ties)."""
     best, best_auc = _POLICIES[0], -1.0
     for rule in _POLICIES:
-        value = _auc(failed[train], _escalate(gate, answers, mask, rule)[train])
+        value = failure_auc(failed[train], _escalate(gate, answers, mask, rule)[train])
         if value is not None and value > best_auc + 1e-12:
             best, best_auc = rule, value
     return best
@@ -145,7 +146,7 @@ def set_cascade_section(
     natural = np.array([r.kind == "natural" for r in retrievals])
     groups = [r.group for r in retrievals]
     halves = _halves(groups)
-    alone = {name: _auc(failed, c) for name, c in counts.items()}
+    alone = {name: failure_auc(failed, c) for name, c in counts.items()}
     graders: dict[str, Any] = {}
     for name in counts:
         answers = _answers(prepared, retrievals, name)
@@ -172,7 +173,7 @@ def set_cascade_section(
                     test_mask = test & _in_band(gate, policy)
                     scores[test_mask] = _escalate(gate, answers, test_mask, rule)[test_mask]
                     escalated |= test_mask
-                aucs.append(_auc(failed, scores))
+                aucs.append(failure_auc(failed, scores))
                 shares.append(float(escalated.mean()))
                 trusts.append(chosen_trust)
             row["curves"][pointer] = {
@@ -187,7 +188,7 @@ def set_cascade_section(
         for share in _SHARES:
             mask = np.zeros(len(gate), dtype=bool)
             mask[order[: round(share * len(gate))]] = True
-            oracle_aucs.append(_auc(failed, _escalate(gate, answers, mask, SetEscalation())))
+            oracle_aucs.append(failure_auc(failed, _escalate(gate, answers, mask, SetEscalation())))
             oracle_shares.append(float(mask.mean()))
         row["curves"]["oracle"] = {
             "share": [round(s, 6) for s in oracle_shares],
@@ -206,7 +207,7 @@ def set_cascade_section(
         "gate": gate_name,
         "retrievals": len(retrievals),
         "natural": int(natural.sum()),
-        "gate_auc": _auc(failed, gate),
+        "gate_auc": failure_auc(failed, gate),
         "relevant_band": relevant_band,
         "label_sets": len(counts),
         "median_llm_as_gate_auc": median,
