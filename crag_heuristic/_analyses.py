@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._exceptions import InputError
-from ._terms import key64, utf8
+from ._terms import key64, keys64, utf8
 from ._text import TextStats
 
 if TYPE_CHECKING:
@@ -416,19 +416,18 @@ class ChunkAnalyses:
         n = len(id_keys)
         if not chunks or not n:
             return found
-        keys = [id_key(i) for i, _ in chunks]
-        at = id_keys.searchsorted(np.array(keys, dtype=np.uint64))
+        keys = keys64([utf8(i) for i, _ in chunks])  # id_key of each
+        at = id_keys.searchsorted(keys)
         starts = at.tolist()
         np.minimum(at, n - 1, out=at)
-        keys_there = id_keys[at].tolist()
+        held = np.flatnonzero(id_keys[at] == keys).tolist()  # the others: ids never held
         positions, rows = [], []
         digests = self._digests
-        for position, (key, row, there) in enumerate(zip(keys, starts, keys_there, strict=True)):
-            if key != there:  # an id the corpus never held
-                continue
+        for position in held:
+            row = starts[position]
             digest = text_digest16(chunks[position][1])
             if digests[16 * row : 16 * row + 16] != digest:  # another text under the key?
-                found_row = self._row(row + 1, key, digest)
+                found_row = self._row(row + 1, int(keys[position]), digest)
                 if found_row is None:
                     continue
                 row = found_row
