@@ -426,10 +426,11 @@ class Analyzer:
             folds = self._folds(wide)
         out = counter.count(prepared, folds, not on_demand)
         if isinstance(out, list):  # tokens the table lacks: their terms added, count again
-            table = self._table(out)
-            if len(counter) + len(table) > self.cache_limit:
+            if len(counter) + len(out) > self.cache_limit:  # full: emptied, then all lack
                 counter.clear()
-            counter.update(table)
+                out = counter.count(prepared, folds)
+            if isinstance(out, list):
+                counter.update(self._table(out))
             out = counter.count(prepared, folds, not on_demand)
             if isinstance(out, list):
                 return None
