@@ -352,6 +352,38 @@ static int close_token(TermCounter *self, Scan *scan) {
     return failed;
 }
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* Read text[0:n] token by token (the rules in the header). Inlined with a constant kind
+ * at each call, so that the compiler makes each kind's loop without a switch per read. */
+static ALWAYS_INLINE int scan_text(TermCounter *self, Scan *scan, int kind, const void *data,
+                                   Py_ssize_t n, const Fold *folds, Py_ssize_t n_folds) {
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 128) {
+            failed = ascii_alnum(c) ? emit(self, scan, ascii_lower(c)) : close_token(self, scan);
+            continue;
+        }
+        PyObject *replacement = n_folds ? find_fold(folds, n_folds, c) : NULL;
+        if (replacement == NULL) { /* a letter or digit that folds to itself */
+            failed = emit(self, scan, c);
+            continue;
+        }
+        int rkind = PyUnicode_KIND(replacement);
+        const void *rdata = PyUnicode_DATA(replacement);
+        for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(replacement) && !failed; j++) {
+            Py_UCS4 r = PyUnicode_READ(rkind, rdata, j);
+            failed = r == ' ' ? close_token(self, scan) : emit(self, scan, r);
+        }
+    }
+    return failed;
+}
+
 static PyObject *TermCounter_count(TermCounter *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"text", "folds", "stops", NULL};
     PyObject *text, *folds_dict;
@@ -366,28 +398,19 @@ static PyObject *TermCounter_count(TermCounter *self, PyObject *args, PyObject *
         for (size_t i = 0; i <= self->mask; i++) self->slots[i].stamp = 0;
         self->stamp = 1;
     }
-    int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     Scan scan = {0, 0, 0, FNV_START, NULL};
-    int failed = 0;
-    for (Py_ssize_t i = 0; i < n && !failed; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 128) {
-            failed = ascii_alnum(c) ? emit(self, &scan, ascii_lower(c)) : close_token(self, &scan);
-            continue;
-        }
-        PyObject *replacement = n_folds ? find_fold(folds, n_folds, c) : NULL;
-        if (replacement == NULL) { /* a letter or digit that folds to itself */
-            failed = emit(self, &scan, c);
-            continue;
-        }
-        int rkind = PyUnicode_KIND(replacement);
-        const void *rdata = PyUnicode_DATA(replacement);
-        for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(replacement) && !failed; j++) {
-            Py_UCS4 r = PyUnicode_READ(rkind, rdata, j);
-            failed = r == ' ' ? close_token(self, &scan) : emit(self, &scan, r);
-        }
+    int failed;
+    switch (PyUnicode_KIND(text)) { /* one copy of the loop per kind, each with its reads */
+    case PyUnicode_1BYTE_KIND:
+        failed = scan_text(self, &scan, PyUnicode_1BYTE_KIND, data, n, folds, n_folds);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        failed = scan_text(self, &scan, PyUnicode_2BYTE_KIND, data, n, folds, n_folds);
+        break;
+    default:
+        failed = scan_text(self, &scan, PyUnicode_4BYTE_KIND, data, n, folds, n_folds);
     }
     PyMem_Free(folds);
     if (failed || close_token(self, &scan) < 0) {

@@ -419,11 +419,7 @@ class Analyzer:
         one C pass over it that folds, splits, looks up and counts
         (``crag_heuristic/_native.c``). ``None`` when its table lost the tokens it was
         just given (emptied by another thread): the Python path then does the work."""
-        folds: dict[int, str] = {}
-        prepared = text
-        if not text.isascii():
-            prepared, _, wide = _normal(text)
-            folds = self._folds(wide)
+        prepared, folds = self._native_input(text)
         out = counter.count(prepared, folds, not on_demand)
         if isinstance(out, list):  # tokens the table lacks: their terms added, count again
             if len(counter) + len(out) > self.cache_limit:  # full: emptied, then all lack
@@ -439,6 +435,14 @@ class Analyzer:
         if n_stop:
             stop_set = partial(self._stop_set, text) if on_demand else frozenset(stop_tokens or ())
         return _text_stats(term_counts, n_tokens, n_stop, stop_set, on_demand=on_demand)
+
+    def _native_input(self, text: str) -> tuple[str, dict[int, str]]:
+        """What the extension's ``count`` reads for ``text``: its NFKC form and the
+        foldings of its non-ASCII characters (none for ASCII text)."""
+        if text.isascii():
+            return text, {}
+        prepared, _, wide = _normal(text)
+        return prepared, self._folds(wide)
 
     def _folds(self, wide: str) -> dict[int, str]:
         """code point -> :func:`_fold_of` for each character of ``wide`` that does not

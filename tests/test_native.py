@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic import Chunk, Evaluator, ScoreKind
-from crag_heuristic._text import TextStats, _normal
+from crag_heuristic._text import TextStats
 from crag_heuristic.text import Analyzer, CorpusStats
 
 pytest.importorskip("crag_heuristic._native", reason="the C extension is not built")
@@ -54,12 +54,7 @@ def _fields(stats: TextStats) -> tuple[object, ...]:
 def _native_tokens(text: str) -> list[str]:
     """The tokens the extension reads from ``text``: a fresh table lacks them all, so
     ``count`` returns every one, in order."""
-    folds: dict[int, str] = {}
-    prepared = text
-    if not text.isascii():
-        prepared, _, wide = _normal(text)
-        folds = Analyzer()._folds(wide)
-    out = TermCounter().count(prepared, folds)
+    out = TermCounter().count(*Analyzer()._native_input(text))
     return out if isinstance(out, list) else []
 
 
