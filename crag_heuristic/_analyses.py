@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,12 @@ import numpy.typing as npt
 from ._exceptions import InputError
 from ._terms import key64, keys64, utf8
 from ._text import TextStats
+
+try:  # the optional C extension (setup.py): the same counts as the numpy path, faster
+    from ._native import row_counts as _native_row_counts
+except ImportError:  # pragma: no cover - an install built without a C compiler
+    _native_row_counts = None  # type: ignore[assignment]
+_ROW_COUNTS: Callable[..., list[list[int]]] | None = _native_row_counts
 
 if TYPE_CHECKING:
     from ._terms import TermTable
@@ -278,7 +284,7 @@ class ChunkAnalyses:
     def __init__(
         self, arrays: Mapping[str, npt.NDArray[Any]], stop_words: Sequence[str], terms: TermTable
     ) -> None:
-        self._arrays = dict(arrays)
+        self._arrays = {name: np.ascontiguousarray(values) for name, values in arrays.items()}
         self._digests = np.ascontiguousarray(arrays["digests"], dtype=np.uint8).tobytes()
         self.stop_words = tuple(stop_words)
         self.terms = terms  # the statistics' table: term ids are its positions
@@ -492,9 +498,19 @@ class ChunkAnalyses:
         return self._query_counts(self._row_table()[np.array(rows, dtype=np.int64)], terms)
 
     def _query_counts(self, table: npt.NDArray[np.int64], terms: Sequence[str]) -> list[list[int]]:
-        """:meth:`query_counts` of the rows whose :meth:`_row_table` rows are ``table``."""
+        """:meth:`query_counts` of the rows whose :meth:`_row_table` rows are ``table``:
+        by the C extension's ``row_counts`` (one loop over the rows' terms) when it is
+        built, else by :meth:`_counts_numpy` (the same counts)."""
         wanted = [self._position(term) for term in terms]
-        counts = [[0] * len(terms) for _ in range(len(table))]
+        if _ROW_COUNTS is not None:
+            a = self._arrays
+            return _ROW_COUNTS(a["term_ids"], a["term_counts"], table, wanted)
+        return self._counts_numpy(table, wanted)
+
+    def _counts_numpy(self, table: npt.NDArray[np.int64], wanted: list[int]) -> list[list[int]]:
+        """The counts of the table positions ``wanted`` (-1: a term the corpus never
+        held) in the rows whose :meth:`_row_table` rows are ``table``, by numpy."""
+        counts = [[0] * len(wanted) for _ in range(len(table))]
         present = [j for j, p in enumerate(wanted) if p >= 0]
         if not present or not len(table):
             return counts

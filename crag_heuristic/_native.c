@@ -1,11 +1,13 @@
-/* The analyzer's hot loop in C: split a prepared text into tokens, look each up in a
- * table of token -> term, and count the terms (crag_heuristic/_text.py, Analyzer).
+/* The cold path's hot loops in C: split a prepared text into tokens, look each up in a
+ * table of token -> term, and count the terms (crag_heuristic/_text.py, Analyzer); and
+ * read the query terms' counts in stored analyses' rows (row_counts below, for
+ * crag_heuristic/_analyses.py, ChunkAnalyses).
  *
  * Optional: built by setuptools with optional=True; without it the analyzer runs the
  * same steps in Python (Analyzer._analyze_python), and tests/test_native.py checks that
- * both give the same tokens, counts and order. Nothing here decides what a token is
- * beyond the two splitting rules below; NFKC, case folding of non-ASCII text and
- * stemming stay in Python.
+ * both give the same tokens, counts and order (and the same for row_counts and
+ * ChunkAnalyses._counts_numpy). Nothing here decides what a token is beyond the reading
+ * rules below; NFKC, case folding of non-ASCII text and stemming stay in Python.
  *
  *   TermCounter.count(text, folds, stops=False) ->
  *       (counts, n_tokens, n_stop, stop_tokens | None), or a list of the tokens the
@@ -421,6 +423,96 @@ static PyObject *TermCounter_count(TermCounter *self, PyObject *args, PyObject *
     return results(self, scan.n_met, scan.n_tokens, stops);
 }
 
+/* -- row_counts: the query terms' counts in stored analyses' rows (_analyses.py) ------- */
+
+/* An unsigned integer of `size` bytes at p. */
+static inline uint64_t read_uint(const char *p, Py_ssize_t size) {
+    switch (size) {
+    case 1: return *(const uint8_t *)p;
+    case 2: return *(const uint16_t *)p;
+    case 4: return *(const uint32_t *)p;
+    default: return *(const uint64_t *)p;
+    }
+}
+
+/* row_counts(term_ids, term_counts, table, wanted) -> counts[i][j]: the count of table
+ * position wanted[j] (-1: none) among row i's terms, a row's terms being
+ * term_ids[s:s + n] with s, n = table[i, 3], table[i, 4] (ChunkAnalyses._row_table) and
+ * their counts term_counts[s:s + n]. term_ids and term_counts: unsigned, C-contiguous,
+ * one dimension; table: int64, C-contiguous, (rows, 5). */
+static PyObject *row_counts(PyObject *module, PyObject *args) {
+    PyObject *ids_obj, *counts_obj, *table_obj, *wanted_obj, *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO!:row_counts", &ids_obj, &counts_obj, &table_obj,
+                          &PyList_Type, &wanted_obj))
+        return NULL;
+    Py_buffer ids = {0}, counts = {0}, table = {0};
+    long long *wanted = NULL;
+    int got_ids = PyObject_GetBuffer(ids_obj, &ids, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0;
+    int got_counts =
+        got_ids && PyObject_GetBuffer(counts_obj, &counts, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0;
+    int got_table = got_counts &&
+                    PyObject_GetBuffer(table_obj, &table, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0;
+    if (!got_table) goto done;
+    Py_ssize_t n_ids = ids.itemsize ? ids.len / ids.itemsize : 0;
+    if (ids.ndim != 1 || ids.itemsize != 4 || counts.ndim != 1 ||
+        counts.len / (counts.itemsize ? counts.itemsize : 1) != n_ids ||
+        (counts.itemsize != 1 && counts.itemsize != 2 && counts.itemsize != 4) ||
+        table.ndim != 2 || table.itemsize != 8 || table.shape[1] != 5) {
+        PyErr_SetString(PyExc_ValueError,
+                        "row_counts takes uint32 term ids, as many 1, 2 or 4-byte counts and "
+                        "an int64 table of (rows, 5)");
+        goto done;
+    }
+    Py_ssize_t n_wanted = PyList_GET_SIZE(wanted_obj), n_rows = table.shape[0];
+    wanted = PyMem_Malloc((size_t)(n_wanted ? n_wanted : 1) * sizeof(long long));
+    if (wanted == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n_wanted; j++) {
+        wanted[j] = PyLong_AsLongLong(PyList_GET_ITEM(wanted_obj, j));
+        if (wanted[j] == -1 && PyErr_Occurred()) goto done;
+    }
+    if ((out = PyList_New(n_rows)) == NULL) goto done;
+    const int64_t *rows = (const int64_t *)table.buf;
+    const uint32_t *term_ids = (const uint32_t *)ids.buf;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        int64_t start = rows[5 * i + 3], length = rows[5 * i + 4];
+        if (start < 0 || length < 0 || start > n_ids || length > n_ids - start) {
+            PyErr_SetString(PyExc_ValueError, "a row's terms lie outside the term ids");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *row = PyList_New(n_wanted);
+        if (row == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, row); /* steals the reference; filled below */
+        for (Py_ssize_t j = 0; j < n_wanted; j++) {
+            uint64_t value = 0;
+            for (int64_t t = start; wanted[j] >= 0 && t < start + length; t++)
+                if (term_ids[t] == (uint64_t)wanted[j]) { /* a row lists a term once */
+                    value = read_uint((const char *)counts.buf + t * counts.itemsize,
+                                      counts.itemsize);
+                    break;
+                }
+            PyObject *number = PyLong_FromUnsignedLongLong(value);
+            if (number == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+            PyList_SET_ITEM(row, j, number);
+        }
+    }
+done:
+    PyMem_Free(wanted);
+    if (got_table) PyBuffer_Release(&table);
+    if (got_counts) PyBuffer_Release(&counts);
+    if (got_ids) PyBuffer_Release(&ids);
+    return out;
+}
+
 static PyMethodDef TermCounter_methods[] = {
     {"count", (PyCFunction)(void (*)(void))TermCounter_count, METH_VARARGS | METH_KEYWORDS,
      "count(text, folds, stops=False): (counts, n_tokens, n_stop, stop tokens or None), or "
@@ -443,9 +535,16 @@ static PyTypeObject TermCounterType = {
     .tp_as_sequence = &TermCounter_as_sequence,
 };
 
+static PyMethodDef native_functions[] = {
+    {"row_counts", row_counts, METH_VARARGS,
+     "row_counts(term_ids, term_counts, table, wanted): the wanted terms' counts per row."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT, .m_name = "crag_heuristic._native",
-    .m_doc = "The analyzer's token counting in C (optional; see _text.py).", .m_size = -1,
+    .m_doc = "The cold path's hot loops in C (optional; see _text.py and _analyses.py).",
+    .m_size = -1, .m_methods = native_functions,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {

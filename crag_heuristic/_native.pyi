@@ -1,5 +1,11 @@
 """Types of the optional C extension ``crag_heuristic._native`` (see ``_native.c``)."""
 
+from typing import Any
+
+def row_counts(
+    term_ids: Any, term_counts: Any, table: Any, wanted: list[int], /
+) -> list[list[int]]: ...
+
 class TermCounter:
     """A table of token -> term that splits a prepared text and counts its terms."""
 

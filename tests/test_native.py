@@ -170,3 +170,49 @@ def test_bad_input_to_the_table_is_a_typed_error() -> None:
     assert table.count("The CAF", {}, True) == ({"caf": 1}, 2, 1, ["the"])
     table.clear()
     assert len(table) == 0 and table.count("the", {}) == ["the"]
+
+
+def test_row_counts_equal_the_numpy_path() -> None:
+    import numpy as np
+
+    from crag_heuristic._native import row_counts
+
+    rng = random.Random(2)
+    for repeat in (1, 300, 70_000):  # counts stored in 1, 2 and 4 bytes
+        texts = [" ".join(rng.choices(_WORDS, k=30)) for _ in range(40)]
+        texts.append("zebra " * repeat)
+        stats = CorpusStats.build(texts, analyses=True)
+        analyses = stats.analyses
+        assert analyses is not None
+        a = analyses.arrays()
+        terms = ["cell", "zebra", "bee", "never-held", "dog", "run"]
+        wanted = [analyses._position(t) for t in terms]
+        for rows in ([], [0], list(range(len(texts))), [40, 3, 3, 40]):
+            table = analyses._row_table()[np.array(rows, dtype=np.int64)]
+            got = row_counts(a["term_ids"], a["term_counts"], table, wanted)
+            assert got == analyses._counts_numpy(table, wanted)
+            assert row_counts(a["term_ids"], a["term_counts"], table, []) == [[] for _ in rows]
+        assert a["term_counts"].itemsize == {1: 1, 300: 2, 70_000: 4}[repeat]
+
+
+def test_row_counts_refuse_arrays_of_the_wrong_shape() -> None:
+    import numpy as np
+
+    from crag_heuristic._native import row_counts
+
+    ids = np.array([1, 2, 3], dtype=np.uint32)
+    counts = np.array([1, 1, 2], dtype=np.uint8)
+    table = np.array([[0, 0, 0, 0, 3]], dtype=np.int64)
+    assert row_counts(ids, counts, table, [3, 9, -1]) == [[2, 0, 0]]
+    with pytest.raises(ValueError):
+        row_counts(ids.astype(np.int64), counts, table, [1])
+    with pytest.raises(ValueError):
+        row_counts(ids, counts[:2], table, [1])
+    with pytest.raises(ValueError):
+        row_counts(ids, counts, table[:, :4].copy(), [1])
+    with pytest.raises(ValueError):
+        row_counts(ids, counts, np.array([[0, 0, 0, 2, 5]], dtype=np.int64), [1])
+    with pytest.raises(TypeError):
+        row_counts(ids, counts, table, (1,))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        row_counts(ids, counts, table, ["x"])  # type: ignore[list-item]
