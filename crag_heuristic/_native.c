@@ -386,13 +386,15 @@ static ALWAYS_INLINE int scan_text(TermCounter *self, Scan *scan, int kind, cons
     return failed;
 }
 
-static PyObject *TermCounter_count(TermCounter *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"text", "folds", "stops", NULL};
-    PyObject *text, *folds_dict;
-    int stops = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO!|p:count", kwlist, &text, &PyDict_Type,
-                                     &folds_dict, &stops))
+/* count(text, folds, stops=False), positional only (METH_FASTCALL: no argument tuple). */
+static PyObject *TermCounter_count(TermCounter *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || nargs > 3 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "count(text: str, folds: dict, stops: bool = False)");
         return NULL;
+    }
+    PyObject *text = args[0], *folds_dict = args[1];
+    int stops = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
+    if (stops < 0) return NULL;
     Py_ssize_t n_folds;
     Fold *folds = read_folds(folds_dict, &n_folds);
     if (folds == NULL) return NULL;
@@ -514,7 +516,7 @@ done:
 }
 
 static PyMethodDef TermCounter_methods[] = {
-    {"count", (PyCFunction)(void (*)(void))TermCounter_count, METH_VARARGS | METH_KEYWORDS,
+    {"count", (PyCFunction)(void (*)(void))TermCounter_count, METH_FASTCALL,
      "count(text, folds, stops=False): (counts, n_tokens, n_stop, stop tokens or None), or "
      "the list of tokens the table lacks."},
     {"update", (PyCFunction)TermCounter_update, METH_O, "update(dict): add token -> term."},

@@ -419,7 +419,7 @@ class Analyzer:
         one C pass over it that folds, splits, looks up and counts
         (``crag_heuristic/_native.c``). ``None`` when its table lost the tokens it was
         just given (emptied by another thread): the Python path then does the work."""
-        prepared, folds = self._native_input(text)
+        prepared, folds = (text, {}) if text.isascii() else self._native_input(text)
         out = counter.count(prepared, folds, not on_demand)
         if isinstance(out, list):  # tokens the table lacks: their terms added, count again
             if len(counter) + len(out) > self.cache_limit:  # full: emptied, then all lack
