@@ -415,8 +415,8 @@ class ChunkAnalyses:
         """:meth:`get` for each ``(id, text)``: the ids searched together, and the rows
         found served as :class:`StoredStats`, their terms decoded only when something
         asks for them. With ``terms`` (a query's stemmed content terms), each also
-        carries their counts (:attr:`StoredStats.query`), read for all the rows with a
-        few numpy calls."""
+        carries their counts (:attr:`StoredStats.query`), read for all the rows at once
+        (:meth:`query_counts`)."""
         found: list[TextStats | None] = [None] * len(chunks)
         id_keys = self._arrays["id_keys"]
         n = len(id_keys)
@@ -494,7 +494,8 @@ class ChunkAnalyses:
     def query_counts(self, rows: Sequence[int], terms: Sequence[str]) -> list[list[int]]:
         """How often each of ``terms`` (stemmed content terms) occurs in each of ``rows``:
         ``counts[i][j]`` for ``rows[i]`` and ``terms[j]``, what the rows' ``term_counts``
-        would give, read from the arrays with a few numpy calls for all the rows."""
+        would give, read from the arrays for all the rows at once (by the C extension when
+        it is built, else by a few numpy calls)."""
         return self._query_counts(self._row_table()[np.array(rows, dtype=np.int64)], terms)
 
     def _query_counts(self, table: npt.NDArray[np.int64], terms: Sequence[str]) -> list[list[int]]:
