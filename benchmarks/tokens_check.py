@@ -10,6 +10,9 @@ must give what the analyzer of commit ``--against`` gives (its
 ``crag_heuristic/_text.py``, read with ``git show`` and loaded as a module of
 its own) and what the definition gives,
 ``re.findall(r"[^\\W_]+", unicodedata.normalize("NFKC", text).casefold())``.
+When the C extension (``crag_heuristic._native``) is built, the tokens it reads
+and the analyses it makes (terms in order included) must equal the Python
+path's (``Analyzer._analyze_python``, what an install without it runs).
 Any difference is printed and the script exits 1.
 
 It also times both tokenisers on the same texts, ASCII and non-ASCII apart,
@@ -33,6 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from crag_heuristic.text import Analyzer
+
+try:
+    from crag_heuristic._native import TermCounter
+except ImportError:  # an install built without a C compiler: the Python path alone
+    TermCounter = None  # type: ignore[assignment,misc]
 
 ROOT = Path(__file__).resolve().parents[1]
 _DEFINITION = re.compile(r"[^\W_]+")
@@ -91,6 +99,15 @@ def timings(past: Any, texts: list[str], repeats: int) -> dict[str, float]:
     return {"now_us": now_best, "past_us": past_best, "past_over_now": past_best / now_best}
 
 
+def analyze_ratio(now: Analyzer, python: Analyzer, texts: list[str], repeats: int) -> float:
+    """The extension's analysis time over the Python path's (best alternated passes)."""
+    fast, slow = float("inf"), float("inf")
+    for _ in range(repeats):
+        fast = min(fast, best_per_text(now.analyze_lazily, texts, 1))
+        slow = min(slow, best_per_text(python.analyze_lazily, texts, 1))
+    return fast / slow
+
+
 def _fields(stats: Any) -> tuple[Any, ...]:
     """An analysis as plain values (the past commit's TextStats is another class)."""
     return (
@@ -102,23 +119,45 @@ def _fields(stats: Any) -> tuple[Any, ...]:
     )
 
 
+def native_differs(now: Analyzer, python: Analyzer, text: str, tokens: list[str]) -> bool:
+    """Whether the extension reads other tokens than ``tokens`` or analyses ``text``
+    otherwise than the Python path (terms in order included)."""
+    if now._counter is None or TermCounter is None:
+        return False
+    read = TermCounter().count(*now._native_input(text))  # a fresh table: every token
+    if (read if isinstance(read, list) else []) != tokens:
+        return True
+    fast = now._analyze_native(now._counter, text, on_demand=False)
+    slow = python._analyze_python(text, on_demand=False)
+    return fast is None or (
+        _fields(fast) != _fields(slow)
+        or list(fast.term_counts.items()) != list(slow.term_counts.items())
+    )
+
+
 def check_collection(folder: Path, past_module: types.ModuleType, repeats: int) -> dict[str, Any]:
     texts = list(collection_texts(folder))
-    now, past = Analyzer(), past_module.Analyzer()
-    differences = []
+    now, past, python = Analyzer(), past_module.Analyzer(), Analyzer()
+    python._counter = None  # the Python path, as without the extension
+    differences, native_differences = [], []
     for text in texts:
         tokens = Analyzer.tokens(text)
         same = tokens == past.tokens(text) == definition(text)
         if not same or _fields(now.analyze(text)) != _fields(past.analyze(text)):
             differences.append(text[:80])
+        if native_differs(now, python, text, tokens):
+            native_differences.append(text[:80])
     wide = [t for t in texts if not t.isascii()]
     narrow = [t for t in texts if t.isascii()]
     return {
         "texts": len(texts),
         "non_ascii": len(wide),
         "chars": sum(map(len, texts)),
-        "differences": len(differences),
-        "first_differences": differences[:5],
+        "differences": len(differences) + len(native_differences),
+        "first_differences": (differences + native_differences)[:5],
+        "native_checked": now._counter is not None,
+        "native_differences": len(native_differences),
+        "analyze_native_over_python": analyze_ratio(now, python, texts, repeats),
         "ascii": timings(past, narrow, repeats),
         "non_ascii_timing": timings(past, wide, repeats) if wide else None,
     }
@@ -133,17 +172,21 @@ def to_markdown(report: dict[str, Any]) -> str:
         "alternated passes; microseconds per text).",
         "",
         "| collection | texts | non-ASCII | differences | ASCII now / before | "
-        "non-ASCII now / before | non-ASCII before / now |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "non-ASCII now / before | non-ASCII before / now | C extension | analyses C / Python |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for name, row in report["collections"].items():
         a, w = row["ascii"], row["non_ascii_timing"]
         wide = (
             f"{w['now_us']:.1f} / {w['past_us']:.1f} | {w['past_over_now']:.2f}x" if w else "- | -"
         )
+        native = (
+            f"{row['native_differences']} differences" if row["native_checked"] else "not built"
+        )
         lines.append(
             f"| {name} | {row['texts']:,} | {row['non_ascii']:,} | {row['differences']} | "
-            f"{a['now_us']:.1f} / {a['past_us']:.1f} | {wide} |"
+            f"{a['now_us']:.1f} / {a['past_us']:.1f} | {wide} | {native} | "
+            f"{row['analyze_native_over_python']:.2f}x |"
         )
     lines += ["", f"Differences in all: **{report['differences']}**."]
     return "\n".join(lines) + "\n"

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +45,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ._exceptions import InputError
-from ._terms import key64, utf8
+from ._terms import key64, keys64, utf8
 from ._text import TextStats
+
+try:  # the optional C extension (setup.py): the same counts as the numpy path, faster
+    from ._native import row_counts as _native_row_counts
+except ImportError:  # pragma: no cover - an install built without a C compiler
+    _native_row_counts = None  # type: ignore[assignment]
+_ROW_COUNTS: Callable[..., list[list[int]]] | None = _native_row_counts
 
 if TYPE_CHECKING:
     from ._terms import TermTable
@@ -278,7 +284,7 @@ class ChunkAnalyses:
     def __init__(
         self, arrays: Mapping[str, npt.NDArray[Any]], stop_words: Sequence[str], terms: TermTable
     ) -> None:
-        self._arrays = dict(arrays)
+        self._arrays = {name: np.ascontiguousarray(values) for name, values in arrays.items()}
         self._digests = np.ascontiguousarray(arrays["digests"], dtype=np.uint8).tobytes()
         self.stop_words = tuple(stop_words)
         self.terms = terms  # the statistics' table: term ids are its positions
@@ -409,26 +415,25 @@ class ChunkAnalyses:
         """:meth:`get` for each ``(id, text)``: the ids searched together, and the rows
         found served as :class:`StoredStats`, their terms decoded only when something
         asks for them. With ``terms`` (a query's stemmed content terms), each also
-        carries their counts (:attr:`StoredStats.query`), read for all the rows with a
-        few numpy calls."""
+        carries their counts (:attr:`StoredStats.query`), read for all the rows at once
+        (:meth:`query_counts`)."""
         found: list[TextStats | None] = [None] * len(chunks)
         id_keys = self._arrays["id_keys"]
         n = len(id_keys)
         if not chunks or not n:
             return found
-        keys = [id_key(i) for i, _ in chunks]
-        at = id_keys.searchsorted(np.array(keys, dtype=np.uint64))
+        keys = keys64([utf8(i) for i, _ in chunks])  # id_key of each
+        at = id_keys.searchsorted(keys)
         starts = at.tolist()
         np.minimum(at, n - 1, out=at)
-        keys_there = id_keys[at].tolist()
+        held = np.flatnonzero(id_keys[at] == keys).tolist()  # the others: ids never held
         positions, rows = [], []
         digests = self._digests
-        for position, (key, row, there) in enumerate(zip(keys, starts, keys_there, strict=True)):
-            if key != there:  # an id the corpus never held
-                continue
+        for position in held:
+            row = starts[position]
             digest = text_digest16(chunks[position][1])
             if digests[16 * row : 16 * row + 16] != digest:  # another text under the key?
-                found_row = self._row(row + 1, key, digest)
+                found_row = self._row(row + 1, int(keys[position]), digest)
                 if found_row is None:
                     continue
                 row = found_row
@@ -489,13 +494,24 @@ class ChunkAnalyses:
     def query_counts(self, rows: Sequence[int], terms: Sequence[str]) -> list[list[int]]:
         """How often each of ``terms`` (stemmed content terms) occurs in each of ``rows``:
         ``counts[i][j]`` for ``rows[i]`` and ``terms[j]``, what the rows' ``term_counts``
-        would give, read from the arrays with a few numpy calls for all the rows."""
+        would give, read from the arrays for all the rows at once (by the C extension when
+        it is built, else by a few numpy calls)."""
         return self._query_counts(self._row_table()[np.array(rows, dtype=np.int64)], terms)
 
     def _query_counts(self, table: npt.NDArray[np.int64], terms: Sequence[str]) -> list[list[int]]:
-        """:meth:`query_counts` of the rows whose :meth:`_row_table` rows are ``table``."""
+        """:meth:`query_counts` of the rows whose :meth:`_row_table` rows are ``table``:
+        by the C extension's ``row_counts`` (one loop over the rows' terms) when it is
+        built, else by :meth:`_counts_numpy` (the same counts)."""
         wanted = [self._position(term) for term in terms]
-        counts = [[0] * len(terms) for _ in range(len(table))]
+        if _ROW_COUNTS is not None:
+            a = self._arrays
+            return _ROW_COUNTS(a["term_ids"], a["term_counts"], table, wanted)
+        return self._counts_numpy(table, wanted)
+
+    def _counts_numpy(self, table: npt.NDArray[np.int64], wanted: list[int]) -> list[list[int]]:
+        """The counts of the table positions ``wanted`` (-1: a term the corpus never
+        held) in the rows whose :meth:`_row_table` rows are ``table``, by numpy."""
+        counts = [[0] * len(wanted) for _ in range(len(table))]
         present = [j for j, p in enumerate(wanted) if p >= 0]
         if not present or not len(table):
             return counts

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from ._exceptions import InputError
 
-__all__ = ["TermTable", "key64", "utf8"]
+__all__ = ["TermTable", "key64", "keys64", "utf8"]
 
 _LOOKUP_CACHE = 65_536
 
@@ -31,6 +31,14 @@ def key64(data: bytes) -> int:
     """The 64-bit key of some bytes (BLAKE2b, stable across runs and processes): what
     the term table and the analyses sort by."""
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def keys64(items: list[bytes]) -> npt.NDArray[np.uint64]:
+    """:func:`key64` of each of ``items``, as an array: the 8-byte digests joined and
+    read as little-endian integers, no Python ``int`` made in between."""
+    blake2b = hashlib.blake2b
+    joined = b"".join([blake2b(data, digest_size=8).digest() for data in items])
+    return np.frombuffer(joined, dtype="<u8").astype(np.uint64, copy=False)
 
 
 class TermTable(Mapping[str, int]):

@@ -31,6 +31,11 @@ from typing import Any
 
 import Stemmer
 
+try:  # the optional C extension (setup.py): the same counts as the Python path, faster
+    from ._native import TermCounter
+except ImportError:  # pragma: no cover - an install built without a C compiler
+    TermCounter = None  # type: ignore[assignment,misc]
+
 __all__ = ["DEFAULT_STOP_WORDS", "Analyzer", "QueryTerms", "TextStats", "split_sentences"]
 
 # English function words. Removing them keeps keyword overlap about content.
@@ -71,6 +76,7 @@ _REPLACE_LIMIT = 16
 _STOP = " "
 _EMPTY: frozenset[str] = frozenset()
 _STEM_CACHE_LIMIT = 200_000
+_CHAR_FOLDS_LIMIT = 65_536
 
 
 class TextStats:
@@ -216,6 +222,9 @@ class Analyzer:
         self._local = threading.local()
         # token -> its stem, or _STOP for a stop word
         self._terms: dict[str, str] = {}
+        # the same cache in C, for analyze(): None without the extension
+        self._counter: TermCounter | None = None if TermCounter is None else TermCounter()
+        self._char_folds: dict[str, str] = {}  # character -> _fold_of (for the extension)
         self.cache_limit = _STEM_CACHE_LIMIT
         digest = hashlib.sha256(
             "\n".join([language, *sorted(self.stop_words)]).encode("utf-8")
@@ -256,25 +265,18 @@ class Analyzer:
         folding is per character (``str.casefold`` takes no context), so the
         result is the definition's, token for token.
         """
-        if text.isascii():
-            return text.lower().translate(_ASCII_SPLIT).split()
-        data = text.encode("utf-8", "surrogatepass")
-        wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
-        normal = _nfkc(text, wide)
-        if normal is not text:
-            text = normal
-            if text.isascii():
-                return text.lower().translate(_ASCII_SPLIT).split()
-            data = text.encode("utf-8", "surrogatepass")
-            wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
-        folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
-        changed = [c for c in set(wide) if not (c.isalnum() and c.casefold() == c)]
-        if len(changed) <= _REPLACE_LIMIT:  # a few: one fast C scan each
-            for char in changed:
-                folded = folded.replace(char, _fold_char(char))
-        else:  # many (an alphabet soup): one pass of a table
-            folded = folded.translate({ord(c): _fold_char(c) for c in changed})
-        return folded.split()
+        if not text.isascii():
+            text, data, wide = _normal(text)
+            if wide:
+                folded = data.translate(_UTF8_FOLD).decode("utf-8", "surrogatepass")
+                folds = {c: fold for c in set(wide) if (fold := _fold_of(c))}
+                if len(folds) <= _REPLACE_LIMIT:  # a few: one fast C scan each
+                    for char, fold in folds.items():
+                        folded = folded.replace(char, fold)
+                else:  # many (an alphabet soup): one pass of a table
+                    folded = folded.translate({ord(c): fold for c, fold in folds.items()})
+                return folded.split()
+        return text.lower().translate(_ASCII_SPLIT).split()
 
     def stem(self, word: str) -> str:
         """The Snowball stem of one case-folded token (cached)."""
@@ -402,6 +404,64 @@ class Analyzer:
         return self._analyze(text, on_demand=True)
 
     def _analyze(self, text: str, *, on_demand: bool) -> TextStats:
+        counter = self._counter
+        if counter is not None:
+            stats = self._analyze_native(counter, text, on_demand=on_demand)
+            if stats is not None:
+                return stats
+        return self._analyze_python(text, on_demand=on_demand)
+
+    def _analyze_native(
+        self, counter: TermCounter, text: str, *, on_demand: bool
+    ) -> TextStats | None:
+        """:meth:`_analyze` by the C extension: the text's NFKC form and the foldings of
+        its non-ASCII characters made in Python (:func:`_normal`, :meth:`_folds`), then
+        one C pass over it that folds, splits, looks up and counts
+        (``crag_heuristic/_native.c``). ``None`` when its table lost the tokens it was
+        just given (emptied by another thread): the Python path then does the work."""
+        prepared, folds = (text, {}) if text.isascii() else self._native_input(text)
+        out = counter.count(prepared, folds, not on_demand)
+        if isinstance(out, list):  # tokens the table lacks: their terms added, count again
+            if len(counter) + len(out) > self.cache_limit:  # full: emptied, then all lack
+                counter.clear()
+                out = counter.count(prepared, folds)
+            if isinstance(out, list):
+                counter.update(self._table(out))
+            out = counter.count(prepared, folds, not on_demand)
+            if isinstance(out, list):
+                return None
+        term_counts, n_tokens, n_stop, stop_tokens = out
+        stop_set: frozenset[str] | Callable[[], frozenset[str]] = _EMPTY
+        if n_stop:
+            stop_set = partial(self._stop_set, text) if on_demand else frozenset(stop_tokens or ())
+        return _text_stats(term_counts, n_tokens, n_stop, stop_set, on_demand=on_demand)
+
+    def _native_input(self, text: str) -> tuple[str, dict[int, str]]:
+        """What the extension's ``count`` reads for ``text``: its NFKC form and the
+        foldings of its non-ASCII characters (none for ASCII text)."""
+        if text.isascii():
+            return text, {}
+        prepared, _, wide = _normal(text)
+        return prepared, self._folds(wide)
+
+    def _folds(self, wide: str) -> dict[int, str]:
+        """code point -> :func:`_fold_of` for each character of ``wide`` that does not
+        stay itself (remembered per character, in a bounded dict)."""
+        known = self._char_folds
+        folds: dict[int, str] = {}
+        for char in set(wide):
+            fold = known.get(char)
+            if fold is None:
+                fold = _fold_of(char)
+                if len(known) >= _CHAR_FOLDS_LIMIT:
+                    known.clear()
+                known[char] = fold
+            if fold:
+                folds[ord(char)] = fold
+        return folds
+
+    def _analyze_python(self, text: str, *, on_demand: bool) -> TextStats:
+        """:meth:`_analyze` in Python (the C extension's fallback; the same results)."""
         tokens = self.tokens(text)
         # the terms counted straight into a dict as they are read from the cache (the
         # C helper Counter itself uses): no list of terms, no Counter to copy
@@ -416,13 +476,7 @@ class Analyzer:
             stop_set = (
                 partial(self._stop_set, text) if on_demand else self.stop_words.intersection(tokens)
             )
-        return TextStats(
-            term_set=None if on_demand else frozenset(term_counts),
-            stop_set=stop_set,
-            n_tokens=len(tokens),
-            term_counts=term_counts,
-            n_terms=len(tokens) - n_stop,
-        )
+        return _text_stats(term_counts, len(tokens), n_stop, stop_set, on_demand=on_demand)
 
     def _stop_set(self, text: str) -> frozenset[str]:
         return self.stop_words.intersection(self.tokens(text))
@@ -441,6 +495,39 @@ class Analyzer:
         return token.casefold() in self.stop_words
 
 
+def _text_stats(
+    term_counts: dict[str, int],
+    n_tokens: int,
+    n_stop: int,
+    stop_set: frozenset[str] | Callable[[], frozenset[str]],
+    *,
+    on_demand: bool,
+) -> TextStats:
+    """The analysis of a text from its counts (the term set made now, or on first use)."""
+    return TextStats(
+        term_set=None if on_demand else frozenset(term_counts),
+        stop_set=stop_set,
+        n_tokens=n_tokens,
+        term_counts=term_counts,
+        n_terms=n_tokens - n_stop,
+    )
+
+
+def _normal(text: str) -> tuple[str, bytes, str]:
+    """The NFKC form of a text that is not ASCII, its UTF-8 bytes and its characters
+    that are not ASCII (``""``, and no bytes, when the form is ASCII)."""
+    data = text.encode("utf-8", "surrogatepass")
+    wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    normal = _nfkc(text, wide)
+    if normal is not text:
+        text = normal
+        if text.isascii():
+            return text, b"", ""
+        data = text.encode("utf-8", "surrogatepass")
+        wide = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    return text, data, wide
+
+
 def _nfkc(text: str, wide: str) -> str:
     """``unicodedata.normalize("NFKC", text)``, ``wide`` being its non-ASCII characters.
 
@@ -457,9 +544,12 @@ def _nfkc(text: str, wide: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-def _fold_char(char: str) -> str:
-    """One character's case folding, with each character that is not a letter or digit
-    made a space: what it becomes among tokens."""
+def _fold_of(char: str) -> str:
+    """What a character becomes among tokens when that is not itself: its case folding,
+    with each character that is not a letter or digit made a space; ``""`` for a
+    letter or digit that folds to itself (a folding is never empty)."""
+    if char.isalnum() and char.casefold() == char:
+        return ""
     return "".join(c if c.isalnum() else " " for c in char.casefold())
 
 
