@@ -10,9 +10,9 @@ must give what the analyzer of commit ``--against`` gives (its
 ``crag_heuristic/_text.py``, read with ``git show`` and loaded as a module of
 its own) and what the definition gives,
 ``re.findall(r"[^\\W_]+", unicodedata.normalize("NFKC", text).casefold())``.
-When the C extension (``crag_heuristic._native``) is built, the tokens it reads
-and the analyses it makes (terms in order included) must equal the Python
-path's (``Analyzer._analyze_python``, what an install without it runs).
+When the C extension (``crag_heuristic._native``) is built, the analyses it
+makes (terms in order, counts, stop words and token counts) must equal the
+Python path's (``Analyzer(native=False)``, what an install without it runs).
 Any difference is printed and the script exits 1.
 
 It also times both tokenisers on the same texts, ASCII and non-ASCII apart,
@@ -36,11 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from crag_heuristic.text import Analyzer
-
-try:
-    from crag_heuristic._native import TermCounter
-except ImportError:  # an install built without a C compiler: the Python path alone
-    TermCounter = None  # type: ignore[assignment,misc]
 
 ROOT = Path(__file__).resolve().parents[1]
 _DEFINITION = re.compile(r"[^\W_]+")
@@ -119,33 +114,27 @@ def _fields(stats: Any) -> tuple[Any, ...]:
     )
 
 
-def native_differs(now: Analyzer, python: Analyzer, text: str, tokens: list[str]) -> bool:
-    """Whether the extension reads other tokens than ``tokens`` or analyses ``text``
-    otherwise than the Python path (terms in order included)."""
-    if now._counter is None or TermCounter is None:
+def native_differs(now: Analyzer, python: Analyzer, text: str) -> bool:
+    """Whether the extension analyses ``text`` otherwise than the Python path: its
+    terms (in order), counts, stop words and token count."""
+    if not now.native:
         return False
-    read = TermCounter().count(*now._native_input(text))  # a fresh table: every token
-    if (read if isinstance(read, list) else []) != tokens:
-        return True
-    fast = now._analyze_native(now._counter, text, on_demand=False)
-    slow = python._analyze_python(text, on_demand=False)
-    return fast is None or (
-        _fields(fast) != _fields(slow)
-        or list(fast.term_counts.items()) != list(slow.term_counts.items())
+    fast, slow = now.analyze(text), python.analyze(text)
+    return _fields(fast) != _fields(slow) or list(fast.term_counts.items()) != list(
+        slow.term_counts.items()
     )
 
 
 def check_collection(folder: Path, past_module: types.ModuleType, repeats: int) -> dict[str, Any]:
     texts = list(collection_texts(folder))
-    now, past, python = Analyzer(), past_module.Analyzer(), Analyzer()
-    python._counter = None  # the Python path, as without the extension
+    now, past, python = Analyzer(), past_module.Analyzer(), Analyzer(native=False)
     differences, native_differences = [], []
     for text in texts:
         tokens = Analyzer.tokens(text)
         same = tokens == past.tokens(text) == definition(text)
         if not same or _fields(now.analyze(text)) != _fields(past.analyze(text)):
             differences.append(text[:80])
-        if native_differs(now, python, text, tokens):
+        if native_differs(now, python, text):
             native_differences.append(text[:80])
     wide = [t for t in texts if not t.isascii()]
     narrow = [t for t in texts if t.isascii()]
@@ -155,7 +144,7 @@ def check_collection(folder: Path, past_module: types.ModuleType, repeats: int) 
         "chars": sum(map(len, texts)),
         "differences": len(differences) + len(native_differences),
         "first_differences": (differences + native_differences)[:5],
-        "native_checked": now._counter is not None,
+        "native_checked": now.native,
         "native_differences": len(native_differences),
         "analyze_native_over_python": analyze_ratio(now, python, texts, repeats),
         "ascii": timings(past, narrow, repeats),

@@ -31,6 +31,8 @@ from typing import Any
 
 import Stemmer
 
+from ._exceptions import ConfigError
+
 try:  # the optional C extension (setup.py): the same counts as the Python path, faster
     from ._native import TermCounter
 except ImportError:  # pragma: no cover - an install built without a C compiler
@@ -206,6 +208,12 @@ class Analyzer:
         language: a Snowball algorithm name (see ``Stemmer.algorithms()``).
         stop_words: the stop-word list (unstemmed, lower case); defaults to
             :data:`DEFAULT_STOP_WORDS`.
+        native: whether :meth:`analyze` counts in the optional C extension
+            (``crag_heuristic._native``, built by an install that has a C
+            compiler): ``None`` (the default) when it is built, ``False`` never
+            (the Python path, what an install without it runs), ``True``
+            always (a :class:`~crag_heuristic.ConfigError` when it is not
+            built). Both give the same analyses.
 
     Attributes:
         cache_limit: the term cache is emptied when it would grow past this
@@ -213,8 +221,18 @@ class Analyzer:
     """
 
     def __init__(
-        self, *, language: str = "english", stop_words: Iterable[str] | None = None
+        self,
+        *,
+        language: str = "english",
+        stop_words: Iterable[str] | None = None,
+        native: bool | None = None,
     ) -> None:
+        if native not in (None, True, False):
+            raise ConfigError("native", native, "must be None, True or False")
+        if native and TermCounter is None:
+            raise ConfigError(
+                "native", native, "the C extension crag_heuristic._native is not built"
+            )
         self.language = language
         Stemmer.Stemmer(language)  # fail here, not in a worker thread, on a bad name
         words = DEFAULT_STOP_WORDS if stop_words is None else stop_words
@@ -223,13 +241,20 @@ class Analyzer:
         # token -> its stem, or _STOP for a stop word
         self._terms: dict[str, str] = {}
         # the same cache in C, for analyze(): None without the extension
-        self._counter: TermCounter | None = None if TermCounter is None else TermCounter()
+        self._counter: TermCounter | None = (
+            None if TermCounter is None or native is False else TermCounter()
+        )
         self._char_folds: dict[str, str] = {}  # character -> _fold_of (for the extension)
         self.cache_limit = _STEM_CACHE_LIMIT
         digest = hashlib.sha256(
             "\n".join([language, *sorted(self.stop_words)]).encode("utf-8")
         ).hexdigest()
         self.fingerprint = f"{language}:{digest[:16]}"
+
+    @property
+    def native(self) -> bool:
+        """Whether :meth:`analyze` counts in the C extension (see the class doc)."""
+        return self._counter is not None
 
     def __repr__(self) -> str:
         return f"Analyzer(language={self.language!r}, stop_words={len(self.stop_words)})"

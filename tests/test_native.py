@@ -3,7 +3,7 @@ replaces: the same tokens, counts (in the same order), stop words and lengths on
 web and adversarial Unicode text, and the same statistics and evaluations built on them.
 
 The Python path is selected by an analyzer without the extension's table
-(``analyzer._counter = None``: what an install without a C compiler runs).
+(``Analyzer(native=False)``: what an install without a C compiler runs).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crag_heuristic import Chunk, Evaluator, ScoreKind
+from crag_heuristic import Chunk, ConfigError, Evaluator, ScoreKind
 from crag_heuristic._text import TextStats
 from crag_heuristic.text import Analyzer, CorpusStats
 
@@ -41,9 +41,16 @@ _WORDS = "the cells of a cell and running runs The CATS dogs bees honey what is"
 
 
 def python_analyzer() -> Analyzer:
-    analyzer = Analyzer()
-    analyzer._counter = None  # the Python path, as without the extension
+    analyzer = Analyzer(native=False)  # the Python path, as without the extension
+    assert not analyzer.native
     return analyzer
+
+
+def test_the_native_option() -> None:
+    assert Analyzer().native and Analyzer(native=True).native
+    assert Analyzer(native=False) == Analyzer()  # the same analyses: the same fingerprint
+    with pytest.raises(ConfigError, match="native"):
+        Analyzer(native="yes")  # type: ignore[arg-type]
 
 
 def _fields(stats: TextStats) -> tuple[object, ...]:

@@ -310,3 +310,15 @@ def test_nfkc_by_characters_first_equals_nfkc(text: str) -> None:
 
     wide = "".join(c for c in text if not c.isascii())
     assert _nfkc(text, wide) == unicodedata.normalize("NFKC", text)
+
+
+def test_an_analyzer_asked_for_the_c_extension_says_when_it_is_not_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crag_heuristic import ConfigError, _text
+
+    monkeypatch.setattr(_text, "TermCounter", None)  # an install without a C compiler
+    with pytest.raises(ConfigError, match="not built"):
+        Analyzer(native=True)
+    assert not Analyzer().native
+    assert Analyzer().analyze("Running cats") == Analyzer(native=False).analyze("Running cats")
