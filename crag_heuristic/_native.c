@@ -23,7 +23,10 @@
  * Table: open addressing, linear probing, at most half full. An entry owns a reference
  * to its token and its term (both str). Per count, each token entry met gets the call's
  * stamp and a counter; the entries met are kept in order of first occurrence. No
- * Python code runs while a call works (str keys only), so a call is atomic under the GIL.
+ * Python code of ours runs while a call works (str keys only), but an allocation may start
+ * the garbage collector, whose finalizers run any Python code (and may let another thread
+ * in): so a count marks the table busy, and while it is, a count answers None (the caller
+ * then takes the Python path) and update and clear change nothing.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -49,6 +52,7 @@ typedef struct {
     size_t met_cap;
     Py_UCS4 *buf; /* the current token's characters */
     Py_ssize_t buf_cap;
+    int busy; /* a count is running: the table, the buffer and the stamps are its own */
 } TermCounter;
 
 typedef struct {
@@ -196,6 +200,7 @@ static PyObject *TermCounter_update(TermCounter *self, PyObject *mapping) {
         PyErr_SetString(PyExc_TypeError, "update() takes a dict of token -> term");
         return NULL;
     }
+    if (self->busy) Py_RETURN_NONE; /* inside a count (see the header): nothing changes */
     PyObject *token, *term;
     Py_ssize_t pos = 0;
     while (PyDict_Next(mapping, &pos, &token, &term))
@@ -204,6 +209,7 @@ static PyObject *TermCounter_update(TermCounter *self, PyObject *mapping) {
 }
 
 static PyObject *TermCounter_clear(TermCounter *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->busy) Py_RETURN_NONE; /* inside a count (see the header): nothing changes */
     Entry *old = self->slots;
     size_t capacity = self->mask + 1;
     self->slots = NULL;
@@ -395,9 +401,11 @@ static PyObject *TermCounter_count(TermCounter *self, PyObject *const *args, Py_
     PyObject *text = args[0], *folds_dict = args[1];
     int stops = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
     if (stops < 0) return NULL;
+    if (self->busy) Py_RETURN_NONE; /* called from inside a count (see the header) */
     Py_ssize_t n_folds;
     Fold *folds = read_folds(folds_dict, &n_folds);
     if (folds == NULL) return NULL;
+    self->busy = 1; /* until the return: no other count, update or clear */
     if (++self->stamp == 0) { /* the stamps wrapped: forget every entry's */
         for (size_t i = 0; i <= self->mask; i++) self->slots[i].stamp = 0;
         self->stamp = 1;
@@ -417,12 +425,15 @@ static PyObject *TermCounter_count(TermCounter *self, PyObject *const *args, Py_
         failed = scan_text(self, &scan, PyUnicode_4BYTE_KIND, data, n, folds, n_folds);
     }
     PyMem_Free(folds);
+    PyObject *out;
     if (failed || close_token(self, &scan) < 0) {
         Py_XDECREF(scan.missing);
-        return NULL;
+        out = NULL;
+    } else {
+        out = scan.missing != NULL ? scan.missing : results(self, scan.n_met, scan.n_tokens, stops);
     }
-    if (scan.missing != NULL) return scan.missing;
-    return results(self, scan.n_met, scan.n_tokens, stops);
+    self->busy = 0;
+    return out;
 }
 
 /* -- row_counts: the query terms' counts in stored analyses' rows (_analyses.py) ------- */

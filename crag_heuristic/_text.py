@@ -443,9 +443,13 @@ class Analyzer:
         its non-ASCII characters made in Python (:func:`_normal`, :meth:`_folds`), then
         one C pass over it that folds, splits, looks up and counts
         (``crag_heuristic/_native.c``). ``None`` when its table lost the tokens it was
-        just given (emptied by another thread): the Python path then does the work."""
+        just given (emptied by another thread) or is busy with a count this call runs
+        inside (a finalizer the garbage collector ran during it): the Python path then
+        does the work."""
         prepared, folds = (text, {}) if text.isascii() else self._native_input(text)
         out = counter.count(prepared, folds, not on_demand)
+        if out is None:  # the table is busy with a count that this one runs inside
+            return None
         if isinstance(out, list):  # tokens the table lacks: their terms added, count again
             if len(counter) + len(out) > self.cache_limit:  # full: emptied, then all lack
                 counter.clear()
@@ -453,7 +457,7 @@ class Analyzer:
             if isinstance(out, list):
                 counter.update(self._table(out))
             out = counter.count(prepared, folds, not on_demand)
-            if isinstance(out, list):
+            if out is None or isinstance(out, list):
                 return None
         term_counts, n_tokens, n_stop, stop_tokens = out
         stop_set: frozenset[str] | Callable[[], frozenset[str]] = _EMPTY

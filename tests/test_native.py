@@ -229,3 +229,44 @@ def test_row_counts_refuse_arrays_of_the_wrong_shape() -> None:
         row_counts(ids, counts, table, (1,))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         row_counts(ids, counts, table, ["x"])  # type: ignore[list-item]
+
+
+def test_a_call_made_inside_a_count_changes_nothing() -> None:
+    """An allocation inside a count may start the garbage collector, whose finalizers run
+    any Python code (and may let another thread in). Here a term whose ``__hash__`` runs
+    Python code stands in for one: inside the count, another count answers None (the
+    analyzer then takes the Python path), and update and clear change nothing."""
+    counter = TermCounter()
+    inside: list[object] = []
+
+    class Hook(str):
+        def __hash__(self) -> int:
+            inside.append(counter.count("alpha beta", {}))
+            counter.clear()
+            counter.update({"gamma": "gamma"})
+            inside.append(len(counter))
+            return str.__hash__(self)
+
+    counter.update({"alpha": Hook("alpha"), "beta": "beta"})
+    assert counter.count("alpha beta alpha", {}) == ({"alpha": 2, "beta": 1}, 3, 0, None)
+    assert inside[:2] == [None, 2]  # refused inside; the table kept its two tokens
+    assert len(counter) == 2
+
+
+def test_an_analyzer_asked_from_inside_its_own_count_takes_the_python_path() -> None:
+    analyzer = Analyzer()
+    counter = analyzer._counter
+    assert counter is not None
+    nested: list[TextStats] = []
+
+    class Hook(str):
+        def __hash__(self) -> int:
+            if not nested:
+                nested.append(analyzer.analyze("nested texts of running cats"))
+            return str.__hash__(self)
+
+    analyzer.analyze("cats")  # the table learns the token
+    counter.update({"cats": Hook("cat")})
+    outer = analyzer.analyze("cats and dogs cats")
+    assert _fields(outer) == _fields(python_analyzer().analyze("cats and dogs cats"))
+    assert _fields(nested[0]) == _fields(python_analyzer().analyze("nested texts of running cats"))
