@@ -7,6 +7,12 @@
 # Writes benchmarks/results/evaluator_vs_ref.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the Python that has crag-heuristic's dependencies (PYTHON=..., else the first on PATH)
+PYTHON=${PYTHON:-$(command -v python || command -v python3)}
+"$PYTHON" -c "import numpy, Stemmer" 2>/dev/null || {
+    echo "evaluator_vs_ref.sh: $PYTHON lacks the dependencies; activate the venv or set PYTHON" >&2
+    exit 2
+}
 REF=${1:-bc07431}
 WORK=$(mktemp -d)
 trap 'git worktree remove --force "$WORK/ref" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
@@ -27,12 +33,12 @@ if sys.argv[1] == "loop":
 PY
 count() {  # tree mode -> instructions
     PYTHONHASHSEED=0 PYTHONPATH="$1" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-        python "$WORK/run.py" "$2" "$1" 2>&1 | awk '/Collected/ {print $4}'
+        "$PYTHON" "$WORK/run.py" "$2" "$1" 2>&1 | awk '/Collected/ {print $4}'
 }
 per_call() { echo $(( ($(count "$1" loop) - $(count "$1" setup)) / 300 )); }
 here=$(per_call "$PWD")
 there=$(per_call "$WORK/ref")
-ratio=$(python -c "print(f'{$here / $there:.3f}')")
+ratio=$("$PYTHON" -c "print(f'{$here / $there:.3f}')")
 {
     echo "# Evaluator cost against $REF (instructions per evaluation, warm, k = 10)"
     echo
@@ -40,8 +46,8 @@ ratio=$(python -c "print(f'{$here / $there:.3f}')")
     echo
     echo "| tree | default profile | instructions per evaluation |"
     echo "|---|---|---|"
-    echo "| $REF | $(cd "$WORK/ref" && python -c 'import crag_heuristic as c; print(c.Evaluator().config.name)') | $there |"
-    echo "| this tree | $(python -c 'import crag_heuristic as c; print(c.Evaluator().config.name)') | $here |"
+    echo "| $REF | $(cd "$WORK/ref" && "$PYTHON" -c 'import crag_heuristic as c; print(c.Evaluator().config.name)') | $there |"
+    echo "| this tree | $("$PYTHON" -c 'import crag_heuristic as c; print(c.Evaluator().config.name)') | $here |"
     echo
     echo "Ratio: **$ratio x**."
 } > benchmarks/results/evaluator_vs_ref.md
