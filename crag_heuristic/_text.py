@@ -234,6 +234,7 @@ class Analyzer:
                 "native", native, "the C extension crag_heuristic._native is not built"
             )
         self.language = language
+        self._native_option = native  # as asked (pickled so): None, True or False
         Stemmer.Stemmer(language)  # fail here, not in a worker thread, on a bad name
         words = DEFAULT_STOP_WORDS if stop_words is None else stop_words
         self.stop_words: frozenset[str] = frozenset(w.casefold() for w in words)
@@ -266,10 +267,18 @@ class Analyzer:
         return hash(self.fingerprint)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"language": self.language, "stop_words": self.stop_words}
+        return {
+            "language": self.language,
+            "stop_words": self.stop_words,
+            "native": self._native_option,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(language=state["language"], stop_words=state["stop_words"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            language=state["language"],
+            stop_words=state["stop_words"],
+            native=state.get("native"),  # absent from an analyzer pickled before the option
+        )
 
     # -- tokens ---------------------------------------------------------------------------
 

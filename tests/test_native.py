@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pickle
 import random
 import threading
 
@@ -49,6 +50,9 @@ def python_analyzer() -> Analyzer:
 def test_the_native_option() -> None:
     assert Analyzer().native and Analyzer(native=True).native
     assert Analyzer(native=False) == Analyzer()  # the same analyses: the same fingerprint
+    for option in (None, True, False):  # a pickled analyzer (a Dask worker's) keeps the choice
+        copy = pickle.loads(pickle.dumps(Analyzer(native=option)))
+        assert copy.native is (option is not False)
     with pytest.raises(ConfigError, match="native"):
         Analyzer(native="yes")  # type: ignore[arg-type]
 
