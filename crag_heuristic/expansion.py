@@ -8,16 +8,11 @@ retrieval. Both return an :class:`Expansion` and satisfy
 with :func:`reciprocal_rank_fusion`.
 """
 
-from ._expansion import (
-    Expansion,
-    PRFExpander,
-    QueryExpander,
-    SynonymExpander,
-    SynonymSet,
-    load_synonyms,
-    parse_synonyms,
-)
-from ._fusion import reciprocal_rank_fusion
+from ._expansion.base import Expansion, QueryExpander
+from ._expansion.expander import SynonymExpander
+from ._expansion.fusion import reciprocal_rank_fusion
+from ._expansion.prf import PRFExpander
+from ._expansion.synonyms import SynonymSet, load_synonyms, parse_synonyms
 
 __all__ = [
     "Expansion",

@@ -14,7 +14,7 @@ statistics a :class:`StatsEngine`.
 """
 
 from ._engines import StatsEngine
-from ._expansion import QueryExpander
+from ._expansion.base import QueryExpander
 from ._metrics import MetricsSink
 from ._protocols import (
     AsyncCache,

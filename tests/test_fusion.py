@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from crag_heuristic import Chunk, InputError, ScoreKind
-from crag_heuristic._fusion import fuse, reciprocal_rank_fusion
+from crag_heuristic._expansion.fusion import fuse, reciprocal_rank_fusion
 
 
 def ranking(*ids: str, kind: str = "cosine") -> list[Chunk]:

@@ -26,7 +26,6 @@ BELOW_THE_EVALUATOR = [
     "_text.py",
     "_corpus.py",
     "_scores.py",
-    "_fusion.py",
     "_retrievers",
     "_expansion",
     "_web",

@@ -128,7 +128,7 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
         """
         import crag_heuristic, crag_heuristic.sample, sys
         from importlib import resources
-        from crag_heuristic._expansion import SynonymExpander, SynonymSet
+        from crag_heuristic.expansion import SynonymExpander, SynonymSet
         print(crag_heuristic.__file__)
         print(",".join(SynonymSet.bundled_names()))
         print(resources.files("crag_heuristic.synonyms").joinpath("english.txt").is_file())

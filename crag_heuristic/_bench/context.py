@@ -42,7 +42,7 @@ from typing import Any
 
 from .._config import EvaluatorConfig, RouterConfig
 from .._evaluator import Evaluator
-from .._fusion import reciprocal_rank_fusion
+from .._expansion.fusion import reciprocal_rank_fusion
 from .._router import CRAG
 from .._types import Chunk, Evaluation, Verdict
 from .data import read_qrels

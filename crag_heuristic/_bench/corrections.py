@@ -35,8 +35,8 @@ from typing import Any
 
 from .._config import EvaluatorConfig, RouterConfig
 from .._evaluator import Evaluator
-from .._expansion import SynonymExpander
-from .._fusion import reciprocal_rank_fusion
+from .._expansion.expander import SynonymExpander
+from .._expansion.fusion import reciprocal_rank_fusion
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig
-from .._expansion import PRFExpander, SynonymExpander
-from .._fusion import reciprocal_rank_fusion
+from .._expansion.expander import SynonymExpander
+from .._expansion.fusion import reciprocal_rank_fusion
+from .._expansion.prf import PRFExpander
 from .._optional import requires
 from .._router import CRAG
 from .._types import Chunk

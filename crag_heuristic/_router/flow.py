@@ -40,8 +40,8 @@ from .._exceptions import (
     RetrieverError,
     WebSearchResponseError,
 )
+from .._expansion.fusion import reciprocal_rank_fusion
 from .._failures import Failure, FailureStage
-from .._fusion import reciprocal_rank_fusion
 from .._grading import (
     CascadeReport,
     Selection,

@@ -77,7 +77,7 @@ from .._config import EvaluatorConfig, RouterConfig
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
 from .._exceptions import InputError, RetrieverError
-from .._expansion import QueryExpander
+from .._expansion.base import QueryExpander
 from .._grading import AsyncGrader, Escalation, Grader, SetEscalation
 from .._metrics import MetricsSink
 from .._protocols import (

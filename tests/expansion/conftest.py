@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crag_heuristic._expansion import SynonymSet, parse_synonyms
+from crag_heuristic._expansion.synonyms import SynonymSet, parse_synonyms
 
 SMALL = """\
 # a small set whose expansions the tests work out by hand

@@ -14,13 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic import Chunk, ConfigError, InputError, InvalidQueryError
-from crag_heuristic._expansion import (
-    Expansion,
-    QueryExpander,
-    SynonymExpander,
-    SynonymSet,
-    parse_synonyms,
-)
+from crag_heuristic._expansion.base import Expansion, QueryExpander
+from crag_heuristic._expansion.expander import SynonymExpander
+from crag_heuristic._expansion.synonyms import SynonymSet, parse_synonyms
 from crag_heuristic._text import Analyzer
 
 
@@ -184,7 +180,7 @@ _SCRIPT = textwrap.dedent(
     """
     import json, sys
     from crag_heuristic import Chunk, ScoreKind
-    from crag_heuristic._expansion import PRFExpander, SynonymExpander
+    from crag_heuristic.expansion import PRFExpander, SynonymExpander
     queries = json.loads(sys.argv[1])
     expander = SynonymExpander()
     out = [expander.expand(q).to_dict() for q in queries]

@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic._exceptions import InputError
-from crag_heuristic._expansion import SynonymSet, load_synonyms, parse_synonyms
 from crag_heuristic._expansion import synonyms as synonyms_module
-from crag_heuristic._expansion.synonyms import SynonymMatch
+from crag_heuristic._expansion.synonyms import (
+    SynonymMatch,
+    SynonymSet,
+    load_synonyms,
+    parse_synonyms,
+)
 from crag_heuristic._text import Analyzer
 
 

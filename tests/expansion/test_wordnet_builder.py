@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from crag_heuristic._expansion import load_synonyms
+from crag_heuristic._expansion.synonyms import load_synonyms
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from crag_heuristic import CRAG, ConfigError, Evaluator, RouterConfig
-from crag_heuristic._fusion import reciprocal_rank_fusion
+from crag_heuristic._expansion.fusion import reciprocal_rank_fusion
 
 QUERY = "How do honeybees communicate the distance to food?"
 

@@ -18,7 +18,7 @@ from crag_heuristic import (
     Verdict,
     WebSearchTimeout,
 )
-from crag_heuristic._fusion import reciprocal_rank_fusion
+from crag_heuristic._expansion.fusion import reciprocal_rank_fusion
 from crag_heuristic._router import CRAG, Strategy
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 from crag_heuristic.web import keyword_query

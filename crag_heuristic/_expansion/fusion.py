@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import is_finite_number
-from ._exceptions import InputError, _short
-from ._types import Chunk, ScoreKind
+from .._checks import is_finite_number
+from .._exceptions import InputError, _short
+from .._types import Chunk, ScoreKind
 
 __all__ = ["FusedChunk", "fuse", "reciprocal_rank_fusion"]
 
