@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._exceptions import InputError
-from ._terms import key64, keys64, utf8
+from ._terms import keys64, utf8
 from ._text import TextStats
 
 try:  # the optional C extension (setup.py): the same counts as the numpy path, faster
@@ -57,7 +57,7 @@ _ROW_COUNTS: Callable[..., list[list[int]]] | None = _native_row_counts
 if TYPE_CHECKING:
     from ._terms import TermTable
 
-__all__ = ["AnalysesPart", "ChunkAnalyses", "StoredStats", "id_key", "text_digest16"]
+__all__ = ["AnalysesPart", "ChunkAnalyses", "StoredStats", "id_keys", "text_digest16"]
 
 _EMPTY: frozenset[str] = frozenset()
 _STRINGS_LIMIT = 262_144  # decoded term strings kept (about 20 MB at most)
@@ -73,9 +73,10 @@ ARRAY_NAMES = (
 )
 
 
-def id_key(chunk_id: str) -> int:
-    """The 64-bit key of an id (:func:`key64` of its UTF-8 bytes)."""
-    return key64(utf8(chunk_id))
+def id_keys(ids: Iterable[str]) -> npt.NDArray[np.uint64]:
+    """The 64-bit key of each id (:func:`~crag_heuristic._terms.key64` of its UTF-8
+    bytes), as an array."""
+    return keys64(map(utf8, ids))
 
 
 def text_digest16(text: str) -> bytes:
@@ -142,8 +143,7 @@ class AnalysesPart:
         """The rows' id keys; an id left to the merge is ``str(first + position)``."""
         if self.keys is not None:
             return self.keys
-        ids = (str(first + i) if isinstance(i, int) else i for i in self.ids)
-        return np.fromiter(map(id_key, ids), dtype=np.uint64, count=len(self.ids))
+        return id_keys(str(first + i) if isinstance(i, int) else i for i in self.ids)
 
     def add(self, doc_id: str | int, text: str, stats: TextStats) -> None:
         """One document's analysis (what :meth:`Analyzer.analyze` gave for ``text``)."""
@@ -418,15 +418,15 @@ class ChunkAnalyses:
         carries their counts (:attr:`StoredStats.query`), read for all the rows at once
         (:meth:`query_counts`)."""
         found: list[TextStats | None] = [None] * len(chunks)
-        id_keys = self._arrays["id_keys"]
-        n = len(id_keys)
+        stored = self._arrays["id_keys"]
+        n = len(stored)
         if not chunks or not n:
             return found
-        keys = keys64([utf8(i) for i, _ in chunks])  # id_key of each
-        at = id_keys.searchsorted(keys)
+        keys = id_keys(i for i, _ in chunks)
+        at = stored.searchsorted(keys)
         starts = at.tolist()
         np.minimum(at, n - 1, out=at)
-        held = np.flatnonzero(id_keys[at] == keys).tolist()  # the others: ids never held
+        held = np.flatnonzero(stored[at] == keys).tolist()  # the others: ids never held
         positions, rows = [], []
         digests = self._digests
         for position in held:

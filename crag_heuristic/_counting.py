@@ -35,7 +35,7 @@ import numpy.typing as npt
 from ._analyses import AnalysesPart, ChunkAnalyses
 from ._documents import to_chunk
 from ._exceptions import InputError, RetrieverError
-from ._terms import key64, utf8
+from ._terms import keys64, utf8
 from ._text import Analyzer
 from ._types import ScoreKind
 
@@ -204,8 +204,8 @@ class Part:
 
 
 def vocab_keys(vocab: list[str]) -> npt.NDArray[np.uint64]:
-    """The term table's 64-bit key of each term (:func:`~crag_heuristic._analyses.key64`)."""
-    return np.fromiter(map(key64, map(utf8, vocab)), dtype=np.uint64, count=len(vocab))
+    """The term table's 64-bit key of each term (:func:`~crag_heuristic._terms.key64`)."""
+    return keys64(map(utf8, vocab))
 
 
 def count_partition(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ def key64(data: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
-def keys64(items: list[bytes]) -> npt.NDArray[np.uint64]:
+def keys64(items: Iterable[bytes]) -> npt.NDArray[np.uint64]:
     """:func:`key64` of each of ``items``, as an array: the 8-byte digests joined and
     read as little-endian integers, no Python ``int`` made in between."""
     blake2b = hashlib.blake2b
