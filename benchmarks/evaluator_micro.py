@@ -185,15 +185,6 @@ def make_web_text(rng: random.Random, vocabulary: list[str], n_words: int) -> st
     return " ".join(words)
 
 
-def timed(fn: Callable[[int], object], iterations: int) -> list[float]:
-    samples = []
-    for i in range(iterations):
-        start = time.perf_counter_ns()
-        fn(i)
-        samples.append((time.perf_counter_ns() - start) / 1000.0)
-    return samples
-
-
 def _p50(samples: dict[str, float]) -> float:
     return float(samples["p50"])
 
@@ -243,14 +234,16 @@ def measure(
         },
         n_iter,
     )
-    fresh = timed(lambda i: Evaluator().evaluate(QUERY, new_sets[i], stats), max(20, n_iter // 10))
+    fresh = {"fresh": lambda i: Evaluator().evaluate(QUERY, new_sets[i], stats)}
+    fresh_times = alternated(fresh, max(20, n_iter // 10))["fresh"]
     texts = [c.text for c in warm_chunks]
     sims = [c.score or 0.0 for c in warm_chunks]
     sources = [c.source or c.id for c in warm_chunks]
-    seed_times = timed(lambda i: seed_design(QUERY, texts, sims, sources), n_iter)
+    seed = {"seed": lambda i: seed_design(QUERY, texts, sims, sources)}
+    seed_times = alternated(seed, n_iter)["seed"]
     row: dict[str, Any] = {"k": k, "iterations": n_iter}
     row.update({name: percentiles(values) for name, values in samples.items()})
-    row["cold_analyzer_us"] = percentiles(fresh)
+    row["cold_analyzer_us"] = percentiles(fresh_times)
     row["seed_design_us"] = percentiles(seed_times)
     row["warm_over_seed_p50"] = _p50(row["warm_us"]) / _p50(row["seed_design_us"])
     row["cold_corpus_over_warm_p50"] = _p50(row["cold_corpus_us"]) / _p50(row["warm_us"])
