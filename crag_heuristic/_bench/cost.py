@@ -33,6 +33,7 @@ from .._calibrate import GateExample
 from .._config import EvaluatorConfig, load_config
 from .._corpus import CorpusStats
 from .._evaluator import Evaluator
+from .._exceptions import InputError
 from .._retrievers import BM25Retriever
 from .._router import CRAG
 from .._types import Chunk
@@ -152,8 +153,11 @@ def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
     Milliseconds; ``limit`` retrievals at most.
 
     Raises:
-        InputError: the folder is not a BEIR folder with a test split.
+        InputError: the folder is not a BEIR folder with a test split, or ``limit``
+            leaves no retrieval to time.
     """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InputError(f"limit must be an integer >= 1, got {limit!r}")
     started = time.perf_counter()
     prepared = prepare(data_dir)
     prepare_s = time.perf_counter() - started
