@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import requires
+from .auc import auc
 
 __all__ = [
     "cascade_plot",
@@ -40,13 +41,13 @@ def _save(plt: Any, fig: Any, path: Path) -> Path:
 def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, title: str) -> Path:
     """ROC curves for detecting failed retrievals (a low score should mean failed)."""
     with requires("bench", "the benchmark plots"):
-        from sklearn.metrics import roc_auc_score, roc_curve
+        from sklearn.metrics import roc_curve
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 5))
     for name, score in scores.items():
         fpr, tpr, _ = roc_curve(failed, -score)
-        ax.plot(fpr, tpr, label=f"{name} (AUC {roc_auc_score(failed, -score):.3f})")
+        ax.plot(fpr, tpr, label=f"{name} (AUC {auc(failed, -score):.3f})")
     ax.plot([0, 1], [0, 1], ":", color="grey")
     ax.set(xlabel="false alarms (good retrievals flagged)", ylabel="failures caught", title=title)
     ax.legend(fontsize=7, loc="lower right")
