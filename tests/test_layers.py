@@ -11,6 +11,7 @@ import ast
 import functools
 import graphlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -103,15 +104,6 @@ def test_input_checks_live_beside_the_types() -> None:
     assert _checks.check_k(3) == 3
 
 
-def test_no_import_circle_in_the_package() -> None:
-    """Every import, lazy and type-only ones too, points one way (farm-studio look)."""
-    graph = {name: _imported(path) for name, path in _module_names().items()}
-    try:
-        tuple(graphlib.TopologicalSorter(graph).static_order())
-    except graphlib.CycleError as exc:
-        pytest.fail(f"an import circle: {' -> '.join(exc.args[1])}")
-
-
 def _part(module: str) -> str:
     """The part of the package a module belongs to: its top-level module or
     private package (``crag_heuristic._router.flow`` -> ``_router``)."""
@@ -119,20 +111,24 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def test_no_import_circle_between_the_parts() -> None:
-    """The parts (top-level modules and packages) form a stack too: no part reaches
-    back into one that imports it, even through a lazy import. The order it gives,
-    bottom first, is the one CONTRIBUTING.md draws."""
+def _module(module: str) -> str:
+    return module
+
+
+@pytest.mark.parametrize("unit", [_module, _part], ids=["modules", "parts"])
+def test_no_import_circle(unit: Callable[[str], str]) -> None:
+    """Every import, lazy and type-only ones too, points one way (farm-studio look),
+    between modules and between the parts (top-level modules and packages): no part
+    reaches back into one that imports it. The parts' order, bottom first, is the one
+    CONTRIBUTING.md draws."""
     graph: dict[str, set[str]] = {}
     for name, path in _module_names().items():
-        part = _part(name)
-        graph.setdefault(part, set()).update(
-            other for other in map(_part, _imported(path)) if other != part
-        )
+        own = unit(name)
+        graph.setdefault(own, set()).update(u for u in map(unit, _imported(path)) if u != own)
     try:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
-        pytest.fail(f"an import circle between parts: {' -> '.join(exc.args[1])}")
+        pytest.fail(f"an import circle between {unit.__name__[1:]}s: {' -> '.join(exc.args[1])}")
 
 
 # -- benchmarks/ use public names only -------------------------------------------------------
