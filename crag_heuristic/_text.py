@@ -227,7 +227,7 @@ class Analyzer:
         stop_words: Iterable[str] | None = None,
         native: bool | None = None,
     ) -> None:
-        if native not in (None, True, False):
+        if native is not None and not isinstance(native, bool):  # 0 and 1 are not choices
             raise ConfigError("native", native, "must be None, True or False")
         if native and TermCounter is None:
             raise ConfigError(

@@ -53,8 +53,9 @@ def test_the_native_option() -> None:
     for option in (None, True, False):  # a pickled analyzer (a Dask worker's) keeps the choice
         copy = pickle.loads(pickle.dumps(Analyzer(native=option)))
         assert copy.native is (option is not False)
-    with pytest.raises(ConfigError, match="native"):
-        Analyzer(native="yes")  # type: ignore[arg-type]
+    for wrong in ("yes", 0, 1):  # 0 == False and 1 == True, but neither is a choice
+        with pytest.raises(ConfigError, match="native"):
+            Analyzer(native=wrong)  # type: ignore[arg-type]
 
 
 def _fields(stats: TextStats) -> tuple[object, ...]:
