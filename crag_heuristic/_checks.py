@@ -17,8 +17,6 @@ from typing import Any, final
 
 from ._exceptions import InputError, InvalidQueryError, _short
 
-__all__ = ["MAX_K", "CheckedQuery", "as_real", "check_k", "check_query", "is_finite_number"]
-
 MAX_K = 10_000
 """The most chunks one search may ask for. A list that long is no longer a
 retrieval to grade, and a FAISS search allocates ``k`` slots whatever the

@@ -20,8 +20,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ABANDONED", "Abandoned", "acall_within", "call_within"]
-
 
 class Abandoned:
     """The outcome of a call that did not finish within its timeout."""

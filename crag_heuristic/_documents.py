@@ -18,8 +18,6 @@ from typing import Any
 from ._exceptions import RetrieverError
 from ._types import Chunk, ScoreKind
 
-__all__ = ["to_chunk"]
-
 
 def to_chunk(
     entry: Any,

@@ -75,30 +75,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from . import _signals as sig
-from ._analyses import StoredStats
-from ._text import QueryTerms, TextStats
+from ._text.analyses import StoredStats
+from ._text.analyzer import QueryTerms, TextStats
 
 if TYPE_CHECKING:
-    from ._corpus import CorpusStats
-
-__all__ = [
-    "CHUNK",
-    "CHUNK_FEATURES",
-    "EvidenceSettings",
-    "SET",
-    "SET_FEATURES",
-    "Feature",
-    "Inputs",
-    "KeywordSettings",
-    "Level",
-    "SetInputs",
-    "bm25_norm",
-    "bm25_of_counts",
-    "chunk_rows",
-    "needs",
-    "set_row",
-    "signal_of",
-]
+    from ._text.corpus import CorpusStats
 
 
 class KeywordSettings(Protocol):

@@ -44,8 +44,6 @@ from ._exceptions import (
 )
 from ._redact import redact
 
-__all__ = ["Failure", "FailureStage", "FailureText", "last_failure", "wrap"]
-
 
 class FailureStage(str, enum.Enum):
     """The stages of a query that can fail without failing it."""

@@ -29,8 +29,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["LOGGER_NAME", "EventLog", "get_logger"]
-
 LOGGER_NAME = "crag_heuristic"
 
 # Without a handler anywhere, stdlib logging prints WARNING records to stderr through

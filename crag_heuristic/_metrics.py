@@ -29,28 +29,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ._cache.stats import CacheStats
 from ._optional import requires
-
-__all__ = ["MetricsSink", "PrometheusMetrics"]
-
-
-@runtime_checkable
-class MetricsSink(Protocol):
-    """What the router reports. Every method must be cheap and never raise."""
-
-    def decision(self, verdict: str) -> None: ...
-
-    def correction(self, strategy: str) -> None: ...
-
-    def web_error(self, kind: str) -> None: ...
-
-    def cache_error(self, kind: str) -> None: ...
-
-    def stage(self, stage: str, seconds: float) -> None: ...
-
 
 # Stage latencies run from tens of microseconds (evaluation) to seconds (web).
 _BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,

@@ -23,8 +23,6 @@ from contextlib import contextmanager
 
 from ._exceptions import MissingDependencyError
 
-__all__ = ["requires"]
-
 
 @contextmanager
 def requires(extra: str, feature: str) -> Iterator[None]:

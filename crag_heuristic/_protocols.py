@@ -1,5 +1,5 @@
-"""The seams of the pipeline: what a retriever, a web searcher, a cache and a
-cascade's grader must do.
+"""The seams of the pipeline: what a retriever, a web searcher, a cache, a
+query expander, a cascade's grader and a metrics sink must do.
 
 Each is a :class:`typing.Protocol`, so any object with the right methods fits,
 without inheriting from anything here. Sync and async halves are separate
@@ -18,7 +18,8 @@ from collections.abc import (
 )
 from typing import Any, Protocol, runtime_checkable
 
-from ._corpus import CorpusStats
+from ._expansion.base import Expansion
+from ._text.corpus import CorpusStats
 from ._types import Chunk
 
 
@@ -159,3 +160,37 @@ class AsyncGrader(Protocol):
     def fingerprint(self) -> str: ...
 
     async def agrade(self, query: str, chunks: Sequence[Chunk]) -> Sequence[float]: ...
+
+
+@runtime_checkable
+class QueryExpander(Protocol):
+    """Turns a query (and, optionally, the first retrieval) into extra queries.
+
+    ``chunks`` are the chunks of the first retrieval, best first; expanders
+    that do not need them ignore them. ``corpus_stats`` gives document
+    frequencies for IDF weights when the retriever knows them.
+    Implementations must be deterministic and thread-safe.
+    """
+
+    def expand(
+        self,
+        query: str,
+        *,
+        chunks: Sequence[Chunk] = (),
+        corpus_stats: CorpusStats | None = None,
+    ) -> Expansion: ...
+
+
+@runtime_checkable
+class MetricsSink(Protocol):
+    """What the router reports. Every method must be cheap and never raise."""
+
+    def decision(self, verdict: str) -> None: ...
+
+    def correction(self, strategy: str) -> None: ...
+
+    def web_error(self, kind: str) -> None: ...
+
+    def cache_error(self, kind: str) -> None: ...
+
+    def stage(self, stage: str, seconds: float) -> None: ...

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["describe", "redact"]
-
 # scheme://userinfo@ -- the user-info runs to the last "@" before the host's end
 # (a password may hold an unescaped "@"); "/", "?", "#" and white space end it.
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@")

@@ -32,16 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._optional import requires
-from ._text import Analyzer
+from ._text.analyzer import Analyzer
 from ._types import Chunk
-
-__all__ = [
-    "LsaEmbedder",
-    "LsaProjection",
-    "load_sample_corpus",
-    "load_sample_queries",
-    "sample_retriever",
-]
 
 SAMPLE_LSA = "sample_lsa.npz"
 _LSA_FORMAT = 1
@@ -225,7 +217,7 @@ def sample_retriever(*, analyzer: Analyzer | None = None, n_components: int = 64
     """
     import faiss
 
-    from ._retrievers import FaissRetriever
+    from ._retrievers.faiss import FaissRetriever
 
     corpus = load_sample_corpus()
     embedder: LsaProjection | LsaEmbedder

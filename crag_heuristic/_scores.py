@@ -29,8 +29,6 @@ import math
 
 from ._types import Chunk, ScoreKind
 
-__all__ = ["similarity", "to_cosine"]
-
 _COSINE_LIKE = (
     ScoreKind.COSINE,
     ScoreKind.INNER_PRODUCT,

@@ -40,16 +40,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = [
-    "CoherenceParts",
-    "CoherenceWeights",
-    "LengthTarget",
-    "coherence",
-    "diversity",
-    "keyword_overlap",
-    "length_adequacy",
-]
-
 
 class CoherenceWeights(Protocol):
     """What :func:`coherence` reads (:class:`~crag_heuristic.config.CoherenceConfig` has

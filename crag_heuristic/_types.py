@@ -16,15 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ._checks import as_real
 from ._exceptions import InvalidChunkError
 
-__all__ = [
-    "Chunk",
-    "ChunkEvaluation",
-    "Evaluation",
-    "ScoreKind",
-    "Signals",
-    "Verdict",
-]
-
 # Float error allowed below zero for distances, and above 1 for probabilities,
 # before a score is rejected (a distance a hair below 0 is stored as 0).
 _NEGATIVE_TOLERANCE = 1e-6

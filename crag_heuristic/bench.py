@@ -29,19 +29,20 @@ harness and, when called, scikit-learn.
   do what was asked (bands that miss their targets, no fast path).
 """
 
-from ._baselines import seed_design
-from ._bench import calibrate, run_bench
+from ._bench.baselines import seed_design
+from ._bench.calibration import CalibrationResult, GateExample, fit_gate
 from ._bench.correction_choice import run_corrections
 from ._bench.cost import run_cost
 from ._bench.evidence_probe import run_evidence_probe
 from ._bench.failure import BASELINES
+from ._bench.harness import run_bench
 from ._bench.loco import run_loco
+from ._bench.pipeline import calibrate
+from ._bench.self_calibration import calibrate_self
 from ._bench.self_variants import run_self_calibration
+from ._bench.simulation import QuerySimulator, SimulatedQuery
 from ._bench.timing import alternated, percentiles
-from ._calibrate import CalibrationResult, GateExample, fit_gate
 from ._exceptions import CalibrationWarning
-from ._self_calibrate import calibrate_self
-from ._simulate import QuerySimulator, SimulatedQuery
 
 __all__ = [
     "BASELINES",

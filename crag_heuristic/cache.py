@@ -8,6 +8,10 @@ and the counters are top-level names too. :func:`evaluation_key` is the key
 the router stores an evaluation under (to read one another process stored).
 """
 
-from ._cache import CacheStats, MemoryCache, RedisCache, TieredCache, evaluation_key
+from ._cache.keys import evaluation_key
+from ._cache.memory import MemoryCache
+from ._cache.redis import RedisCache
+from ._cache.stats import CacheStats
+from ._cache.tiered import TieredCache
 
 __all__ = ["CacheStats", "MemoryCache", "RedisCache", "TieredCache", "evaluation_key"]

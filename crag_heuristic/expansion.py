@@ -8,11 +8,12 @@ retrieval. Both return an :class:`Expansion` and satisfy
 with :func:`reciprocal_rank_fusion`.
 """
 
-from ._expansion.base import Expansion, QueryExpander
+from ._expansion.base import Expansion
 from ._expansion.expander import SynonymExpander
 from ._expansion.fusion import reciprocal_rank_fusion
 from ._expansion.prf import PRFExpander
 from ._expansion.synonyms import SynonymSet, load_synonyms, parse_synonyms
+from ._protocols import QueryExpander
 
 __all__ = [
     "Expansion",

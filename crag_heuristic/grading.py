@@ -30,15 +30,10 @@ the failure is a :class:`GraderError` (:class:`GraderTimeout`,
 """
 
 from ._exceptions import GraderError, GraderOutputError, GraderTimeout
-from ._grading import (
-    AsyncGrader,
-    CallableGrader,
-    CascadeReport,
-    CrossEncoderGrader,
-    Escalation,
-    Grader,
-    SetEscalation,
-)
+from ._grading.escalation import CascadeReport, Escalation
+from ._grading.graders import CallableGrader, CrossEncoderGrader
+from ._grading.lists import SetEscalation
+from ._protocols import AsyncGrader, Grader
 from ._router.cascade import Cascade, CascadeResult
 
 __all__ = [

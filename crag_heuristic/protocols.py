@@ -13,9 +13,6 @@ Any object with the right methods fits; nothing needs to inherit from these.
 statistics a :class:`StatsEngine`.
 """
 
-from ._engines import StatsEngine
-from ._expansion.base import QueryExpander
-from ._metrics import MetricsSink
 from ._protocols import (
     AsyncCache,
     AsyncGrader,
@@ -25,11 +22,14 @@ from ._protocols import (
     Cache,
     EventLogger,
     Grader,
+    MetricsSink,
     ParentLookup,
+    QueryExpander,
     Retriever,
     StatsProvider,
     WebSearcher,
 )
+from ._text.engines import StatsEngine
 
 __all__ = [
     "AsyncCache",

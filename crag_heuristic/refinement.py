@@ -5,6 +5,6 @@ same with every part passed in. Both return a :class:`Refinement` of
 :class:`Strip`\\ s.
 """
 
-from ._evaluator import Refinement, Strip, refine
+from ._evaluator.refine import Refinement, Strip, refine
 
 __all__ = ["Refinement", "Strip", "refine"]

@@ -15,12 +15,12 @@ time with the index's embedder, for the opt-in ``sentence_similarity`` evidence
 (``FaissRetriever(..., sentences=...)``).
 """
 
-from ._analyses import ChunkAnalyses
-from ._corpus import CorpusStats
-from ._engines import DaskEngine, LocalEngine
 from ._exceptions import CorpusStatsFileError, StatsEngineError
-from ._retrievers.sentences import SentenceVectors
-from ._text import Analyzer, TextStats
+from ._text.analyses import ChunkAnalyses
+from ._text.analyzer import Analyzer, TextStats
+from ._text.corpus import CorpusStats
+from ._text.engines import DaskEngine, LocalEngine
+from ._text.sentences import SentenceVectors
 
 __all__ = [
     "Analyzer",

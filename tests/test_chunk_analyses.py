@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic import BM25Retriever, Chunk, Evaluator, FaissRetriever, InputError, ScoreKind
-from crag_heuristic._analyses import ChunkAnalyses
+from crag_heuristic._text.analyses import ChunkAnalyses
 from crag_heuristic.text import Analyzer, CorpusStats
 
 TEXTS = [

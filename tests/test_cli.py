@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main, read_chunks
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, read_chunks
 
 
 def write_chunks(path: Path, rows: list[dict[str, Any]]) -> Path:

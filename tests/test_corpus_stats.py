@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from crag_heuristic import ConfigError, InputError
-from crag_heuristic._corpus import FORMAT_VERSION
-from crag_heuristic._terms import TermTable
+from crag_heuristic._text.corpus import FORMAT_VERSION
+from crag_heuristic._text.terms import TermTable
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
 
@@ -82,7 +82,7 @@ def test_term_table_is_an_exact_read_only_mapping() -> None:
 
 
 def test_term_table_keys_collide_without_a_wrong_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crag_heuristic._terms as terms
+    import crag_heuristic._text.terms as terms
 
     # every term on one key: lookups must compare bytes, and the order stays canonical
     monkeypatch.setattr(terms, "key64", lambda data: 42)
@@ -113,7 +113,7 @@ def test_partitioned_build_equals_the_whole() -> None:
 
 
 def test_terms_sharing_a_key_are_merged_by_the_terms(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crag_heuristic._counting as counting
+    import crag_heuristic._text.counting as counting
 
     texts = [f"{TEXTS[i % len(TEXTS)]} word{i % 13} shared" for i in range(300)]
     usual = CorpusStats.build(texts, analyses=True, partition_size=50)

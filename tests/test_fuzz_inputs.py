@@ -48,10 +48,10 @@ from crag_heuristic import (
     load_config,
 )
 from crag_heuristic import config as sections
-from crag_heuristic._cli import EXIT_INTERNAL, main
-from crag_heuristic._cli.common import read_chunks, read_records
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_INTERNAL, read_chunks, read_records
 from crag_heuristic._cli.retrieve import read_docs
-from crag_heuristic._corpus import CorpusStats
+from crag_heuristic._text.corpus import CorpusStats
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 
 TESTS = 7  # the tests below, which share the examples

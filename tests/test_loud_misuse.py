@@ -31,8 +31,8 @@ from crag_heuristic import (
     Strategy,
 )
 from crag_heuristic._checks import MAX_K
-from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
-from crag_heuristic._cli.common import MAX_NESTING, read_records
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, MAX_NESTING, read_records
 from crag_heuristic._expansion.fusion import reciprocal_rank_fusion
 from crag_heuristic._sample import sample_retriever
 from crag_heuristic._types import check_chunk

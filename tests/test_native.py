@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic import Chunk, ConfigError, Evaluator, ScoreKind
-from crag_heuristic._text import TextStats
+from crag_heuristic._text.analyzer import TextStats
 from crag_heuristic.text import Analyzer, CorpusStats
 
 if importlib.util.find_spec("crag_heuristic._native") is None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crag_heuristic._text import TextStats, split_sentences
+from crag_heuristic._text.analyzer import TextStats, split_sentences
 from crag_heuristic.text import Analyzer
 
 
@@ -204,7 +204,7 @@ def test_one_megabyte_text_analyses_as_the_reference() -> None:
 
 
 def test_term_cache_overflow_keeps_results_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crag_heuristic._text as text_module
+    import crag_heuristic._text.analyzer as text_module
 
     monkeypatch.setattr(text_module, "_STEM_CACHE_LIMIT", 3)
     analyzer = Analyzer()
@@ -306,7 +306,7 @@ _NFKC_MIX = st.lists(
 def test_nfkc_by_characters_first_equals_nfkc(text: str) -> None:
     import unicodedata
 
-    from crag_heuristic._text import _nfkc
+    from crag_heuristic._text.analyzer import _nfkc
 
     wide = "".join(c for c in text if not c.isascii())
     assert _nfkc(text, wide) == unicodedata.normalize("NFKC", text)
@@ -315,7 +315,8 @@ def test_nfkc_by_characters_first_equals_nfkc(text: str) -> None:
 def test_an_analyzer_asked_for_the_c_extension_says_when_it_is_not_built(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from crag_heuristic import ConfigError, _text
+    from crag_heuristic._exceptions import ConfigError
+    from crag_heuristic._text import analyzer as _text
 
     monkeypatch.setattr(_text, "TermCounter", None)  # an install without a C compiler
     with pytest.raises(ConfigError, match="not built"):

@@ -26,15 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from .._calibrate import GateExample, fit_chunk_stage, kappa_band
 from .._config import EvaluatorConfig, ModelConfig
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._optional import requires
+from .calibration import GateExample, fit_chunk_stage, kappa_band
 from .data import read_qrels
 from .pipeline import Prepared
 from .retrievals import chunks_of
-
-__all__ = ["agreement_section", "fitted_chunk_scores", "judged_pools", "kappa", "query_folds"]
 
 
 def kappa(a: Any, b: Any) -> float:

@@ -24,8 +24,6 @@ import numpy.typing as npt
 
 from .._exceptions import InputError
 
-__all__ = ["auc", "failure_auc"]
-
 
 def auc(positive: npt.ArrayLike, score: npt.ArrayLike) -> float:
     """The ROC-AUC of ``score`` for the ``positive`` rows (see the module doc).

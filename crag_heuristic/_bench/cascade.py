@@ -42,22 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from .._calibrate import kappa_band
 from .._config import EvaluatorConfig
 from .._grading.escalation import rank_uncertain
 from .agreement import fitted_chunk_scores, judged_pools, kappa, query_folds
+from .calibration import kappa_band
 from .data import read_qrels
 from .pipeline import Prepared
-
-__all__ = [
-    "CURVES",
-    "GOAL_KAPPA",
-    "GOAL_SHARE",
-    "POLICIES",
-    "READ_AT",
-    "cascade_section",
-    "share_for",
-]
 
 GOAL_KAPPA = 0.40
 """The issue's goal: kappa >= 0.40 ..."""

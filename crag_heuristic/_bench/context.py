@@ -41,14 +41,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._config import EvaluatorConfig, RouterConfig
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._expansion.fusion import reciprocal_rank_fusion
-from .._router import CRAG
+from .._router.router import CRAG
 from .._types import Chunk, Evaluation, Verdict
 from .data import read_qrels
 from .pipeline import Prepared, SplitRun, progress
-
-__all__ = ["BUDGETS", "context_section"]
 
 BUDGETS = (64, 128, 256, 512, 1024)
 

@@ -34,18 +34,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._config import EvaluatorConfig, RouterConfig
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._expansion.expander import SynonymExpander
 from .._expansion.fusion import reciprocal_rank_fusion
-from .._retrievers import BM25Retriever
-from .._router import CRAG
+from .._retrievers.bm25 import BM25Retriever
+from .._router.router import CRAG
 from .._types import Chunk
 from .cost import _EncodingRetriever
 from .pipeline import HarnessRetriever, Prepared, SplitRun, progress
 from .quality import _mean, _metrics
 from .timing import percentiles
-
-__all__ = ["VARIANTS", "Variant", "run_variants"]
 
 
 @dataclass(frozen=True)

@@ -29,19 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from .._calibrate import GateExample
 from .._config import EvaluatorConfig, load_config
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
-from .._retrievers import BM25Retriever
-from .._router import CRAG
+from .._retrievers.bm25 import BM25Retriever
+from .._router.router import CRAG
+from .._text.corpus import CorpusStats
 from .._types import Chunk
+from .calibration import GateExample
 from .pipeline import Prepared, labels_for, prepare, retrievals_for
 from .retrievals import chunks_of
 from .timing import alternated, percentiles
-
-__all__ = ["cost_section", "run_cost"]
 
 
 def _timed(fn: Callable[..., object], *args: Any) -> float:

@@ -24,8 +24,6 @@ import numpy.typing as npt
 
 from .._exceptions import InputError
 
-__all__ = ["RELEVANCE_FILE", "Collection", "load_collection", "read_qrels", "relevance_threshold"]
-
 Qrels = dict[str, dict[str, int]]
 MODEL_TAG = "minilm_l6_v2"
 

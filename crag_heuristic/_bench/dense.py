@@ -20,8 +20,6 @@ from .._exceptions import InputError
 from .._optional import requires
 from .data import Collection
 
-__all__ = ["DenseIndex", "MiniLM", "query_vectors"]
-
 Vector = npt.NDArray[np.float32]
 
 

@@ -31,16 +31,14 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig
-from .._evaluator import Evaluator
-from .._text import split_sentences
+from .._evaluator.evaluator import Evaluator
+from .._text.analyzer import split_sentences
 from .auc import failure_auc
 from .loco import collection_folders
 from .markdown import table_head
 from .pipeline import prepare
 from .selection import CollectionData
 from .sentences import SentenceCache
-
-__all__ = ["FAMILIES", "NESTED_BASE", "SENTENCE_FAMILY", "render", "run_evidence_probe"]
 
 K1, B = 1.5, 0.75  # the evaluator's BM25 parameters
 NESTED_BASE = ("top1", "mean_cos", "bm25_raw_max", "bm25_top_n", "kw_best", "gap", "lex_coh")

@@ -6,7 +6,7 @@ their leave-relevant-out probes. Every gate is scored by the ROC-AUC of its
 score for "failed" (a higher score must mean a better retrieval), against
 baselines computed on the same retrievals:
 
-* the seed design as written (substring keyword test, see ``_baselines``);
+* the seed design as written (substring keyword test, see ``baselines``);
 * the ``synapse`` profile on this library's whole-token signals;
 * query-performance predictors without parameters (:data:`BASELINES`): the
   top-1 similarity, the mean top-k similarity, the score gap (top-1 minus
@@ -34,25 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from .._baselines import mean_score, nqc, score_gap, seed_design, top1, wig
-from .._calibrate import GateExample
 from .._config import EvaluatorConfig
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .auc import failure_auc
+from .baselines import mean_score, nqc, score_gap, seed_design, top1, wig
+from .calibration import GateExample
 from .data import read_qrels
 from .pipeline import Prepared, labels_for, progress, retrievals_for
-
-__all__ = [
-    "BASELINES",
-    "MIN_NATURAL_FAILURES",
-    "FailureResult",
-    "baseline_scores",
-    "failure_section",
-    "llm_gate_scores",
-    "natural_auc",
-    "rate",
-    "verdict_table",
-]
 
 BASELINES = (
     "seed design (as written)",

@@ -21,13 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from .._calibrate import fit_gate
 from .._config import EvaluatorConfig, load_config
 from .._exceptions import InputError
-from .._self_calibrate import DEFAULT_SELF_QUERIES, calibrate_self
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
+from .calibration import fit_gate
 from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
 from .context import context_section
 from .cost import cost_section
@@ -35,9 +34,8 @@ from .failure import BASELINES, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
 from .quality import quality_section
 from .retrievals import chunks_of
+from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .set_cascade import set_cascade_section
-
-__all__ = ["SECTIONS", "run_bench"]
 
 SECTIONS = ("failure", "agreement", "cascade", "set-cascade", "quality", "cost", "context")
 

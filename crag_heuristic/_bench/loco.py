@@ -38,14 +38,6 @@ from typing import Any
 import numpy as np
 
 from .._config import EvaluatorConfig
-from .._self_calibrate import (
-    DEFAULT_PRIOR_C,
-    DEFAULT_SELF_QUERIES,
-    DEFAULT_SELF_STYLES,
-    Simulation,
-    fit_simulation,
-    simulate,
-)
 from .._version import __version__
 from .auc import auc
 from .failure import (
@@ -66,6 +58,14 @@ from .selection import (
     gate_scores,
     nested_loco,
 )
+from .self_calibration import (
+    DEFAULT_PRIOR_C,
+    DEFAULT_SELF_QUERIES,
+    DEFAULT_SELF_STYLES,
+    Simulation,
+    fit_simulation,
+    simulate,
+)
 from .set_cascade import set_cascade_section
 from .variants import (
     BAND_VARIANTS,
@@ -75,8 +75,6 @@ from .variants import (
     SENTENCE_VARIANTS,
     meets_goal,
 )
-
-__all__ = ["SelfVariant", "collection_folders", "paired_bootstrap", "render", "run_loco"]
 
 LOCO_GATE = "nested gate"
 """The gate chosen and fitted on the other collections."""
@@ -157,7 +155,7 @@ class _SelfCalibration:
         self._runs: dict[tuple[str, str], tuple[Simulation, list[Any]]] = {}
 
     def run(self, name: str, variant: SelfVariant) -> tuple[Simulation, list[Any]]:
-        from .._calibrate import evaluate_examples
+        from .calibration import evaluate_examples
         from .retrievals import chunks_of
 
         key = (name, variant.label)
@@ -358,11 +356,11 @@ def run_loco(
 
 
 def _library_default_is(variant: GateVariant) -> bool:
-    """Whether :func:`~crag_heuristic._calibrate.fit_gate`'s defaults (the shipped
+    """Whether :func:`~crag_heuristic._bench.calibration.fit_gate`'s defaults (the shipped
     default's evidence and band targets) are ``variant``'s."""
     import inspect
 
-    from .._calibrate import fit_gate
+    from .calibration import fit_gate
 
     defaults = {name: p.default for name, p in inspect.signature(fit_gate).parameters.items()}
     return all(

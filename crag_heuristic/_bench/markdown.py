@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["table_head"]
-
 
 def table_head(*columns: str) -> list[str]:
     """A Markdown table's header row and the rule under it (the first column left as is)."""

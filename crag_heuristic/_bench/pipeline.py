@@ -8,29 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._calibrate import CalibrationResult, GateExample, fit_gate
 from .._config import EvaluatorConfig, load_config
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
 from .._retrievers.bm25 import BM25Retriever
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats
 from .._types import Chunk
+from .calibration import CalibrationResult, GateExample, fit_gate
 from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
 from .retrievals import chunks_of, make_retrievals
 from .sentences import SentenceCache
-
-__all__ = [
-    "HarnessRetriever",
-    "Prepared",
-    "SplitRun",
-    "calibrate",
-    "progress",
-    "labels_for",
-    "prepare",
-    "retrievals_for",
-]
 
 
 def progress(items: Any, description: str) -> Any:

@@ -10,15 +10,6 @@ import numpy as np
 from .._optional import requires
 from .auc import auc
 
-__all__ = [
-    "cascade_plot",
-    "context_plot",
-    "latency_plot",
-    "reliability_plot",
-    "roc_plot",
-    "verdict_plot",
-]
-
 
 def _pyplot() -> Any:
     with requires("bench", "the benchmark plots"):

@@ -27,11 +27,9 @@ from .._expansion.expander import SynonymExpander
 from .._expansion.fusion import reciprocal_rank_fusion
 from .._expansion.prf import PRFExpander
 from .._optional import requires
-from .._router import CRAG
+from .._router.router import CRAG
 from .._types import Chunk
 from .pipeline import Prepared, SplitRun, progress
-
-__all__ = ["quality_section"]
 
 
 def _metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]) -> dict[str, Any]:

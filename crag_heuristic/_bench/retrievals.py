@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._calibrate import GateExample
 from .._types import Chunk, ScoreKind
+from .calibration import GateExample
 from .data import Collection
 from .dense import DenseIndex, Vector
 from .sentences import SentenceCache
-
-__all__ = ["chunks_of", "make_retrievals"]
 
 
 def chunks_of(collection: Collection, hits: Sequence[tuple[str, float]]) -> tuple[Chunk, ...]:

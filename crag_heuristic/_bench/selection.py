@@ -16,7 +16,7 @@ keeps the choice inside the training collections:
 
 ``nested(c)`` is the number to expect on a collection nobody tuned to; its
 mean over ``c`` is the claim. A gate is fitted by
-:func:`crag_heuristic._calibrate.fit_gate` (each collection weighing the
+:func:`crag_heuristic._bench.calibration.fit_gate` (each collection weighing the
 same); every fit on the same set of collections is made once
 (:class:`FitCache`). The ledger (:func:`ledger`) lists every variant with its
 inner scores per outer fold, the picks and the plain LOCO score of each
@@ -32,24 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from .._calibrate import ChunkStage, GateExample, evaluate_examples, fit_chunk_stage, fit_gate
 from .._config import EvaluatorConfig
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._types import Evaluation
 from .auc import failure_auc
+from .calibration import ChunkStage, GateExample, evaluate_examples, fit_chunk_stage, fit_gate
 from .failure import natural_auc
 from .pipeline import Prepared, labels_for, retrievals_for
-
-__all__ = [
-    "RULE",
-    "CollectionData",
-    "FitCache",
-    "GateVariant",
-    "Inner",
-    "NestedResult",
-    "gate_scores",
-    "nested_loco",
-]
 
 RULE = (
     "evidence: the variant with the highest mean failure AUC (natural + probes) over the inner "
@@ -68,7 +57,7 @@ class GateVariant:
         label: its name in the ledger.
         chunk_features, set_features: the evidence of each stage.
         target_precision, min_failure_recall, max_good_irrelevant: the band
-            targets (see :func:`~crag_heuristic._calibrate.fit_gate`).
+            targets (see :func:`~crag_heuristic._bench.calibration.fit_gate`).
         note: why it is in the comparison.
     """
 

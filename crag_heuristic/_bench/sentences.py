@@ -1,6 +1,6 @@
 """Sentence vectors for the harness: MiniLM, encoded on first use, cached on disk.
 
-The library's :class:`~crag_heuristic._retrievers.sentences.SentenceVectors`
+The library's :class:`~crag_heuristic._text.sentences.SentenceVectors`
 embeds a whole corpus at index time; a benchmark needs only the documents its
 retrievals return, so this cache encodes those (the sentences of
 :func:`~crag_heuristic._text.split_sentences`, as the library splits them)
@@ -16,11 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._text import split_sentences
+from .._text.analyzer import split_sentences
 from .data import Collection
 from .dense import MiniLM
-
-__all__ = ["SentenceCache"]
 
 
 class SentenceCache:

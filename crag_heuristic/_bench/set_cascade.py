@@ -41,8 +41,6 @@ from .data import read_qrels
 from .failure import llm_gate_scores
 from .pipeline import Prepared
 
-__all__ = ["POINTERS", "READ_AT", "TRUSTS", "set_cascade_section"]
-
 READ_AT = (0.1, 0.2, 0.3, 0.5)
 """The shares of lists the table reads each curve at."""
 POINTERS = ("threshold", "youden")

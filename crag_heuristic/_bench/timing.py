@@ -12,8 +12,6 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 
-__all__ = ["alternated", "percentiles"]
-
 
 def percentiles(samples: list[float]) -> dict[str, float]:
     """``p50``, ``p99`` (inclusive quantiles), ``mean`` and ``n`` of ``samples``

@@ -25,17 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._calibrate import DEFAULT_CHUNK_FEATURES
+from .calibration import DEFAULT_CHUNK_FEATURES
 from .selection import GateVariant
-
-__all__ = [
-    "BAND_VARIANTS",
-    "EVIDENCE_VARIANTS",
-    "GOAL",
-    "LR_BASELINE",
-    "SENTENCE_VARIANTS",
-    "meets_goal",
-]
 
 _CHUNK = DEFAULT_CHUNK_FEATURES
 _CHUNK_BM25 = (*DEFAULT_CHUNK_FEATURES, "bm25")

@@ -13,25 +13,3 @@ The caches implement the ``Cache`` and ``AsyncCache`` protocols of
 :class:`~crag_heuristic.CacheError`. Events are logged through structlog as
 ``crag.cache``.
 """
-
-from .codec import dumps, loads
-from .keys import KEY_SCHEMA, cache_key, canonical_json, evaluation_key, text_digest, web_key
-from .memory import MemoryCache
-from .redis import RedisCache
-from .stats import CacheStats
-from .tiered import TieredCache
-
-__all__ = [
-    "KEY_SCHEMA",
-    "CacheStats",
-    "MemoryCache",
-    "RedisCache",
-    "TieredCache",
-    "cache_key",
-    "canonical_json",
-    "dumps",
-    "evaluation_key",
-    "loads",
-    "text_digest",
-    "web_key",
-]

@@ -30,16 +30,6 @@ from .._exceptions import ConfigError
 from .._optional import requires
 from .._redact import redact
 
-__all__ = [
-    "URL_SCHEMES",
-    "LoopClients",
-    "adrop_idle",
-    "build_client",
-    "check_seconds",
-    "check_url",
-    "drop_idle",
-]
-
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 
 

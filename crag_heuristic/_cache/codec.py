@@ -20,8 +20,6 @@ from typing import Any
 from .._checks import is_finite_number
 from .._exceptions import CacheError, InputError, _short
 
-__all__ = ["check_key", "check_ttl", "check_value", "decode_value", "dumps", "loads"]
-
 
 def dumps(value: Any, *, backend: str = "codec", sort_keys: bool = True) -> str:
     """Compact ASCII JSON text for ``value`` (keys sorted unless ``sort_keys`` is

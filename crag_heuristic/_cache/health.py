@@ -25,8 +25,6 @@ from collections.abc import Callable
 
 from .._optional import requires
 
-__all__ = ["DownWindow", "classify", "redis_errors"]
-
 
 def classify(exc: BaseException) -> tuple[str, bool]:
     """``(kind, unreachable)`` for an exception raised by a redis-py call.

@@ -58,16 +58,6 @@ from .._exceptions import ConfigError, InputError
 from .._types import Chunk, check_chunks
 from .._version import __version__
 
-__all__ = [
-    "KEY_SCHEMA",
-    "cache_key",
-    "canonical_json",
-    "evaluation_key",
-    "grade_key",
-    "text_digest",
-    "web_key",
-]
-
 KEY_SCHEMA = 3
 """Version of the payload layout; part of every payload."""
 

@@ -26,8 +26,6 @@ from .._logging import get_logger
 from .codec import check_key, check_ttl, check_value
 from .stats import CacheStats, Counters
 
-__all__ = ["MemoryCache"]
-
 logger = get_logger()
 
 _BACKEND = "memory"

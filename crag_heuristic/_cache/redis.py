@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     import redis.asyncio.cluster
     import redis.cluster
 
-__all__ = ["RedisCache"]
-
 logger = get_logger()
 
 _BACKEND = "redis"

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["CacheStats", "Counters"]
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CacheStats:

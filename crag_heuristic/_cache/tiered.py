@@ -37,8 +37,6 @@ from .codec import check_key, check_ttl
 from .memory import MemoryCache
 from .stats import CacheStats, Counters
 
-__all__ = ["TieredCache", "key_kind"]
-
 _BACKEND = "tiered"
 
 

@@ -31,25 +31,8 @@ from .._exceptions import ConfigError, CragError, InputError, MissingDependencyE
 from .._logging import LOGGER_NAME
 from .._version import __version__
 from . import bench, evaluate, retrieve, stats
-from .common import (
-    EPILOG,
-    EXIT_BAD_INPUT,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_SERVICE,
-    read_chunks,
-)
+from .common import EPILOG, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_SERVICE
 from .verbose import EventFormatter
-
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_INTERNAL",
-    "EXIT_OK",
-    "EXIT_SERVICE",
-    "build_parser",
-    "main",
-    "read_chunks",
-]
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 

@@ -14,8 +14,6 @@ from .._config import DEFAULT_PROFILE
 from .._exceptions import CalibrationWarning, InputError
 from .common import EPILOG, EXIT_OK
 
-__all__ = ["register"]
-
 
 def _command_line() -> str:
     return "crag-heuristic " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -27,7 +25,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     if len(args.data_dir) != 1:
         raise InputError("give one --data-dir (several only with --loco)")
     args.data_dir = args.data_dir[0]
-    from .._bench import SECTIONS, run_bench
+    from .._bench.harness import SECTIONS, run_bench
 
     sections = args.sections.split(",") if args.sections else None
     unknown = sorted(set(sections or ()) - set(SECTIONS))
@@ -78,7 +76,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         return _calibrate_self(args, out)
     if not args.data_dir:
         raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
-    from .._bench import calibrate
+    from .._bench.pipeline import calibrate
 
     result = calibrate(
         args.data_dir,
@@ -112,7 +110,7 @@ def _progress(items: Any, description: str) -> Any:
 
 
 def _styles(value: str | None) -> tuple[str, ...]:
-    from .._self_calibrate import DEFAULT_SELF_STYLES
+    from .._bench.self_calibration import DEFAULT_SELF_STYLES
 
     if value is None:
         return DEFAULT_SELF_STYLES
@@ -122,7 +120,7 @@ def _styles(value: str | None) -> tuple[str, ...]:
 def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
     """Self-calibration on a BEIR folder (corpus + vectors, qrels never read) or on
     a FAISS index + docs file + embedder, as ``retrieve`` takes them."""
-    from .._self_calibrate import calibrate_self
+    from .._bench.self_calibration import calibrate_self
 
     neighbours = None
     stats = None

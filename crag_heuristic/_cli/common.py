@@ -13,18 +13,6 @@ from .._config import DEFAULT_PROFILE, EvaluatorConfig, available_profiles, load
 from .._exceptions import InputError, InvalidChunkError
 from .._types import Chunk, ScoreKind
 
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_INTERNAL",
-    "EXIT_OK",
-    "EXIT_SERVICE",
-    "add_config_options",
-    "config_from_args",
-    "dump",
-    "read_chunks",
-    "read_records",
-]
-
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2

@@ -6,11 +6,9 @@ import argparse
 from typing import Any, TextIO
 
 from .._config import EvaluatorConfig, available_profiles
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._types import ScoreKind
 from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_chunks
-
-__all__ = ["register"]
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO) -> int:

@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._documents import to_chunk
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
 from .._failures import FailureStage
 from .._logging import get_logger
-from .._retrievers import BM25Retriever, FaissRetriever
-from .._router import CRAG, CRAGResult
+from .._retrievers.bm25 import BM25Retriever
+from .._retrievers.faiss import FaissRetriever
 from .._router.events import Done
+from .._router.result import CRAGResult
+from .._router.router import CRAG
 from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever
 from .._types import Chunk, ScoreKind
 from .common import (
@@ -30,8 +32,6 @@ from .common import (
     dump,
     read_records,
 )
-
-__all__ = ["faiss_retriever", "register", "render_table"]
 
 
 def read_docs(path: str | Path) -> list[Chunk]:
@@ -111,7 +111,7 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
         web = SearxngClient(args.searxng)
     cache: Any = None  # the in-process default
     if args.redis:
-        from .._cache import RedisCache
+        from .._cache.redis import RedisCache
 
         cache = RedisCache(url=args.redis)
     crag = CRAG(retriever, evaluator, lexical=lexical, web=web, cache=cache, config=router_config)

@@ -8,12 +8,10 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._corpus import CorpusStats
-from .._engines import DaskEngine, LocalEngine
 from .._exceptions import InputError
+from .._text.corpus import CorpusStats
+from .._text.engines import DaskEngine, LocalEngine
 from .common import EPILOG, EXIT_OK
-
-__all__ = ["register"]
 
 
 def _stats(args: argparse.Namespace, out: TextIO) -> int:

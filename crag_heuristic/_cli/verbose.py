@@ -21,8 +21,6 @@ from typing import Any
 
 from .._redact import redact
 
-__all__ = ["EventFormatter", "fields_text"]
-
 # What every LogRecord has; anything else on a record is an event's field.
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message",

@@ -17,15 +17,13 @@ from .. import _evidence as evidence
 from .. import _signals as sig
 from .._checks import CheckedQuery, check_query
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
-from .._corpus import CorpusStats
 from .._exceptions import ConfigError, InputError, _short
 from .._scores import similarity
-from .._text import Analyzer, QueryTerms, TextStats
+from .._text.analyzer import Analyzer, QueryTerms, TextStats
+from .._text.corpus import CorpusStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
 from . import model
 from .refine import Refinement, refine
-
-__all__ = ["Evaluator", "verdict_for"]
 
 _SIGNAL_LABELS = {
     "keyword_overlap": "keyword overlap",

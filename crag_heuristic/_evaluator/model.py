@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from .._config import LogisticStage
 from .._evidence import Level, signal_of
 
-__all__ = ["apply", "apply_columns", "by_signal", "sigmoid"]
-
 
 def sigmoid(z: float) -> float:
     """The logistic function, safe for any finite ``z``."""

@@ -21,11 +21,9 @@ from typing import Any
 from .. import _signals as sig
 from .._checks import check_query
 from .._config import EvaluatorConfig, _check_number
-from .._corpus import CorpusStats
-from .._text import Analyzer, split_sentences
+from .._text.analyzer import Analyzer, split_sentences
+from .._text.corpus import CorpusStats
 from .._types import Chunk, check_chunks
-
-__all__ = ["Refinement", "Strip", "refine"]
 
 
 @dataclass(frozen=True, slots=True)

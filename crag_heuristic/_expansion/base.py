@@ -1,6 +1,7 @@
-"""What a query expander returns, and the protocol the router calls.
+"""What a query expander returns (the protocol the router calls,
+:class:`~crag_heuristic._protocols.QueryExpander`, is with the other seams).
 
-When the evaluator says PARTIAL, the router asks a :class:`QueryExpander` for
+When the evaluator says PARTIAL, the router asks a query expander for
 a few extra queries, retrieves with each and fuses the rankings (the original
 one included) with Reciprocal Rank Fusion. Two expanders ship:
 
@@ -15,15 +16,11 @@ what was added and why, in a deterministic order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from .._corpus import CorpusStats
 from .._exceptions import InputError, _short
-from .._types import Chunk
-
-__all__ = ["Expansion", "QueryExpander"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,22 +99,3 @@ class Expansion:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not an Expansion dict: {exc!r}") from exc
-
-
-@runtime_checkable
-class QueryExpander(Protocol):
-    """Turns a query (and, optionally, the first retrieval) into extra queries.
-
-    ``chunks`` are the chunks of the first retrieval, best first; expanders
-    that do not need them ignore them. ``corpus_stats`` gives document
-    frequencies for IDF weights when the retriever knows them.
-    Implementations must be deterministic and thread-safe.
-    """
-
-    def expand(
-        self,
-        query: str,
-        *,
-        chunks: Sequence[Chunk] = (),
-        corpus_stats: CorpusStats | None = None,
-    ) -> Expansion: ...

@@ -33,14 +33,12 @@ from collections.abc import Sequence
 
 from .._checks import check_query
 from .._config import _check_number
-from .._corpus import CorpusStats
 from .._exceptions import InputError
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats
 from .._types import Chunk
 from .base import Expansion
 from .synonyms import SynonymSet, load_synonyms
-
-__all__ = ["SynonymExpander"]
 
 
 class SynonymExpander:

@@ -27,8 +27,6 @@ from .._checks import is_finite_number
 from .._exceptions import InputError, _short
 from .._types import Chunk, ScoreKind
 
-__all__ = ["FusedChunk", "fuse", "reciprocal_rank_fusion"]
-
 
 @dataclass(frozen=True, slots=True)
 class FusedChunk:

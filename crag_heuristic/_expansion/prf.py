@@ -31,13 +31,11 @@ from collections.abc import Sequence
 
 from .._checks import check_query
 from .._config import _check_number
-from .._corpus import CorpusStats
 from .._scores import similarity
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats
 from .._types import Chunk, check_chunks
 from .base import Expansion
-
-__all__ = ["PRFExpander"]
 
 
 class PRFExpander:

@@ -40,21 +40,12 @@ from importlib import resources
 from pathlib import Path
 
 from .._exceptions import InputError, SynonymFormatError
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
 else:  # pragma: no cover - exercised on Python 3.10 only
     from importlib.abc import Traversable
-
-__all__ = [
-    "BUNDLED_PACKAGE",
-    "SynonymMatch",
-    "SynonymRule",
-    "SynonymSet",
-    "load_synonyms",
-    "parse_synonyms",
-]
 
 BUNDLED_PACKAGE = "crag_heuristic.synonyms"
 _BUNDLED_NAME = re.compile(r"[a-z0-9_-]+")

@@ -27,25 +27,11 @@ from typing import Any
 
 from .._checks import CheckedQuery
 from .._config import EvaluatorConfig, Thresholds, _check_number
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator, verdict_for
+from .._evaluator.evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
 from .._failures import Failure
+from .._text.corpus import CorpusStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Verdict
-
-__all__ = [
-    "CascadeReport",
-    "Escalation",
-    "Selection",
-    "cascaded_evaluation",
-    "checked_band",
-    "chunk_bands",
-    "logit",
-    "policy_fields",
-    "recorded_bands",
-    "rank_uncertain",
-    "select",
-]
 
 _EPSILON = 1e-9
 

@@ -27,19 +27,7 @@ from .._checks import CheckedQuery, as_real
 from .._deadline import Abandoned, call_within
 from .._evaluator.model import sigmoid
 from .._exceptions import ConfigError, GraderError, GraderOutputError, GraderTimeout
-from .._protocols import AsyncGrader, Grader
 from .._types import Chunk
-
-__all__ = [
-    "AsyncGrader",
-    "CallableGrader",
-    "CrossEncoderGrader",
-    "Grader",
-    "acall_grader",
-    "call_grader",
-    "checked_grades",
-    "grader_fingerprint",
-]
 
 _TOLERANCE = 1e-6
 

@@ -42,30 +42,11 @@ from typing import Any
 
 from .._checks import CheckedQuery
 from .._config import Thresholds, _check_number
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator, verdict_for
+from .._evaluator.evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
+from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation
-from .escalation import (
-    Escalation,
-    Selection,
-    checked_band,
-    logit,
-    policy_fields,
-    recorded_bands,
-)
-
-__all__ = [
-    "COMBINE",
-    "SetEscalation",
-    "combined_grade",
-    "escalation_policy",
-    "escalated_set_evaluation",
-    "escalated_set_score",
-    "select_list",
-    "set_band",
-    "thresholds_of",
-]
+from .escalation import Escalation, Selection, checked_band, logit, policy_fields, recorded_bands
 
 _EPSILON = 1e-9  # the band's edges are widened by it, so the share's last score is inside
 COMBINE = ("noisy_or", "max", "mean")

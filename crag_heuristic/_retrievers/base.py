@@ -34,18 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_k, check_query
-from .._corpus import CorpusStats
 from .._exceptions import InputError, RetrieverError
+from .._text.corpus import CorpusStats
 from .._types import Chunk, ScoreKind
-
-__all__ = [
-    "Embedder",
-    "ScoreConversion",
-    "ScoredAdapter",
-    "VectorRetriever",
-    "embedder",
-    "unit_norm",
-]
 
 Embedder = Callable[[str], Any]
 V = TypeVar("V")  # the query vector the backend takes

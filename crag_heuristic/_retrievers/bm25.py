@@ -50,17 +50,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._analyses import AnalysesPart, ChunkAnalyses
 from .._checks import check_k, check_query
-from .._corpus import CorpusStats, _log_event
 from .._documents import to_chunk
 from .._exceptions import InputError, _short
 from .._optional import requires
-from .._terms import TermTable
-from .._text import Analyzer
+from .._text.analyses import AnalysesPart, ChunkAnalyses
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats, _log_event
+from .._text.terms import TermTable
 from .._types import Chunk, ScoreKind
-
-__all__ = ["BM25Retriever"]
 
 _VARIANTS = ("lucene", "okapi", "plus")
 _BACKENDS = ("sparse", "rank-bm25")

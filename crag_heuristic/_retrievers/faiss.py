@@ -59,15 +59,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._corpus import CorpusStats, resolve_corpus_stats
 from .._documents import to_chunk
 from .._exceptions import InputError, RetrieverError
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats, resolve_corpus_stats
+from .._text.sentences import SentenceVectors
 from .._types import Chunk, ScoreKind
 from .base import Embedder, ScoreConversion, VectorRetriever, embedder, unit_norm
-from .sentences import SentenceVectors
-
-__all__ = ["FaissRetriever", "FaissScores", "check_search_params", "detect_unit_vectors"]
 
 _SAMPLE = 64
 Rows = tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]
@@ -246,7 +244,7 @@ class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
             same embedder (:class:`~crag_heuristic.text.SentenceVectors`, or the
             path of one saved with :meth:`SentenceVectors.save`): each chunk
             found then carries ``sentence_score``, its best sentence's cosine to
-            the query (opt-in evidence; see ``crag_heuristic._retrievers.sentences``).
+            the query (opt-in evidence; see ``crag_heuristic._text.sentences``).
 
     Raises:
         InputError: when an argument is unusable (wrong types, empty docstore

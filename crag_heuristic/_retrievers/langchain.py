@@ -52,22 +52,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from .._checks import check_k, check_query
-from .._corpus import CorpusStats, resolve_corpus_stats
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind
 from .base import ScoreConversion, ScoredAdapter
 from .faiss import FaissScores, detect_unit_vectors
-
-__all__ = [
-    "DeclaredScores",
-    "LangChainFaissRetriever",
-    "LangChainRetriever",
-    "ScoreConversion",
-    "document_to_chunk",
-    "stable_document_id",
-    "store_scores",
-]
 
 
 class DeclaredScores(ScoreConversion):

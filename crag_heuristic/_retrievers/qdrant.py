@@ -62,17 +62,15 @@ with requires("qdrant", "QdrantRetriever"):
     from qdrant_client import AsyncQdrantClient, QdrantClient
     from qdrant_client.http import models
 
-from .._corpus import CorpusStats, resolve_corpus_stats
 from .._exceptions import InputError, InvalidChunkError, RetrieverError
 from .._scores import to_cosine
-from .._text import Analyzer
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind
 from .base import Embedder, ScoreConversion, VectorRetriever, embedder, unit_norm
 
 if TYPE_CHECKING:  # types only (typing.Unpack is 3.11+)
     from typing_extensions import Unpack
-
-__all__ = ["QdrantOptions", "QdrantRetriever", "QdrantScores"]
 
 _SAMPLE = 64
 

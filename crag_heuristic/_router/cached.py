@@ -32,12 +32,10 @@ from typing import Any, TypeGuard
 
 from .._cache.codec import dumps, loads
 from .._config import EvaluatorConfig, Thresholds
-from .._evaluator import verdict_for
+from .._evaluator.evaluator import verdict_for
 from .._evidence import CHUNK_FEATURES
 from .._exceptions import CacheError, InvalidChunkError, _short
 from .._types import CHUNK_FIELDS, Chunk, ChunkEvaluation, Evaluation, Signals, Verdict
-
-__all__ = ["is_bad_value", "open_evaluation", "open_grade", "open_web_results", "seal"]
 
 _BACKEND = "cache"
 _SEAL_KEYS = frozenset({"key", "value"})

@@ -17,29 +17,19 @@ from typing import Any
 
 from .._checks import check_query
 from .._config import EvaluatorConfig, RouterConfig
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
 from .._failures import Failure, FailureStage, FailureText
-from .._grading import (
-    AsyncGrader,
-    CascadeReport,
-    Escalation,
-    Grader,
-    SetEscalation,
-    acall_grader,
-    call_grader,
-    escalation_policy,
-    grader_fingerprint,
-)
+from .._grading.escalation import CascadeReport, Escalation
+from .._grading.graders import acall_grader, call_grader, grader_fingerprint
+from .._grading.lists import SetEscalation, escalation_policy
 from .._logging import get_logger
-from .._protocols import AsyncCache, Cache, EventLogger
+from .._protocols import AsyncCache, AsyncGrader, Cache, EventLogger, Grader
+from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation, Verdict, check_chunks
 from .context import Context
 from .flow import CacheGet, CacheSet, GradeCall, Request, escalate
 from .router import _cache_acall, _cache_call
-
-__all__ = ["Cascade", "CascadeResult"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,18 +11,17 @@ from typing import TYPE_CHECKING
 
 from .._checks import CheckedQuery
 from .._config import RouterConfig
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import CacheError
 from .._failures import Failure, FailureStage, wrap
-from .._grading import Escalation, SetEscalation
+from .._grading.escalation import Escalation
+from .._grading.lists import SetEscalation
 from .._protocols import AsyncRetriever, Retriever
+from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation
 
 if TYPE_CHECKING:  # types only: the expansion package is imported when first used
-    from .._expansion.base import QueryExpander
-
-__all__ = ["Context"]
+    from .._protocols import QueryExpander
 
 
 @dataclass

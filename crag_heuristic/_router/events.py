@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 from .._evaluator.refine import Refinement
 from .._failures import Failure, FailureStage, FailureText, last_failure
-from .._grading import CascadeReport
+from .._grading.escalation import CascadeReport
 from .._types import Chunk, Evaluation
 from .result import CRAGResult, OfWeb, Strategy, WebOutcome
 

@@ -42,16 +42,9 @@ from .._exceptions import (
 )
 from .._expansion.fusion import reciprocal_rank_fusion
 from .._failures import Failure, FailureStage
-from .._grading import (
-    CascadeReport,
-    Selection,
-    SetEscalation,
-    cascaded_evaluation,
-    checked_grades,
-    escalated_set_evaluation,
-    select,
-    select_list,
-)
+from .._grading.escalation import CascadeReport, Selection, cascaded_evaluation, select
+from .._grading.graders import checked_grades
+from .._grading.lists import SetEscalation, escalated_set_evaluation, select_list
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
@@ -69,18 +62,6 @@ from .events import (
 )
 from .parents import ParentGet, expand_parents
 from .result import CRAGResult, Strategy, WebOutcome
-
-__all__ = [
-    "CacheGet",
-    "CacheSet",
-    "Emit",
-    "ParentGet",
-    "Search",
-    "WebCall",
-    "correct",
-    "retrieved_chunks",
-    "web_chunks",
-]
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,8 +48,6 @@ from .._types import Chunk, Evaluation, Verdict
 if TYPE_CHECKING:
     from .context import Context
 
-__all__ = ["ParentGet", "expand_parents", "lookup_error", "parent_chunk"]
-
 
 @dataclass(frozen=True, slots=True)
 class ParentGet:

@@ -10,10 +10,8 @@ from typing import Any, Generic, Protocol, TypeVar, overload
 from .._evaluator.refine import Refinement
 from .._exceptions import CragError, InputError
 from .._failures import Failure, FailureStage, FailureText, last_failure
-from .._grading import CascadeReport
+from .._grading.escalation import CascadeReport
 from .._types import Chunk, Evaluation, Verdict
-
-__all__ = ["CRAGResult", "OfWeb", "Strategy", "WebOutcome"]
 
 T = TypeVar("T")
 

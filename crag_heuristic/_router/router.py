@@ -18,43 +18,32 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._cache import MemoryCache
+from .._cache.memory import MemoryCache
 from .._checks import CheckedQuery, check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
-from .._corpus import CorpusStats
 from .._deadline import Abandoned, acall_within, call_within
-from .._evaluator import Evaluator
-from .._exceptions import (
-    CacheError,
-    InputError,
-    RetrieverError,
-    WebSearchError,
-    WebSearchTimeout,
-)
+from .._evaluator.evaluator import Evaluator
+from .._exceptions import CacheError, InputError, RetrieverError, WebSearchError, WebSearchTimeout
 from .._failures import FailureStage, last_failure
-from .._grading import (
-    AsyncGrader,
-    Escalation,
-    Grader,
-    SetEscalation,
-    acall_grader,
-    call_grader,
-    escalation_policy,
-    grader_fingerprint,
-)
+from .._grading.escalation import Escalation
+from .._grading.graders import acall_grader, call_grader, grader_fingerprint
+from .._grading.lists import SetEscalation, escalation_policy
 from .._logging import get_logger
 from .._protocols import (
     AsyncCache,
+    AsyncGrader,
     AsyncParentLookup,
     AsyncRetriever,
     AsyncWebSearcher,
     Cache,
     EventLogger,
+    Grader,
     ParentLookup,
     Retriever,
     StatsProvider,
     WebSearcher,
 )
+from .._text.corpus import CorpusStats
 from .._types import Chunk
 from .context import Context
 from .events import Done, StageEvent
@@ -63,7 +52,6 @@ from .flow import (
     CacheSet,
     Emit,
     GradeCall,
-    ParentGet,
     Request,
     Search,
     WebCall,
@@ -72,13 +60,11 @@ from .flow import (
     retriever_error,
     web_chunks,
 )
+from .parents import ParentGet
 from .result import CRAGResult, Strategy
 
 if TYPE_CHECKING:  # types only: the expansion package is imported when first used
-    from .._expansion.base import QueryExpander
-    from .._metrics import MetricsSink
-
-__all__ = ["CRAG"]
+    from .._protocols import MetricsSink, QueryExpander
 
 Call = Callable[[Request], Any]
 Observer = Callable[[Request, Call], Any]

@@ -39,8 +39,6 @@ with requires("web", "the web search (crag_heuristic.web)"):
 
 from .. import _exceptions as errors
 
-__all__ = ["FORMAT_HOWTO", "Step", "from_exception", "from_response"]
-
 FORMAT_HOWTO = (
     "enable JSON in the instance's settings.yml with `search: formats: [html, json]` and restart it"
 )

@@ -50,8 +50,6 @@ from .._exceptions import CircuitOpenError, ConfigError
 from .._logging import get_logger
 from .._protocols import EventLogger
 
-__all__ = ["CircuitBreaker", "CircuitState"]
-
 
 class CircuitState(str, enum.Enum):
     """The state of a :class:`CircuitBreaker`."""

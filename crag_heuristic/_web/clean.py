@@ -23,8 +23,6 @@ import re
 import unicodedata
 from html.parser import HTMLParser
 
-__all__ = ["clean_text"]
-
 ELLIPSIS = "…"
 _SKIP_CONTENT = frozenset({"script", "style", "noscript", "template", "head", "title", "svg"})
 _BREAKING = frozenset(

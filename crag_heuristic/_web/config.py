@@ -25,8 +25,6 @@ from typing import Any
 from .._checks import is_finite_number
 from .._exceptions import ConfigError
 
-__all__ = ["DEFAULT_HEADERS", "SearxngConfig"]
-
 DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
     {
         # SearXNG's bot detection answers 429 to a User-Agent that starts like a

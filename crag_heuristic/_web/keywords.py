@@ -20,10 +20,8 @@ import re
 import unicodedata
 
 from .._checks import check_query
-from .._corpus import CorpusStats
-from .._text import Analyzer
-
-__all__ = ["FILLER_WORDS", "keyword_query"]
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats
 
 FILLER_WORDS: frozenset[str] = frozenset(
     """

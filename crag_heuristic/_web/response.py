@@ -43,8 +43,6 @@ from .clean import clean_text
 from .config import SearxngConfig
 from .urls import normalize_url, web_chunk_id
 
-__all__ = ["WebResults", "WebSearchInfo", "parse_answer"]
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class WebSearchInfo:

@@ -92,8 +92,6 @@ from .circuit import CircuitBreaker
 from .config import SearxngConfig
 from .response import WebResults, parse_answer
 
-__all__ = ["SearxngClient"]
-
 EVENT = "crag.searxng"
 
 

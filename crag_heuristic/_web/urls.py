@@ -28,8 +28,6 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["TRACKING_PARAMS", "normalize_url", "web_chunk_id"]
-
 TRACKING_PARAMS = frozenset(
     {
         "fbclid",

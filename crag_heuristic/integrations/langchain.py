@@ -74,28 +74,32 @@ with requires("langchain", "crag_heuristic.integrations.langchain"):
 
 from .._checks import check_k
 from .._config import EvaluatorConfig, RouterConfig
-from .._corpus import CorpusStats
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError, RetrieverError
-from .._expansion.base import QueryExpander
-from .._grading import AsyncGrader, Escalation, Grader, SetEscalation
-from .._metrics import MetricsSink
+from .._grading.escalation import Escalation
+from .._grading.lists import SetEscalation
 from .._protocols import (
     AsyncCache,
+    AsyncGrader,
     AsyncParentLookup,
     AsyncRetriever,
     AsyncWebSearcher,
     Cache,
     EventLogger,
+    Grader,
+    MetricsSink,
     ParentLookup,
+    QueryExpander,
     Retriever,
     StatsProvider,
     WebSearcher,
 )
 from .._retrievers.langchain import LangChainRetriever, document_to_chunk
-from .._router import CRAG, CRAGResult
 from .._router.events import Done, Evaluated, Retrieved, StageEvent
 from .._router.flow import GradeCall, Request, Search, WebCall
+from .._router.result import CRAGResult
+from .._router.router import CRAG
+from .._text.corpus import CorpusStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Verdict
 
 __all__ = ["CRAGGradeNode", "CRAGRetriever", "LangChainRetriever", "result_documents"]

@@ -55,9 +55,9 @@ with requires("llamaindex", "crag_heuristic.integrations.llamaindex"):
 
 from .._checks import check_query
 from .._config import EvaluatorConfig
-from .._corpus import CorpusStats, resolve_corpus_stats
-from .._evaluator import Evaluator
+from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
+from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind, Verdict
 
 __all__ = ["CRAGPostprocessor", "vector_store_score_kind"]

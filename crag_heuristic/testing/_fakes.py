@@ -11,11 +11,9 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .._corpus import CorpusStats
 from .._expansion.base import Expansion
+from .._text.corpus import CorpusStats
 from .._types import Chunk, ScoreKind
-
-__all__ = ["ListRetriever", "RecordingWebSearcher", "StaticExpander"]
 
 
 class ListRetriever:

@@ -14,8 +14,6 @@ from typing import Any
 
 from .._logging import LOGGER_NAME
 
-__all__ = ["capture_events"]
-
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 

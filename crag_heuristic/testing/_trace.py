@@ -28,8 +28,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["CallTrace", "TracedCache", "TracedCall", "TracedWebSearcher"]
-
 _T = TypeVar("_T")
 
 _TAG: contextvars.ContextVar[str | None] = contextvars.ContextVar("crag_trace_tag", default=None)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from crag_heuristic import EvaluatorConfig
-from crag_heuristic._bench import prepare
 from crag_heuristic._bench.agreement import agreement_section, judged_pools
 from crag_heuristic._bench.cascade import CURVES, cascade_section, share_for
 from crag_heuristic._bench.harness import _cascade_lines
+from crag_heuristic._bench.pipeline import prepare
 from crag_heuristic._bench.plots import cascade_plot
 
 

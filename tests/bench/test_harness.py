@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from crag_heuristic import EvaluatorConfig, InputError, Verdict
-from crag_heuristic._bench import labels_for, prepare, retrievals_for
 from crag_heuristic._bench.data import load_collection
-from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+from crag_heuristic._bench.pipeline import labels_for, prepare, retrievals_for
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
 from crag_heuristic.bench import calibrate, run_bench
 
 

@@ -17,8 +17,8 @@ from crag_heuristic._bench.loco import LOCO_GATE, LR_GATE, collection_folders, r
 from crag_heuristic._bench.pipeline import prepare
 from crag_heuristic._bench.selection import CollectionData, FitCache, gate_scores
 from crag_heuristic._bench.variants import BAND_VARIANTS, EVIDENCE_VARIANTS, LR_BASELINE
-from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
-from crag_heuristic._cli.common import EXIT_SERVICE
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVICE
 
 TWO_VARIANTS = (EVIDENCE_VARIANTS[0], LR_BASELINE)
 

@@ -11,8 +11,9 @@ from crag_testkit import RedisServer
 from redis import exceptions as rex
 
 from crag_heuristic import CacheError
-from crag_heuristic._cache import MemoryCache, RedisCache
 from crag_heuristic._cache.health import DownWindow, classify
+from crag_heuristic._cache.memory import MemoryCache
+from crag_heuristic._cache.redis import RedisCache
 from crag_heuristic.testing import capture_events
 
 

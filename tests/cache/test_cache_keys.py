@@ -21,17 +21,16 @@ from crag_heuristic import (
     ScoreKind,
     __version__,
 )
-from crag_heuristic._cache import (
+from crag_heuristic._cache.codec import dumps, loads
+from crag_heuristic._cache.keys import (
     KEY_SCHEMA,
-    CacheStats,
     cache_key,
     canonical_json,
-    dumps,
     evaluation_key,
-    loads,
     text_digest,
     web_key,
 )
+from crag_heuristic._cache.stats import CacheStats
 from crag_heuristic._exceptions import CacheError
 
 SHA256_OF_HI = "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"
@@ -90,7 +89,7 @@ def test_hand_checked_web_key() -> None:
 def test_same_input_same_key_in_another_process() -> None:
     code = (
         "from crag_heuristic import Chunk\n"
-        "from crag_heuristic._cache import evaluation_key, web_key\n"
+        "from crag_heuristic._cache.keys import evaluation_key, web_key\n"
         "chunks = [Chunk(id='a', text='Solar panels lose efficiency when hot.', score=0.8,"
         " score_kind='cosine', source='s1'), Chunk(id='b', text='Wind turbines spin.',"
         " score=0.4, score_kind='cosine', source='s2')]\n"

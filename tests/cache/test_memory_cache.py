@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from crag_heuristic import CacheError, ConfigError, InputError
-from crag_heuristic._cache import MemoryCache
+from crag_heuristic._cache.memory import MemoryCache
 from crag_heuristic._protocols import AsyncCache, Cache
 
 

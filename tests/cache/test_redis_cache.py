@@ -12,7 +12,8 @@ import redis
 from crag_testkit import RedisServer
 
 from crag_heuristic import CacheError, ConfigError, InputError
-from crag_heuristic._cache import RedisCache, dumps
+from crag_heuristic._cache.codec import dumps
+from crag_heuristic._cache.redis import RedisCache
 from crag_heuristic._protocols import AsyncCache, Cache
 
 

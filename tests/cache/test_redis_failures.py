@@ -16,7 +16,7 @@ import redis
 from crag_testkit import RedisServer
 
 from crag_heuristic import CacheError
-from crag_heuristic._cache import RedisCache
+from crag_heuristic._cache.redis import RedisCache
 
 BOUND = 5.0  # seconds: "did not hang", not a performance claim
 

@@ -17,7 +17,7 @@ import pytest
 from crag_testkit import RedisServer
 
 from crag_heuristic import CacheError
-from crag_heuristic._cache import RedisCache
+from crag_heuristic._cache.redis import RedisCache
 
 BURST = 20
 

@@ -29,7 +29,7 @@ from crag_heuristic import (
     EvaluatorConfig,
     RedisCache,
 )
-from crag_heuristic._retrievers import FaissRetriever
+from crag_heuristic._retrievers.faiss import FaissRetriever
 from crag_heuristic._sample import sample_retriever
 from crag_heuristic.grading import Escalation
 from crag_heuristic.testing import RecordingWebSearcher

@@ -11,7 +11,7 @@ import redis
 from crag_testkit import RedisServer
 
 from crag_heuristic import CRAG, CacheError, ConfigError, MemoryCache, RedisCache
-from crag_heuristic._cache import dumps
+from crag_heuristic._cache.codec import dumps
 from crag_heuristic._cache.keys import cache_key
 from crag_heuristic._protocols import AsyncCache, Cache
 from crag_heuristic.cache import TieredCache

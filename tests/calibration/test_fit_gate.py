@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import EvaluatorConfig, InputError
-from crag_heuristic._calibrate import GateExample, evaluate_examples, fit_chunk_stage, fit_gate
+from crag_heuristic._bench.calibration import (
+    GateExample,
+    evaluate_examples,
+    fit_chunk_stage,
+    fit_gate,
+)
 from crag_heuristic.sample import load_sample_queries, sample_retriever
 
 

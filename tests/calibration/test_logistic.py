@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from crag_heuristic._logistic import fit_logistic, weighted_standardizer
+from crag_heuristic._bench.logistic import fit_logistic, weighted_standardizer
 
 
 @pytest.fixture

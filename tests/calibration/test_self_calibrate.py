@@ -18,9 +18,14 @@ from crag_heuristic import (
     ScoreKind,
     Verdict,
 )
-from crag_heuristic import _self_calibrate as self_calibrate
+from crag_heuristic._bench import self_calibration as self_calibrate
+from crag_heuristic._bench.self_calibration import (
+    Simulation,
+    calibrate_self,
+    fit_simulation,
+    simulate,
+)
 from crag_heuristic._config import DEFAULT_PROFILE
-from crag_heuristic._self_calibrate import Simulation, calibrate_self, fit_simulation, simulate
 from crag_heuristic.bench import CalibrationWarning
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries, sample_retriever
 
@@ -201,7 +206,8 @@ def test_calibrate_self_warns_where_the_targets_are_missed(retriever) -> None:
 def test_strict_calibration_fails_where_the_targets_are_missed(tmp_path, capsys) -> None:
     import json
 
-    from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, main
+    from crag_heuristic._cli import main
+    from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
     from crag_heuristic._sample import _read_jsonl
 
     docs = tmp_path / "docs.jsonl"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from crag_heuristic._expansion.synonyms import BUNDLED_PACKAGE, SynonymSet, parse_rules
-from crag_heuristic._text import DEFAULT_STOP_WORDS, Analyzer
+from crag_heuristic._text.analyzer import DEFAULT_STOP_WORDS, Analyzer
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAIN_SETS = ("biomedical", "finance", "programming")

@@ -8,8 +8,8 @@ import pytest
 
 from crag_heuristic import Chunk, ConfigError, ScoreKind
 from crag_heuristic._exceptions import DuplicateChunkError, InvalidQueryError
-from crag_heuristic._expansion.base import QueryExpander
 from crag_heuristic._expansion.prf import PRFExpander
+from crag_heuristic._protocols import QueryExpander
 from crag_heuristic.text import CorpusStats
 
 # Content terms (stop words gone, stems):

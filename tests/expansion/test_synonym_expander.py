@@ -14,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic import Chunk, ConfigError, InputError, InvalidQueryError
-from crag_heuristic._expansion.base import Expansion, QueryExpander
+from crag_heuristic._expansion.base import Expansion
 from crag_heuristic._expansion.expander import SynonymExpander
 from crag_heuristic._expansion.synonyms import SynonymSet, parse_synonyms
-from crag_heuristic._text import Analyzer
+from crag_heuristic._protocols import QueryExpander
+from crag_heuristic._text.analyzer import Analyzer
 
 
 def test_bag_first_then_variants_by_rank_then_position(small_set: SynonymSet) -> None:

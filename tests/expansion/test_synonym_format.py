@@ -7,12 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic._exceptions import InputError, SynonymFormatError
-from crag_heuristic._expansion.synonyms import (
-    SynonymRule,
-    _split_line,
-    load_synonyms,
-    parse_rules,
-)
+from crag_heuristic._expansion.synonyms import SynonymRule, _split_line, load_synonyms, parse_rules
 
 GOOD = """\ufeff# a comment
    # an indented comment

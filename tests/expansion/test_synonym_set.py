@@ -12,7 +12,7 @@ from crag_heuristic._expansion.synonyms import (
     load_synonyms,
     parse_synonyms,
 )
-from crag_heuristic._text import Analyzer
+from crag_heuristic._text.analyzer import Analyzer
 
 
 def test_lookup_goes_by_stems_and_case(small_set: SynonymSet) -> None:

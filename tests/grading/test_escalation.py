@@ -11,7 +11,12 @@ from cascade_helpers import CHUNKS, CONFIG
 
 from crag_heuristic import ConfigError, Evaluator, EvaluatorConfig, Verdict
 from crag_heuristic._checks import check_query
-from crag_heuristic._grading import Escalation, cascaded_evaluation, rank_uncertain, select
+from crag_heuristic._grading.escalation import (
+    Escalation,
+    cascaded_evaluation,
+    rank_uncertain,
+    select,
+)
 
 TEXT = check_query("text")  # the internal cascade steps take a checked query
 

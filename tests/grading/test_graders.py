@@ -12,7 +12,12 @@ import pytest
 
 from crag_heuristic import Chunk, ConfigError
 from crag_heuristic._checks import check_query
-from crag_heuristic._grading import acall_grader, call_grader, checked_grades, grader_fingerprint
+from crag_heuristic._grading.graders import (
+    acall_grader,
+    call_grader,
+    checked_grades,
+    grader_fingerprint,
+)
 from crag_heuristic.grading import (
     AsyncGrader,
     CallableGrader,

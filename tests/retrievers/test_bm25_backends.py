@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from crag_heuristic import InputError
-from crag_heuristic._retrievers import BM25Retriever
-from crag_heuristic._retrievers.bm25 import _top_k
+from crag_heuristic._retrievers.bm25 import BM25Retriever, _top_k
 
 
 def corpus(n: int = 300, seed: int = 5) -> list[str]:

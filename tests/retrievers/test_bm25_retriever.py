@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from crag_heuristic import Chunk, InputError, ScoreKind
-from crag_heuristic._retrievers import BM25Retriever
+from crag_heuristic._retrievers.bm25 import BM25Retriever
 
 CORPUS = [
     {"id": "d0", "text": "Solar panels make power."},

@@ -18,7 +18,7 @@ from crag_heuristic import (
     RetrieverError,
     ScoreKind,
 )
-from crag_heuristic._retrievers import FaissRetriever, FaissScores, detect_unit_vectors
+from crag_heuristic._retrievers.faiss import FaissRetriever, FaissScores, detect_unit_vectors
 
 
 def make(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, InputError, RetrieverError, ScoreKind
-from crag_heuristic._retrievers import LangChainFaissRetriever
+from crag_heuristic._retrievers.langchain import LangChainFaissRetriever
 
 lc_faiss = pytest.importorskip(
     "langchain_community.vectorstores", reason="langchain-community not installed"

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, Evaluator, EvaluatorConfig, FaissRetriever, InputError
+from crag_heuristic._bench.calibration import GateExample, fit_gate
 from crag_heuristic._cache.keys import evaluation_key
-from crag_heuristic._calibrate import GateExample, fit_gate
 from crag_heuristic._sample import load_sample_lsa
-from crag_heuristic._text import split_sentences
+from crag_heuristic._text.analyzer import split_sentences
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries
 from crag_heuristic.text import SentenceVectors
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import Evaluator, EvaluatorConfig
-from crag_heuristic._retrievers import BM25Retriever, FaissRetriever
+from crag_heuristic._retrievers.bm25 import BM25Retriever
+from crag_heuristic._retrievers.faiss import FaissRetriever
 from crag_heuristic._sample import load_sample_corpus, sample_retriever
 
 

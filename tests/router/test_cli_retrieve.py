@@ -11,7 +11,8 @@ from typing import Any
 
 import faiss
 
-from crag_heuristic._cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVICE, main
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVICE
 from crag_heuristic._sample import load_sample_corpus
 
 

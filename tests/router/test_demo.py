@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from crag_heuristic import CRAG, BM25Retriever, Verdict
-from crag_heuristic._cli import EXIT_OK, main
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_OK
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from crag_heuristic import Evaluator, WebSearchTimeout
-from crag_heuristic._router import CRAG
+from crag_heuristic._router.router import CRAG
 from crag_heuristic.testing import RecordingWebSearcher
 
 QUERY = "How do honeybees communicate the distance to food?"

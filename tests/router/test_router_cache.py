@@ -10,8 +10,9 @@ import pytest
 from crag_testkit import RedisServer
 
 from crag_heuristic import Evaluator
-from crag_heuristic._cache import MemoryCache, RedisCache
-from crag_heuristic._router import CRAG
+from crag_heuristic._cache.memory import MemoryCache
+from crag_heuristic._cache.redis import RedisCache
+from crag_heuristic._router.router import CRAG
 from crag_heuristic.testing import RecordingWebSearcher
 
 QUERY = "How do honeybees communicate the distance to food?"

@@ -19,7 +19,8 @@ from crag_heuristic import (
     WebSearchTimeout,
 )
 from crag_heuristic._expansion.fusion import reciprocal_rank_fusion
-from crag_heuristic._router import CRAG, Strategy
+from crag_heuristic._router.result import Strategy
+from crag_heuristic._router.router import CRAG
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 from crag_heuristic.web import keyword_query
 

@@ -26,7 +26,7 @@ from crag_heuristic import (
     RetrieverError,
     WebSearchTimeout,
 )
-from crag_heuristic._corpus import CorpusStats
+from crag_heuristic._text.corpus import CorpusStats
 from crag_heuristic.events import (
     Corrected,
     Done,

@@ -6,7 +6,7 @@ import pytest
 from crag_testkit import FixtureEngine, FixtureReply, fixture_item
 
 from crag_heuristic import Chunk, Evaluator, EvaluatorConfig, ScoreKind
-from crag_heuristic._router import CRAG
+from crag_heuristic._router.router import CRAG
 from crag_heuristic.testing import ListRetriever
 from crag_heuristic.web import SearxngClient
 

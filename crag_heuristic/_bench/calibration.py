@@ -2,7 +2,7 @@
 
 The gate the evaluator applies when its configuration has a ``model``
 (``crag_heuristic._evaluator.model``) is fitted here (penalised logistic
-regression, :mod:`crag_heuristic._logistic`; folds and AUC from scikit-learn):
+regression, :mod:`crag_heuristic._bench.logistic`; folds and AUC from scikit-learn):
 
 1. **Chunk stage.** Every retrieved chunk is labelled relevant or not (qrels,
    or an LLM grader's labels). A logistic regression on standardised chunk
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ._config import (
+from .._config import (
     EvaluatorConfig,
     FallbackModel,
     LogisticStage,
@@ -56,23 +56,11 @@ from ._config import (
     ModelTerm,
     Thresholds,
 )
-from ._corpus import CorpusStats
-from ._evaluator import Evaluator
-from ._exceptions import InputError
-from ._optional import requires
-from ._types import Chunk, Evaluation, ScoreKind
-
-__all__ = [
-    "DEFAULT_CHUNK_FEATURES",
-    "DEFAULT_SET_FEATURES",
-    "CalibrationResult",
-    "ChunkStage",
-    "GateExample",
-    "fit_chunk_stage",
-    "fit_gate",
-    "kappa_band",
-    "profile_toml",
-]
+from .._evaluator.evaluator import Evaluator
+from .._exceptions import InputError
+from .._optional import requires
+from .._text.corpus import CorpusStats
+from .._types import Chunk, Evaluation, ScoreKind
 
 # Chosen by nested leave-one-collection-out over seven collections (the rule applied to
 # every collection, benchmarks/results/loco/ledger.md: "top-1 + BM25 (first, best over
@@ -197,7 +185,7 @@ def _fit_stage(
     with requires("calibrate", "calibration"):
         from sklearn.model_selection import GroupKFold
 
-    from ._logistic import fit_logistic, weighted_standardizer
+    from .logistic import fit_logistic, weighted_standardizer
 
     if len(set(y.tolist())) < 2:
         raise InputError(
@@ -521,7 +509,7 @@ def fit_gate(
         chunk_features, set_features: the evidence each stage reads.
         target_precision, min_failure_recall, max_good_irrelevant: the band targets.
         prior: a fitted gate to adjust rather than replace (MAP fit, see
-            :func:`crag_heuristic._logistic.fit_logistic`): its coefficients are
+            :func:`crag_heuristic._bench.logistic.fit_logistic`): its coefficients are
             the prior's centre and ``prior_c`` its inverse strength.
         fallbacks: also fit the gates used when an input lacks similarities,
             corpus statistics, or both.
@@ -571,7 +559,7 @@ def fit_gate(
     )
     fallback_models = []
     if fallbacks:
-        from . import _evidence
+        from .. import _evidence
 
         missing_groups = FALLBACK_GROUPS
         if "sentences" in _evidence.needs(chunk_features, "chunk") | _evidence.needs(

@@ -20,9 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._optional import requires
-
-__all__ = ["LogisticFit", "fit_logistic", "weighted_standardizer"]
+from .._optional import requires
 
 Array = npt.NDArray[np.float64]
 

@@ -34,12 +34,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ._corpus import CorpusStats
-from ._exceptions import InputError
-from ._text import Analyzer, split_sentences
-from ._types import Chunk
-
-__all__ = ["STYLES", "QuerySimulator", "SimulatedQuery"]
+from .._exceptions import InputError
+from .._text.analyzer import Analyzer, split_sentences
+from .._text.corpus import CorpusStats
+from .._types import Chunk
 
 STYLES = ("title", "sentence", "terms", "topic")
 """The query styles, in the order the module doc describes them."""

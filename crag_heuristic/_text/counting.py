@@ -6,7 +6,7 @@ line starts and read where the partition is counted (:class:`FilePartition`).
 :func:`count_partition` counts one: its documents, their content terms, the
 document frequency of each term (numbered in order of first occurrence in the
 partition), and with ``analyses`` each document's analysis
-(:class:`~crag_heuristic._analyses.AnalysesPart`). It is a module-level
+(:class:`~crag_heuristic._text.analyses.AnalysesPart`). It is a module-level
 function of picklable arguments, so that an engine can run it in this
 process or on a Dask worker alike.
 
@@ -32,23 +32,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._analyses import AnalysesPart, ChunkAnalyses
-from ._documents import to_chunk
-from ._exceptions import InputError, RetrieverError
-from ._terms import keys64, utf8
-from ._text import Analyzer
-from ._types import ScoreKind
-
-__all__ = [
-    "FilePartition",
-    "Merger",
-    "Part",
-    "TextsPartition",
-    "count_partition",
-    "counting_copy",
-    "file_partitions",
-    "texts_partitions",
-]
+from .._documents import to_chunk
+from .._exceptions import InputError, RetrieverError
+from .._types import ScoreKind
+from .analyses import AnalysesPart, ChunkAnalyses
+from .analyzer import Analyzer
+from .terms import keys64, utf8
 
 _BUILD_CACHE = 2_000_000  # tokens in a build's private term cache (~300 MB at most)
 
@@ -204,7 +193,7 @@ class Part:
 
 
 def vocab_keys(vocab: list[str]) -> npt.NDArray[np.uint64]:
-    """The term table's 64-bit key of each term (:func:`~crag_heuristic._terms.key64`)."""
+    """The term table's 64-bit key of each term (:func:`~crag_heuristic._text.terms.key64`)."""
     return keys64(map(utf8, vocab))
 
 
@@ -275,7 +264,7 @@ class Merger:
         self.n_terms += part.n_terms
 
     def finish(self, table_class: Any) -> tuple[Any, ChunkAnalyses | None]:
-        """The term table (a ``table_class``: :class:`~crag_heuristic._terms.TermTable`)
+        """The term table (a ``table_class``: :class:`~crag_heuristic._text.terms.TermTable`)
         and the analyses (``None`` unless every partition kept them)."""
         parts = [self._parts[index] for index in sorted(self._parts)]  # corpus order
         table, where = _merge_by_key(parts, table_class) or _merge_by_term(parts, table_class)

@@ -30,9 +30,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from ._text import DEFAULT_STOP_WORDS
-
-__all__ = ["mean_score", "nqc", "score_gap", "seed_design", "top1", "wig"]
+from .._text.analyzer import DEFAULT_STOP_WORDS
 
 _WORD_RE = re.compile(r"\w+")
 

@@ -31,14 +31,12 @@ from typing import Any
 
 import Stemmer
 
-from ._exceptions import ConfigError
+from .._exceptions import ConfigError
 
 try:  # the optional C extension (setup.py): the same counts as the Python path, faster
-    from ._native import TermCounter
+    from .._native import TermCounter
 except ImportError:  # pragma: no cover - an install built without a C compiler
     TermCounter = None  # type: ignore[assignment,misc]
-
-__all__ = ["DEFAULT_STOP_WORDS", "Analyzer", "QueryTerms", "TextStats", "split_sentences"]
 
 # English function words. Removing them keeps keyword overlap about content.
 DEFAULT_STOP_WORDS: frozenset[str] = frozenset(

@@ -1,8 +1,8 @@
 """The term table of corpus statistics: term -> count in compact arrays, and the
 64-bit term keys it (and the chunk analyses) sort by.
 
-Below both :mod:`crag_heuristic._corpus` (which builds and stores the table) and
-:mod:`crag_heuristic._analyses` (whose term ids are positions in it).
+Below both :mod:`crag_heuristic._text.corpus` (which builds and stores the table) and
+:mod:`crag_heuristic._text.analyses` (whose term ids are positions in it).
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._exceptions import InputError
-
-__all__ = ["TermTable", "key64", "keys64", "utf8"]
+from .._exceptions import InputError
 
 _LOOKUP_CACHE = 65_536
 

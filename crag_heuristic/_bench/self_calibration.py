@@ -2,7 +2,7 @@
 
     calibrate_self(retriever, documents)  ->  CalibrationResult (a profile)
 
-1. Simulate queries from the documents (:mod:`crag_heuristic._simulate`):
+1. Simulate queries from the documents (:mod:`crag_heuristic._bench.simulation`):
    each knows its targets, the documents that answer it.
 2. Run each through the retriever. The natural retrieval (top ``k``) is good
    when a target is in it. The leave-source-out probe is the same search with
@@ -10,7 +10,7 @@
    the targets are dropped, which for an exact index is the search of a
    corpus without them): a realistic gap, failed by construction.
 3. Fit the two-stage gate and its bands on those retrievals
-   (:func:`crag_heuristic._calibrate.fit_gate`, folds grouped by query). By
+   (:func:`crag_heuristic._bench.calibration.fit_gate`, folds grouped by query). By
    default the fit starts from the shipped gate and is pulled towards it
    (a maximum a posteriori fit): simulated queries differ from real ones,
    so they adjust the gate to this corpus and retriever rather than replace
@@ -27,29 +27,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
-from ._corpus import CorpusStats
-from ._documents import to_chunk
-from ._exceptions import CalibrationWarning, InputError, RetrieverError
-from ._protocols import Retriever, StatsProvider
-from ._simulate import Neighbours, QuerySimulator, SimulatedQuery
-from ._text import Analyzer
-from ._types import Chunk, Evaluation, ScoreKind
-from ._version import __version__
+from .._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
+from .._documents import to_chunk
+from .._exceptions import CalibrationWarning, InputError, RetrieverError
+from .._protocols import Retriever, StatsProvider
+from .._text.analyzer import Analyzer
+from .._text.corpus import CorpusStats
+from .._types import Chunk, Evaluation, ScoreKind
+from .._version import __version__
+from .simulation import Neighbours, QuerySimulator, SimulatedQuery
 
 if TYPE_CHECKING:  # calibration is imported when a gate is fitted, not with the package
-    from ._calibrate import CalibrationResult, GateExample
-
-__all__ = [
-    "DEFAULT_PRIOR_C",
-    "DEFAULT_SELF_QUERIES",
-    "DEFAULT_SELF_STYLES",
-    "MIN_DOCUMENTS",
-    "Simulation",
-    "calibrate_self",
-    "fit_simulation",
-    "simulate",
-]
+    from .calibration import CalibrationResult, GateExample
 
 MIN_DOCUMENTS = 50
 """Fewer documents than this cannot be calibrated on (too few distinct queries)."""
@@ -279,7 +268,7 @@ def calibrate_self(
             ``text``, ``title``) or strings (id = position).
         k: the retrieval depth the gate grades.
         queries: how many simulated queries (each also gives a probe).
-        styles: the query styles (see :mod:`crag_heuristic._simulate`).
+        styles: the query styles (see :mod:`crag_heuristic._bench.simulation`).
         prior: the gate the fit starts from and is pulled towards (a profile
             with a model); ``None`` fits from scratch (base settings: ``synapse``).
         prior_c: the pull's inverse strength (smaller: closer to the prior).
@@ -357,10 +346,10 @@ def fit_simulation(
     :func:`calibrate_self` issues them; ``result.warnings`` lists them).
 
     ``evaluations``: the examples already graded (see
-    :func:`~crag_heuristic._calibrate.fit_gate`), when one simulation is fitted
+    :func:`~crag_heuristic._bench.calibration.fit_gate`), when one simulation is fitted
     with several priors.
     """
-    from ._calibrate import CalibrationResult, fit_gate
+    from .calibration import CalibrationResult, fit_gate
 
     prior_config = _prior(prior)
     fitted_on = (
@@ -444,7 +433,7 @@ def _retrievals(
     progress: Progress[Any],
 ) -> tuple[list[GateExample], tuple[int, str] | None]:
     """Natural and probe retrievals; (number of failed searches, first error) or None."""
-    from ._calibrate import GateExample
+    from .calibration import GateExample
 
     naturals: list[GateExample] = []
     probes: list[GateExample] = []

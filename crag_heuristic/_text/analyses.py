@@ -44,20 +44,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._exceptions import InputError
-from ._terms import keys64, utf8
-from ._text import TextStats
+from .._exceptions import InputError
+from .analyzer import TextStats
+from .terms import keys64, utf8
 
 try:  # the optional C extension (setup.py): the same counts as the numpy path, faster
-    from ._native import row_counts as _native_row_counts
+    from .._native import row_counts as _native_row_counts
 except ImportError:  # pragma: no cover - an install built without a C compiler
     _native_row_counts = None  # type: ignore[assignment]
 _ROW_COUNTS: Callable[..., list[list[int]]] | None = _native_row_counts
 
 if TYPE_CHECKING:
-    from ._terms import TermTable
-
-__all__ = ["AnalysesPart", "ChunkAnalyses", "StoredStats", "id_keys", "text_digest16"]
+    from .terms import TermTable
 
 _EMPTY: frozenset[str] = frozenset()
 _STRINGS_LIMIT = 262_144  # decoded term strings kept (about 20 MB at most)
@@ -74,7 +72,7 @@ ARRAY_NAMES = (
 
 
 def id_keys(ids: Iterable[str]) -> npt.NDArray[np.uint64]:
-    """The 64-bit key of each id (:func:`~crag_heuristic._terms.key64` of its UTF-8
+    """The 64-bit key of each id (:func:`~crag_heuristic._text.terms.key64` of its UTF-8
     bytes), as an array."""
     return keys64(map(utf8, ids))
 

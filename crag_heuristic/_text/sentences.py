@@ -34,10 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._exceptions import InputError
-from .._text import split_sentences
 from .._types import Chunk
-
-__all__ = ["SENTENCES_FORMAT", "SentenceVectors", "text_digest"]
+from .analyzer import split_sentences
 
 SENTENCES_FORMAT = 1
 """The version of the sentence vectors' file format."""

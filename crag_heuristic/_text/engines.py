@@ -1,7 +1,7 @@
 """Where corpus statistics are counted: this process, or a Dask cluster.
 
 Both engines run the same function on the same partitions (see
-:mod:`crag_heuristic._counting`) and the partial counts are merged the same
+:mod:`crag_heuristic._text.counting`) and the partial counts are merged the same
 way, so the statistics are equal, bit for bit, whatever the engine.
 
 * :class:`LocalEngine`: one partition after another in this process, with one
@@ -22,10 +22,8 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from ._exceptions import ConfigError, StatsEngineError
-from ._optional import requires
-
-__all__ = ["DaskEngine", "LocalEngine", "StatsEngine", "resolve_engine"]
+from .._exceptions import ConfigError, StatsEngineError
+from .._optional import requires
 
 
 @runtime_checkable

@@ -21,11 +21,11 @@ bytes a term, against some 130 for a ``dict`` of ``str`` -> ``int``), looked
 up by a 64-bit BLAKE2b key of the term's UTF-8 bytes with a binary search and
 a byte comparison, so a lookup is exact whatever the keys. Building is
 counting: partitions of the corpus are counted by an engine, in this process
-or on a Dask cluster (:mod:`crag_heuristic._engines`), and the partial counts
-merged (:mod:`crag_heuristic._counting`), which is also how
+or on a Dask cluster (:mod:`crag_heuristic._text.engines`), and the partial counts
+merged (:mod:`crag_heuristic._text.counting`), which is also how
 :meth:`CorpusStats.merge` combines statistics built apart. With
 ``analyses=True`` each document's analysis is kept too
-(:class:`~crag_heuristic._analyses.ChunkAnalyses`), for the evaluator to look
+(:class:`~crag_heuristic._text.analyses.ChunkAnalyses`), for the evaluator to look
 up instead of tokenising. The file format is one ``.npz`` (see
 :meth:`CorpusStats.save`).
 """
@@ -47,8 +47,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._analyses import ARRAY_NAMES, AnalysesPart, ChunkAnalyses
-from ._counting import (
+from .._exceptions import CorpusStatsFileError, InputError, _short
+from .._logging import get_logger
+from .._version import __version__
+from .analyses import ARRAY_NAMES, AnalysesPart, ChunkAnalyses
+from .analyzer import Analyzer
+from .counting import (
     Merger,
     Part,
     count_partition,
@@ -56,17 +60,11 @@ from ._counting import (
     file_partitions,
     texts_partitions,
 )
-from ._engines import LocalEngine, resolve_engine
-from ._exceptions import CorpusStatsFileError, InputError, _short
-from ._logging import get_logger
-from ._terms import TermTable
-from ._text import Analyzer
-from ._version import __version__
+from .engines import LocalEngine, resolve_engine
+from .terms import TermTable
 
 if TYPE_CHECKING:
-    from ._engines import StatsEngine
-
-__all__ = ["FORMAT_VERSION", "CorpusStats", "resolve_corpus_stats"]
+    from .engines import StatsEngine
 
 #: The version of the statistics file format this library writes; it reads this one
 #: and version 1 (the same file without chunk analyses).
@@ -315,7 +313,7 @@ class CorpusStats:
         (``keys``, ``offsets``, ``blob``, ``counts``) and the statistics'
         :meth:`fingerprint`, which :meth:`load` checks; with :attr:`analyses`,
         their arrays too (``analyses_<name>``, see
-        :mod:`crag_heuristic._analyses`), their stop words and their digest,
+        :mod:`crag_heuristic._text.analyses`), their stop words and their digest,
         checked likewise. Numpy reads it without pickle. The path is used as
         given (no suffix is added).
 
