@@ -6,9 +6,8 @@
 For every collection under ``--data-root`` (BEIR layout) and every text in it
 (each document's title, its text, title + " " + text as the benchmarks index
 it, and every query), :meth:`Analyzer.tokens` and :meth:`Analyzer.analyze`
-must give what the analyzer of commit ``--against`` gives (its
-``crag_heuristic/_text.py``, read with ``git show`` and loaded as a module of
-its own) and what the definition gives,
+must give what the analyzer of commit ``--against`` gives (its analyzer
+module, read with ``git show`` and loaded as a module of its own) and what the definition gives,
 ``re.findall(r"[^\\W_]+", unicodedata.normalize("NFKC", text).casefold())``.
 When the C extension (``crag_heuristic._native``) is built, the analyses it
 makes (terms in order, counts, stop words and token counts) must equal the
@@ -47,17 +46,27 @@ def definition(text: str) -> list[str]:
 
 
 def past_text_module(commit: str) -> types.ModuleType:
-    """``crag_heuristic/_text.py`` as it was at ``commit``, loaded as its own module."""
-    source = subprocess.run(
-        ["git", "show", f"{commit}:crag_heuristic/_text.py"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    """The analyzer's module as it was at ``commit`` (``crag_heuristic/_text/analyzer.py``,
+    ``crag_heuristic/_text.py`` before the text package), loaded as its own module whose
+    relative imports read the installed package."""
+    layouts = {
+        "crag_heuristic/_text/analyzer.py": "crag_heuristic._text",
+        "crag_heuristic/_text.py": "crag_heuristic",  # before the text package
+    }
+    shown = {
+        path: subprocess.run(
+            ["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True
+        )
+        for path in layouts
+    }
+    found = [path for path, done in shown.items() if done.returncode == 0]
+    if not found:
+        raise SystemExit(f"no analyzer module at {commit}")
+    path = found[0]
     module = types.ModuleType(f"crag_text_at_{commit}")
+    module.__package__ = layouts[path]
     sys.modules[module.__name__] = module  # dataclasses look their module up by name
-    exec(compile(source, f"{commit}:crag_heuristic/_text.py", "exec"), module.__dict__)
+    exec(compile(shown[path].stdout, f"{commit}:{path}", "exec"), module.__dict__)
     return module
 
 

@@ -10,7 +10,7 @@ Protocol, as the agreement section's (its pieces are reused): the queries are
 split in two halves by sorted id; the gate's chunk stage is fitted on one
 half's human labels and the kappa-maximising band ``t`` is chosen there;
 the other half is graded, then the halves swap. On the graded half the
-escalation policy (:func:`crag_heuristic._grading.rank_uncertain`, the one the
+escalation policy (:func:`crag_heuristic._grading.escalation.rank_uncertain`, the one the
 cascade runs) picks the chunks to escalate; an escalated pair takes the
 grader's label, any other the gate's ``p > t``. The pooled out-of-fold
 decisions give Cohen's kappa against people, against the share of pairs

@@ -3,7 +3,7 @@
 The library's :class:`~crag_heuristic._text.sentences.SentenceVectors`
 embeds a whole corpus at index time; a benchmark needs only the documents its
 retrievals return, so this cache encodes those (the sentences of
-:func:`~crag_heuristic._text.split_sentences`, as the library splits them)
+:func:`~crag_heuristic._text.analyzer.split_sentences`, as the library splits them)
 and keeps them in ``DIR/sentences_<collection>.npz`` for the next run.
 """
 

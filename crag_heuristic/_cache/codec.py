@@ -96,7 +96,7 @@ def check_value(value: Any, *, backend: str) -> bytes:
     if not isinstance(value, str):
         raise InputError(
             f"cache values are JSON text (str), got {type(value).__name__}; "
-            "serialise with crag_heuristic._cache.dumps"
+            "serialise with crag_heuristic._cache.codec.dumps"
         )
     try:
         data = value.encode("utf-8")

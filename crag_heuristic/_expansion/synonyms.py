@@ -21,7 +21,7 @@ file, the 1-based line number, the line and the reason: an empty side of
 nothing to map it to, a term with no letter or digit, a trailing lone ``\\``.
 
 Terms are looked up by their *analyzed* form, the Snowball stems of their
-content words (:class:`~crag_heuristic._text.Analyzer`), so "heart attacks"
+content words (:class:`~crag_heuristic._text.analyzer.Analyzer`), so "heart attacks"
 in a query matches the rule for "heart attack". A term made only of stop
 words has no analyzed form: it is kept in the rules but can match nothing and
 is never added. Several files merge in order: a term's synonyms are gathered

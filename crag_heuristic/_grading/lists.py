@@ -29,7 +29,7 @@ by ``e^trust`` (a "yes" of a grader with sensitivity ``se`` and specificity
 each answer, and a small ``trust`` moves a list only across a nearby band.
 The set verdict is ``p'`` banded by the gate's own thresholds; the chunks'
 grades become the grader's answers. Failures, timeouts, caching and the
-report are the chunk cascade's (:class:`~crag_heuristic._grading.CascadeReport`,
+report are the chunk cascade's (:class:`~crag_heuristic._grading.escalation.CascadeReport`,
 ``level="set"``).
 """
 

@@ -13,7 +13,7 @@ floor of ``0.25 x`` the mean IDF for negative values: a term in half of a
 small corpus then weighs little; it remains available as ``variant="okapi"``;
 ``variant="plus"`` is BM25+ with ``delta = 1`` and ``idf = ln((N + 1) / df)``.)
 The corpus is tokenised with the evaluator's
-:class:`~crag_heuristic._text.Analyzer` (Snowball stems, stop words out), so
+:class:`~crag_heuristic._text.analyzer.Analyzer` (Snowball stems, stop words out), so
 the document frequencies this retriever exposes through
 :meth:`BM25Retriever.corpus_stats` are exactly those the evaluator's IDF
 weighting expects. ``|D|`` counts content terms; an empty document counts as

@@ -214,7 +214,7 @@ class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
         index: any ``faiss.Index`` (flat, IVF, HNSW, ID map ...), already filled.
         docstore: FAISS id -> entry, as a sequence (position = id) or a
             mapping (int keys, or str keys of the ids). Entries are chunks,
-            mappings or strings (see ``crag_heuristic._retrievers.documents``).
+            mappings or strings (see ``crag_heuristic._documents``).
         embed: the query embedder: a callable ``str -> vector``, or an object
             with ``embed_query`` (LangChain ``Embeddings``).
         normalized: whether the stored vectors are unit-normalised. ``None``

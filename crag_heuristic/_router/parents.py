@@ -60,7 +60,7 @@ def parent_chunk(value: Any, parent_id: str, children: Sequence[Chunk]) -> Chunk
     """The lookup's answer for ``parent_id`` as a chunk, or ``None`` when it has none.
 
     The answer may be a :class:`Chunk`, a mapping or a string (as a docstore
-    entry, see ``crag_heuristic._retrievers.documents``). The parent takes the
+    entry, see ``crag_heuristic._documents``). The parent takes the
     score and kind of its first child (the best ranked), the child's source when it has none of its
     own, and lists the children in ``metadata["children"]``.
 

@@ -10,7 +10,7 @@ with ``N`` documents of which ``df(t)`` contain term ``t``. It is positive for
 every ``df`` (unlike the classic RSJ form) and a term the corpus never saw gets
 the largest weight, ``ln(2N + 2)``.
 
-Terms are keyed as the :class:`~crag_heuristic._text.Analyzer` produces them
+Terms are keyed as the :class:`~crag_heuristic._text.analyzer.Analyzer` produces them
 (case-folded Snowball stems), so statistics must be built with the same
 analyzer the evaluator uses; :meth:`CorpusStats.build` records the analyzer's
 fingerprint and :meth:`CorpusStats.load` refuses a file built with another.

@@ -10,7 +10,7 @@ for a few dot products per chunk, the cosine of the chunk's best sentence::
     sentence_score(q, chunk) = max_s  q . s / (|q| |s|)      s: the chunk's sentences
 
 (the evaluator's ``sentence_similarity`` evidence; a chunk's sentences are
-:func:`crag_heuristic._text.split_sentences` of its text). Measured on the
+:func:`crag_heuristic._text.analyzer.split_sentences` of its text). Measured on the
 failure benchmark (``benchmarks/evidence_probe.py --sentences``): alone it
 beats the chunk's own cosine on SciFact and NFCorpus by about 0.04 AUC.
 
