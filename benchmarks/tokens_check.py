@@ -9,7 +9,7 @@ it, and every query), :meth:`Analyzer.tokens` and :meth:`Analyzer.analyze`
 must give what the analyzer of commit ``--against`` gives (its analyzer
 module, read with ``git show`` and loaded as a module of its own) and what the definition gives,
 ``re.findall(r"[^\\W_]+", unicodedata.normalize("NFKC", text).casefold())``.
-When the C extension (``crag_heuristic._native``) is built, the analyses it
+When the C extension (``crag_heuristic._text._native``) is built, the analyses it
 makes (terms in order, counts, stop words and token counts) must equal the
 Python path's (``Analyzer(native=False)``, what an install without it runs).
 Any difference is printed and the script exits 1.

@@ -1,4 +1,4 @@
-"""The optional C extension (``crag_heuristic._native``) against the Python path it
+"""The optional C extension (``crag_heuristic._text._native``) against the Python path it
 replaces: the same tokens, counts (in the same order), stop words and lengths on ASCII,
 web and adversarial Unicode text, and the same statistics and evaluations built on them.
 
@@ -23,12 +23,12 @@ from crag_heuristic import Chunk, ConfigError, Evaluator, ScoreKind
 from crag_heuristic._text.analyzer import TextStats
 from crag_heuristic.text import Analyzer, CorpusStats
 
-if importlib.util.find_spec("crag_heuristic._native") is None:
+if importlib.util.find_spec("crag_heuristic._text._native") is None:
     # CI builds it (a C compiler is there): a build that silently failed must not pass
     if os.environ.get("CI"):
-        pytest.fail("the C extension crag_heuristic._native was not built", pytrace=False)
+        pytest.fail("the C extension crag_heuristic._text._native was not built", pytrace=False)
     pytest.skip("the C extension is not built", allow_module_level=True)
-from crag_heuristic._native import TermCounter  # after the check
+from crag_heuristic._text._native import TermCounter  # after the check
 
 # characters that test the token rules: combining marks, astral letters and symbols,
 # digits of other scripts, underscores, apostrophes, NFKC-sensitive forms, case-folding
@@ -193,7 +193,7 @@ def test_bad_input_to_the_table_is_a_typed_error() -> None:
 def test_row_counts_equal_the_numpy_path() -> None:
     import numpy as np
 
-    from crag_heuristic._native import row_counts
+    from crag_heuristic._text._native import row_counts
 
     rng = random.Random(2)
     for repeat in (1, 300, 70_000):  # counts stored in 1, 2 and 4 bytes
@@ -216,7 +216,7 @@ def test_row_counts_equal_the_numpy_path() -> None:
 def test_row_counts_refuse_arrays_of_the_wrong_shape() -> None:
     import numpy as np
 
-    from crag_heuristic._native import row_counts
+    from crag_heuristic._text._native import row_counts
 
     ids = np.array([1, 2, 3], dtype=np.uint32)
     counts = np.array([1, 1, 2], dtype=np.uint8)

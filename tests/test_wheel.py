@@ -106,7 +106,7 @@ def test_wheel_holds_the_synonym_files(wheel: Path) -> None:
     assert english == (ROOT / "crag_heuristic" / "synonyms" / "english.txt").read_bytes()
     for data in (
         "py.typed",
-        "_native.pyi",  # the C extension's types (the extension itself when a compiler was there)
+        "_text/_native.pyi",  # the C extension's types (the extension itself when a compiler was there)
         "profiles/minilm-multi.toml",
         "profiles/minilm-scifact.toml",
         "data/sample_documents.jsonl",

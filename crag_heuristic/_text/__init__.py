@@ -2,7 +2,7 @@
 
 * :mod:`.analyzer`: :class:`Analyzer` (tokens, stop words, Snowball stems,
   sentences) and a text's :class:`TextStats`; the C extension
-  ``crag_heuristic._native`` counts ASCII text when it is built.
+  ``_native`` (``_native.c``, optional) counts ASCII text when it is built.
 * :mod:`.terms`: the term table (term -> count, in compact arrays) and 64-bit term keys.
 * :mod:`.analyses`: :class:`ChunkAnalyses`, each document's stored analysis.
 * :mod:`.counting`: counting a corpus's terms in batches (what an engine runs).

@@ -49,7 +49,7 @@ from .analyzer import TextStats
 from .terms import keys64, utf8
 
 try:  # the optional C extension (setup.py): the same counts as the numpy path, faster
-    from .._native import row_counts as _native_row_counts
+    from ._native import row_counts as _native_row_counts
 except ImportError:  # pragma: no cover - an install built without a C compiler
     _native_row_counts = None  # type: ignore[assignment]
 _ROW_COUNTS: Callable[..., list[list[int]]] | None = _native_row_counts

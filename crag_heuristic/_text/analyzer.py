@@ -34,7 +34,7 @@ import Stemmer
 from .._exceptions import ConfigError
 
 try:  # the optional C extension (setup.py): the same counts as the Python path, faster
-    from .._native import TermCounter
+    from ._native import TermCounter
 except ImportError:  # pragma: no cover - an install built without a C compiler
     TermCounter = None  # type: ignore[assignment,misc]
 
@@ -207,7 +207,7 @@ class Analyzer:
         stop_words: the stop-word list (unstemmed, lower case); defaults to
             :data:`DEFAULT_STOP_WORDS`.
         native: whether :meth:`analyze` counts in the optional C extension
-            (``crag_heuristic._native``, built by an install that has a C
+            (``crag_heuristic._text._native``, built by an install that has a C
             compiler): ``None`` (the default) when it is built, ``False`` never
             (the Python path, what an install without it runs), ``True``
             always (a :class:`~crag_heuristic.ConfigError` when it is not
@@ -229,7 +229,7 @@ class Analyzer:
             raise ConfigError("native", native, "must be None, True or False")
         if native and TermCounter is None:
             raise ConfigError(
-                "native", native, "the C extension crag_heuristic._native is not built"
+                "native", native, "the C extension crag_heuristic._text._native is not built"
             )
         self.language = language
         self._native_option = native  # as asked (pickled so): None, True or False
@@ -449,7 +449,7 @@ class Analyzer:
         """:meth:`_analyze` by the C extension: the text's NFKC form and the foldings of
         its non-ASCII characters made in Python (:func:`_normal`, :meth:`_folds`), then
         one C pass over it that folds, splits, looks up and counts
-        (``crag_heuristic/_native.c``). ``None`` when its table lost the tokens it was
+        (``crag_heuristic/_text/_native.c``). ``None`` when its table lost the tokens it was
         just given (emptied by another thread) or is busy with a count this call runs
         inside (a finalizer the garbage collector ran during it): the Python path then
         does the work."""

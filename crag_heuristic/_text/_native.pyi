@@ -1,4 +1,4 @@
-"""Types of the optional C extension ``crag_heuristic._native`` (see ``_native.c``)."""
+"""Types of the optional C extension ``crag_heuristic._text._native`` (see ``_native.c``)."""
 
 from typing import Any
 

@@ -538,7 +538,7 @@ static PyMethodDef TermCounter_methods[] = {
 static PySequenceMethods TermCounter_as_sequence = {.sq_length = (lenfunc)TermCounter_len};
 
 static PyTypeObject TermCounterType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "crag_heuristic._native.TermCounter",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "crag_heuristic._text._native.TermCounter",
     .tp_basicsize = sizeof(TermCounter),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A table of token -> term that splits and counts a text in one pass.",
@@ -555,7 +555,7 @@ static PyMethodDef native_functions[] = {
 };
 
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, .m_name = "crag_heuristic._native",
+    PyModuleDef_HEAD_INIT, .m_name = "crag_heuristic._text._native",
     .m_doc = "The cold path's hot loops in C (optional; see _text.py and _analyses.py).",
     .m_size = -1, .m_methods = native_functions,
 };
