@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .._checks import CheckedQuery
 from .._config import RouterConfig
@@ -16,12 +15,9 @@ from .._exceptions import CacheError
 from .._failures import Failure, FailureStage, wrap
 from .._grading.escalation import Escalation
 from .._grading.lists import SetEscalation
-from .._protocols import AsyncRetriever, Retriever
+from .._protocols import AsyncRetriever, QueryExpander, Retriever
 from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation
-
-if TYPE_CHECKING:  # types only: the expansion package is imported when first used
-    from .._protocols import QueryExpander
 
 
 @dataclass

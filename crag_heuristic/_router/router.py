@@ -16,7 +16,7 @@ import inspect
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from .._cache.memory import MemoryCache
 from .._checks import CheckedQuery, check_k, check_query
@@ -38,7 +38,9 @@ from .._protocols import (
     Cache,
     EventLogger,
     Grader,
+    MetricsSink,
     ParentLookup,
+    QueryExpander,
     Retriever,
     StatsProvider,
     WebSearcher,
@@ -62,9 +64,6 @@ from .flow import (
 )
 from .parents import ParentGet
 from .result import CRAGResult, Strategy
-
-if TYPE_CHECKING:  # types only: the expansion package is imported when first used
-    from .._protocols import MetricsSink, QueryExpander
 
 Call = Callable[[Request], Any]
 Observer = Callable[[Request, Call], Any]
