@@ -275,6 +275,17 @@ def test_damaged_analyses_are_refused(tmp_path: Path) -> None:
     _rewrite(path, analyses_term_ids=ids)
     with pytest.raises(CorpusStatsFileError, match="outside the table"):
         CorpusStats.load(path)
+    # types the C extension and numpy would read differently: refused at load
+    for name, values, said in (
+        ("term_ids", arrays["term_ids"].astype(">u4"), "term_ids of type >u4"),
+        ("term_ids", arrays["term_ids"].astype(np.uint64), "term ids of type <u8"),
+        ("term_counts", arrays["term_counts"].astype(np.uint64), "counts of type <u8"),
+        ("stop_ids", arrays["stop_ids"].astype(">u2"), "stop_ids of type >u2"),
+    ):
+        path = stats.save(tmp_path / f"d_{name}.npz")
+        _rewrite(path, **{f"analyses_{name}": values})
+        with pytest.raises(CorpusStatsFileError, match=said):
+            CorpusStats.load(path)
 
 
 def test_a_version_1_file_loads_without_analyses(tmp_path: Path) -> None:

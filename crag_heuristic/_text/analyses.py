@@ -383,8 +383,18 @@ class ChunkAnalyses:
         if n != n_docs:
             found.append(f"{n} analyses for {n_docs} documents")
         for name in ARRAY_NAMES:
-            if a[name].dtype.kind != "u" and name not in ("term_offsets", "stop_offsets"):
-                found.append(f"{name} of type {a[name].dtype}")
+            dtype = a[name].dtype
+            # the types the builder writes, in this machine's byte order: what the C
+            # extension's row_counts and the numpy path read alike
+            if not dtype.isnative or (
+                dtype.kind != "u" and name not in ("term_offsets", "stop_offsets")
+            ):
+                found.append(f"{name} of type {dtype.str}")
+        if a["term_ids"].dtype != np.uint32 or a["term_counts"].dtype.itemsize > 4:
+            found.append(
+                f"term ids of type {a['term_ids'].dtype.str} or counts of type "
+                f"{a['term_counts'].dtype.str} (uint32 ids; counts of at most 4 bytes)"
+            )
         if a["digests"].shape != (n, 16) or a["n_tokens"].shape != (n,):
             found.append("digests or token counts of the wrong shape")
         if n > 1 and bool(np.any(a["id_keys"][1:] < a["id_keys"][:-1])):
