@@ -124,6 +124,15 @@ def test_a_full_table_is_emptied_and_the_counts_stay_right() -> None:
     assert len(fast._counter) <= 50 + 80  # the limit, and one text's tokens past it
 
 
+def test_the_table_is_emptied_by_distinct_tokens_like_the_python_path() -> None:
+    fast, slow = Analyzer(), python_analyzer()
+    fast.cache_limit = slow.cache_limit = 5
+    assert fast._counter is not None
+    _assert_same("alpha beta", fast, slow)
+    _assert_same("q q q q", fast, slow)  # one new token, four times: 3 <= 5, kept
+    assert len(fast._counter) == len(slow._terms) == 3
+
+
 def test_threads_sharing_one_analyzer_get_the_python_results() -> None:
     rng = random.Random(3)
     texts = [_soup(rng, 50) for _ in range(200)]

@@ -453,12 +453,13 @@ class Analyzer:
         just given (emptied by another thread) or is busy with a count this call runs
         inside (a finalizer the garbage collector ran during it): the Python path then
         does the work."""
-        prepared, folds = (text, {}) if text.isascii() else self._native_input(text)
+        prepared, folds = self._native_input(text)
         out = counter.count(prepared, folds, not on_demand)
         if out is None:  # the table is busy with a count that this one runs inside
             return None
         if isinstance(out, list):  # tokens the table lacks: their terms added, count again
-            if len(counter) + len(out) > self.cache_limit:  # full: emptied, then all lack
+            # full (distinct tokens, as the Python path counts): emptied, then all lack
+            if len(counter) + len(set(out)) > self.cache_limit:
                 counter.clear()
                 out = counter.count(prepared, folds)
             if isinstance(out, list):
