@@ -301,19 +301,6 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / n)
 
 
-def bm25_norm(
-    terms: QueryTerms,
-    weights: Sequence[float],
-    stats: TextStats,
-    avgdl: float,
-    k1: float,
-    b: float,
-) -> float:
-    """The normalised BM25 of one analysed text (see the module doc)."""
-    counts = [stats.count(term, terms) for term in terms.terms]
-    return bm25_of_counts(counts, weights, stats.n_terms, avgdl, k1, b)
-
-
 def bm25_of_counts(
     counts: Sequence[int],
     weights: Sequence[float],
@@ -322,7 +309,8 @@ def bm25_of_counts(
     k1: float,
     b: float,
 ) -> float:
-    """:func:`bm25_norm` from the query terms' counts in the text and its length."""
+    """The normalised BM25 of one text (see the module doc), from the query terms'
+    counts in it and its length."""
     total = 0.0
     top = 0.0
     length = 1.0 - b + b * (n_terms / avgdl if avgdl > 0 else 1.0)

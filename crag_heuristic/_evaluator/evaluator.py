@@ -50,15 +50,9 @@ class _LRU:
         self._data: OrderedDict[Any, TextStats] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Any) -> TextStats | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
     def get_many(self, keys: Sequence[Any]) -> list[TextStats | None]:
-        """:meth:`get` of each key, under one lock."""
+        """The value of each key (``None``: absent), each found one made the most
+        recent, under one lock."""
         data = self._data
         with self._lock:
             found = list(map(data.get, keys))
@@ -68,11 +62,9 @@ class _LRU:
                     move(key)
         return found
 
-    def put(self, key: Any, value: TextStats) -> None:
-        self.put_many([(key, value)])
-
     def put_many(self, items: Sequence[tuple[Any, TextStats]]) -> None:
-        """:meth:`put` of each ``(key, value)``, under one lock."""
+        """Store each ``(key, value)`` as the most recent, the oldest dropped past
+        the size, under one lock."""
         if self._size <= 0:
             return
         data = self._data

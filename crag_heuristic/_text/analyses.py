@@ -525,9 +525,8 @@ class ChunkAnalyses:
             return counts
         a = self._arrays
         low, lengths = table[:, 3], table[:, 4]
+        index = _index(low, lengths)
         ends = np.cumsum(lengths)
-        index = np.repeat(low - ends + lengths, lengths)
-        index += np.arange(len(index), dtype=np.int64)
         query = np.array([wanted[j] for j in present], dtype=np.int64)
         hit_at, hit_term = (a["term_ids"][index][:, None] == query).nonzero()
         owner = ends.searchsorted(hit_at, side="right").tolist()
