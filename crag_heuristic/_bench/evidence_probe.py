@@ -30,11 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .._config import EvaluatorConfig
-from .._evaluator.evaluator import Evaluator
 from .._text.analyzer import split_sentences
 from .auc import failure_auc
 from .loco import collection_folders
+from .logistic import weighted_standardizer
 from .markdown import table_head
 from .pipeline import prepare
 from .selection import CollectionData
@@ -112,9 +111,6 @@ def _features(
     data = corpus.data
     prepared = data.prepared
     stats = prepared.stats
-    evaluator = Evaluator(
-        EvaluatorConfig.from_profile("synapse"), analyzer=prepared.analyzer, all_evidence=True
-    )
     rows: list[dict[str, float]] = []
     deep = {}
     for kind in ("natural", "probe"):
@@ -125,7 +121,8 @@ def _features(
         banned = [set(r.relevant) for r in chosen] if kind == "probe" else None
         for r, hits in zip(chosen, prepared.index.search(matrix, 100, exclude=banned), strict=True):
             deep[(kind, r.group)] = np.array([s for _, s in hits])
-    for r in data.retrievals:
+    # the gate's own evidence: each retrieval as CollectionData graded it (synapse, every feature)
+    for r, evaluation in zip(data.retrievals, data.evaluations, strict=True):
         q = np.asarray(vectors[r.group], dtype=np.float64)
         cos = np.array([c.score or 0.0 for c in r.chunks])
         removed = corpus.removed(r)
@@ -142,7 +139,7 @@ def _features(
             j = corpus.vocab.get(t)
             if j is not None:
                 bm25 += weight * corpus.bm25[:, j].toarray().ravel()[docs]
-        feats = evaluator.evaluate(r.query, r.chunks, stats).details["features"]
+        feats = evaluation.details["features"]
         weights = dict(zip(terms, idf, strict=True))
         best_sent = [
             max(sum(weights[t] for t in terms if t in s) for s in corpus.sentence_terms(c.id))
@@ -199,31 +196,36 @@ def _fit_scores(train: list[tuple[np.ndarray, np.ndarray]], test: np.ndarray) ->
     x = np.vstack([m for m, _ in train])
     y = np.concatenate([g for _, g in train])
     w = np.concatenate([np.full(len(g), 1.0 / len(g)) for _, g in train])
-    mean = np.average(x, axis=0, weights=w)
-    sd = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
-    sd[sd == 0] = 1.0
+    mean, sd = weighted_standardizer(x, w)
     model = LogisticRegression(C=1.0, max_iter=2000)
     model.fit((x - mean) / sd, y, sample_weight=w * len(w) / w.sum())
     out: np.ndarray = model.decision_function((test - mean) / sd)
     return out
 
 
+Fits = dict[tuple[tuple[str, ...], frozenset[str], str], float]
+"""AUC of a subset fitted on some collections and scored on another: shared by every
+family's nested run (the base candidates' subsets are fitted once)."""
+
+
 def _nested(
-    table: dict[str, dict[str, np.ndarray]], labels: dict[str, Any], candidates: tuple[str, ...]
+    table: dict[str, dict[str, np.ndarray]],
+    failed: dict[str, np.ndarray],
+    candidates: tuple[str, ...],
+    cache: Fits,
 ) -> dict[str, Any]:
     """Nested LOCO over LR on every subset of at most three candidates."""
     names = sorted(table)
     subsets = [c for r in (1, 2, 3) for c in itertools.combinations(candidates, r)]
-    cache: dict[tuple[tuple[str, ...], frozenset[str], str], float] = {}
 
     def auc(subset: tuple[str, ...], train: list[str], held: str) -> float:
         key = (subset, frozenset(train), held)
         if key not in cache:
             matrices = {n: np.column_stack([table[n][f] for f in subset]) for n in [*train, held]}
             scores = _fit_scores(
-                [(matrices[n], (~labels[n]["failed"]).astype(int)) for n in train], matrices[held]
+                [(matrices[n], (~failed[n]).astype(int)) for n in train], matrices[held]
             )
-            value = failure_auc(labels[held]["failed"], scores)
+            value = failure_auc(failed[held], scores)
             cache[key] = float("nan") if value is None else value
         return cache[key]
 
@@ -302,7 +304,8 @@ def run_evidence_probe(
     started = time.perf_counter()
     folder_out = Path(out)
     table: dict[str, dict[str, np.ndarray]] = {}
-    labels: dict[str, Any] = {}
+    failed: dict[str, np.ndarray] = {}
+    single: dict[str, dict[str, list[float | None]]] = {}
     for folder in collection_folders([data_root]):
         sys.stderr.write(f"[probe] {folder.name}\n")
         prepared = prepare(
@@ -312,30 +315,19 @@ def run_evidence_probe(
         corpus = _Corpus(data)
         vectors = data.prepared.vectors({r.group: r.query for r in data.retrievals})
         table[data.name] = _features(corpus, vectors, prepared.sentences)
-        labels[data.name] = {"failed": data.failed, "natural": data.natural}
+        failed[data.name] = data.failed
+        for feature, values in table[data.name].items():
+            single.setdefault(feature, {})[data.name] = list(data.auc(values))
     names = sorted(table)
-    single = {
-        f: {
-            n: [
-                failure_auc(labels[n]["failed"], table[n][f]),
-                failure_auc(
-                    labels[n]["failed"][labels[n]["natural"]],
-                    table[n][f][labels[n]["natural"]],
-                )
-                if (labels[n]["failed"] & labels[n]["natural"]).sum() >= 5
-                else None,
-            ]
-            for n in names
-        }
-        for f in table[names[0]]
-    }
+    single = {f: dict(sorted(by_name.items())) for f, by_name in single.items()}
     families = dict(FAMILIES)
     if sentences:
         families["sentence-level cosine (MiniLM)"] = SENTENCE_FAMILY
-    nested = {"none (the base candidates)": _nested(table, labels, NESTED_BASE)}
+    fits: Fits = {}
+    nested = {"none (the base candidates)": _nested(table, failed, NESTED_BASE, fits)}
     for family, added in families.items():
         sys.stderr.write(f"[probe] nested with {family}\n")
-        nested[family] = _nested(table, labels, NESTED_BASE + added)
+        nested[family] = _nested(table, failed, NESTED_BASE + added, fits)
     results = {
         "command": command,
         "collections": names,
