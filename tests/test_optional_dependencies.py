@@ -79,9 +79,9 @@ def _minilm() -> Any:
 
 
 def _pyplot() -> Any:
-    from crag_heuristic._bench.plots import _pyplot
+    from crag_heuristic._bench.plots import pyplot
 
-    return _pyplot()
+    return pyplot()
 
 
 def _trec_eval() -> Any:

@@ -34,15 +34,13 @@ from typing import Any
 from .._config import load_config
 from .corrections import VARIANTS, run_variants
 from .pipeline import prepare
+from .plots import pyplot, save_figure
+from .quality import BARE, HYBRID
 
 COLLECTIONS = ("scifact", "llmjudge", "nfcorpus", "cranfield", "cacm", "npl", "med")
 """The collections of ``../shared/data`` the benchmark runs by default."""
 LATENCY_BOUND = 2.5
 """A variant's corrected p50 over the bare retrieval's p50 may not exceed this."""
-HYBRID = "dense + BM25 RRF, every query"
-"""The always-hybrid reference (its key in a run's ``references``)."""
-BARE = "dense (bare)"
-"""The bare dense list (its key in a run's ``references``)."""
 
 
 def _log(message: str) -> None:
@@ -297,11 +295,7 @@ def _report(results: dict[str, Any]) -> str:
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     runs = results["runs"]
     tests = [f"{c}:test" for c in results["collections"]]
     fig, ax = plt.subplots(figsize=(9, 5))
@@ -325,9 +319,7 @@ def _plot(results: dict[str, Any], path: Path) -> None:
         title="route variants against dense + BM25 RRF on every query",
     )
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, path)
 
 
 def run_corrections(

@@ -42,7 +42,7 @@ from .._router.router import CRAG
 from .._types import Chunk
 from .cost import _EncodingRetriever
 from .pipeline import HarnessRetriever, Prepared, SplitRun, progress
-from .quality import _mean, _metrics
+from .quality import BARE, HYBRID, _mean, _metrics
 from .timing import percentiles
 
 
@@ -214,7 +214,7 @@ def run_variants(
         "queries": len(qids),
         "references": {
             name: {"ndcg@10": _mean(m["ndcg@10"]), "recall@100": _mean(m["recall@100"])}
-            for name, m in (("dense (bare)", bare_m), ("dense + BM25 RRF, every query", hybrid_m))
+            for name, m in ((BARE, bare_m), (HYBRID, hybrid_m))
         },
         "variants": {},
     }

@@ -32,7 +32,7 @@ from .context import context_section
 from .cost import cost_section
 from .failure import BASELINES, failure_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
-from .quality import quality_section
+from .quality import BARE, quality_section
 from .retrievals import chunks_of
 from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .set_cascade import set_cascade_section
@@ -368,9 +368,8 @@ def headline(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(
             (
                 "nDCG@10 bare dense -> CRAG router",
-                f"{_f(q['dense (bare)']['ndcg@10'], 4)} -> {_f(q['CRAG router']['ndcg@10'], 4)}",
-                f"Recall@100 {_f(q['dense (bare)']['recall@100'])} -> "
-                f"{_f(q['CRAG router']['recall@100'])}",
+                f"{_f(q[BARE]['ndcg@10'], 4)} -> {_f(q['CRAG router']['ndcg@10'], 4)}",
+                f"Recall@100 {_f(q[BARE]['recall@100'])} -> {_f(q['CRAG router']['recall@100'])}",
             )
         )
         fp = s["quality"]["fast_path"]

@@ -11,7 +11,7 @@ from .._optional import requires
 from .auc import auc
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     with requires("bench", "the benchmark plots"):
         import matplotlib
 
@@ -21,7 +21,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(plt: Any, fig: Any, path: Path) -> Path:
+def save_figure(plt: Any, fig: Any, path: Path) -> Path:
     """Lay out, write at 120 dpi and close (a figure left open leaks memory)."""
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -34,7 +34,7 @@ def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, titl
     with requires("bench", "the benchmark plots"):
         from sklearn.metrics import roc_curve
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 5))
     for name, score in scores.items():
         fpr, tpr, _ = roc_curve(failed, -score)
@@ -42,12 +42,12 @@ def roc_plot(failed: np.ndarray, scores: dict[str, np.ndarray], path: Path, titl
     ax.plot([0, 1], [0, 1], ":", color="grey")
     ax.set(xlabel="false alarms (good retrievals flagged)", ylabel="failures caught", title=title)
     ax.legend(fontsize=7, loc="lower right")
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def verdict_plot(table: dict[str, Any], path: Path, title: str) -> Path:
     """Stacked bars: how many good, failed and probe retrievals each verdict got."""
-    plt = _pyplot()
+    plt = pyplot()
     verdicts = ["relevant", "partial", "irrelevant"]
     groups = [("good", "good natural"), ("failed_natural", "failed natural"), ("probe", "probe")]
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -58,12 +58,12 @@ def verdict_plot(table: dict[str, Any], path: Path, title: str) -> Path:
         bottom += values
     ax.set(ylabel="retrievals", title=title)
     ax.legend()
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def latency_plot(samples: dict[str, list[float]], path: Path, title: str) -> Path:
     """Latency histograms (log scale), one per measured path."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     values = [v for v in samples.values() if v]
     low = max(min(min(v) for v in values), 1e-3)
@@ -75,12 +75,12 @@ def latency_plot(samples: dict[str, list[float]], path: Path, title: str) -> Pat
     ax.set_xscale("log")
     ax.set(xlabel="milliseconds", ylabel="queries", title=title)
     ax.legend(fontsize=7)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def reliability_plot(prob_good: np.ndarray, good: np.ndarray, path: Path, title: str) -> Path:
     """Predicted P(good retrieval) against the observed rate, in ten bins."""
-    plt = _pyplot()
+    plt = pyplot()
     edges = np.linspace(0, 1, 11)
     index = np.clip(np.digitize(prob_good, edges) - 1, 0, 9)
     centers, observed, counts = [], [], []
@@ -103,7 +103,7 @@ def reliability_plot(prob_good: np.ndarray, good: np.ndarray, path: Path, title:
         ylim=(0, 1),
     )
     ax.legend(fontsize=8)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def cascade_plot(
@@ -112,7 +112,7 @@ def cascade_plot(
     """Kappa vs people against the share of pairs escalated: one panel per policy,
     one curve per LLM label set (the ones at or above the goal alone in colour,
     with their oracle reference dashed), the gate alone at 0 %."""
-    plt = _pyplot()
+    plt = pyplot()
     goal_kappa, goal_share = goal
     policies = [
         p for p in ("band", "budget") if any(p in g["curves"] for g in section["graders"].values())
@@ -151,14 +151,14 @@ def cascade_plot(
     axes[0].set_ylabel("Cohen's kappa vs people")
     axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(title + " (grey: the other label sets)")
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def set_cascade_plot(section: dict[str, Any], path: Path, title: str) -> Path:
     """Failure AUC against the share of lists escalated: one panel per pointer; the
     best and the median label set in colour (the best one's oracle dashed), the
     others grey; the gate alone and the best label set alone as lines."""
-    plt = _pyplot()
+    plt = pyplot()
     pointers = [
         p
         for p in ("threshold", "youden")
@@ -205,13 +205,13 @@ def set_cascade_plot(section: dict[str, Any], path: Path, title: str) -> Path:
     axes[0].set_ylabel("failure ROC-AUC (natural + probes)")
     axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(title + " (grey: the other label sets)")
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def context_plot(section: dict[str, Any], path: Path, title: str) -> Path:
     """Evidence recall against tokens sent: a curve per method (top-k over k, the refined
     methods over token budgets), each LLM label set as a point."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5))
     for name, points in section["curves"].items():
         xs = [p["tokens"] for p in points]
@@ -246,4 +246,4 @@ def context_plot(section: dict[str, Any], path: Path, title: str) -> Path:
         )
     ax.set(xlabel="tokens sent (mean per query)", ylabel="evidence recall", title=title)
     ax.legend(fontsize=7, loc="lower right")
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)

@@ -31,6 +31,11 @@ from .._router.router import CRAG
 from .._types import Chunk
 from .pipeline import Prepared, SplitRun, progress
 
+BARE = "dense (bare)"
+"""The bare dense list: its key among a report's runs and references."""
+HYBRID = "dense + BM25 RRF, every query"
+"""The always-hybrid reference: its key among a report's runs and references."""
+
 
 def _metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]) -> dict[str, Any]:
     """Per-query nDCG@10 and Recall@100 with pytrec_eval (trec_eval, as BEIR reports)."""
@@ -100,12 +105,12 @@ def quality_section(
         "CRAG router, synonym expansion (BM25 side)": router(synonyms, expand_on="lexical"),
         "CRAG router, PRF expansion (BM25 side)": router(PRFExpander(), expand_on="lexical"),
     }
-    runs = {"dense (bare)": bare, "CRAG router": {q: list(r.chunks) for q, r in routed.items()}}
+    runs = {BARE: bare, "CRAG router": {q: list(r.chunks) for q, r in routed.items()}}
     for label, crag in alternatives.items():
         results = asyncio.run(run_router(crag, label))
         runs[label] = {q: list(r.chunks) for q, r in results.items()}
     runs["BM25"] = lexical
-    runs["dense + BM25 RRF, every query"] = fused_all
+    runs[HYBRID] = fused_all
     metrics = {name: _metrics(qrels, run) for name, run in runs.items()}
     strategy = {q: r.strategy.value for q, r in routed.items()}
     verdict = {q: r.initial_evaluation.verdict.value for q, r in routed.items()}
@@ -124,14 +129,14 @@ def quality_section(
         "fast_path": {
             "queries": len(fast),
             "identical_to_bare": unchanged_fast,
-            "ndcg@10_bare": _mean(metrics["dense (bare)"]["ndcg@10"], fast),
+            "ndcg@10_bare": _mean(metrics[BARE]["ndcg@10"], fast),
             "ndcg@10_router": _mean(metrics["CRAG router"]["ndcg@10"], fast),
         },
         "corrected": {
             "queries": len(corrected),
-            "ndcg@10_bare": _mean(metrics["dense (bare)"]["ndcg@10"], corrected),
+            "ndcg@10_bare": _mean(metrics[BARE]["ndcg@10"], corrected),
             "ndcg@10_router": _mean(metrics["CRAG router"]["ndcg@10"], corrected),
-            "recall@100_bare": _mean(metrics["dense (bare)"]["recall@100"], corrected),
+            "recall@100_bare": _mean(metrics[BARE]["recall@100"], corrected),
             "recall@100_router": _mean(metrics["CRAG router"]["recall@100"], corrected),
         },
         "expanded_queries": sum(bool(r.expanded_queries) for r in routed.values()),

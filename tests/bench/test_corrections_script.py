@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crag_heuristic._bench.correction_choice import HYBRID
 from crag_heuristic._bench.corrections import VARIANTS
+from crag_heuristic._bench.quality import HYBRID
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
