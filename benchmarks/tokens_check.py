@@ -94,21 +94,28 @@ def best_per_text(fn: Callable[[str], Any], texts: list[str], passes: int) -> fl
     return best * 1e6 / max(1, len(texts))
 
 
-def timings(past: Any, texts: list[str], repeats: int) -> dict[str, float]:
-    """Best pass of each tokeniser, alternated pass by pass (load drift hits both)."""
-    now_best, past_best = float("inf"), float("inf")
+def best_of_two(
+    first: Callable[[str], object], second: Callable[[str], object], texts: list[str], repeats: int
+) -> tuple[float, float]:
+    """Best pass of each function, alternated pass by pass (load drift hits both)."""
+    first_best, second_best = float("inf"), float("inf")
     for _ in range(repeats):
-        now_best = min(now_best, best_per_text(Analyzer.tokens, texts, 1))
-        past_best = min(past_best, best_per_text(past.tokens, texts, 1))
+        first_best = min(first_best, best_per_text(first, texts, 1))
+        second_best = min(second_best, best_per_text(second, texts, 1))
+    return first_best, second_best
+
+
+def timings(past: Any, texts: list[str], repeats: int) -> dict[str, float]:
+    """Best pass of each tokeniser, this one's and the past commit's."""
+    now_best, past_best = best_of_two(Analyzer.tokens, past.tokens, texts, repeats)
     return {"now_us": now_best, "past_us": past_best, "past_over_now": past_best / now_best}
 
 
-def analyze_ratio(now: Analyzer, python: Analyzer, texts: list[str], repeats: int) -> float:
-    """The extension's analysis time over the Python path's (best alternated passes)."""
-    fast, slow = float("inf"), float("inf")
-    for _ in range(repeats):
-        fast = min(fast, best_per_text(now.analyze_lazily, texts, 1))
-        slow = min(slow, best_per_text(python.analyze_lazily, texts, 1))
+def analyze_ratio(now: Analyzer, python: Analyzer, texts: list[str], repeats: int) -> float | None:
+    """The extension's analysis time over the Python path's; ``None`` when it is not built."""
+    if not now.native:
+        return None
+    fast, slow = best_of_two(now.analyze_lazily, python.analyze_lazily, texts, repeats)
     return fast / slow
 
 
@@ -123,12 +130,10 @@ def _fields(stats: Any) -> tuple[Any, ...]:
     )
 
 
-def native_differs(now: Analyzer, python: Analyzer, text: str) -> bool:
-    """Whether the extension analyses ``text`` otherwise than the Python path: its
-    terms (in order), counts, stop words and token count."""
-    if not now.native:
-        return False
-    fast, slow = now.analyze(text), python.analyze(text)
+def native_differs(fast: Any, python: Analyzer, text: str) -> bool:
+    """Whether ``fast`` (the extension's analysis of ``text``) differs from the Python
+    path's: its terms (in order), counts, stop words and token count."""
+    slow = python.analyze(text)
     return _fields(fast) != _fields(slow) or list(fast.term_counts.items()) != list(
         slow.term_counts.items()
     )
@@ -141,9 +146,10 @@ def check_collection(folder: Path, past_module: types.ModuleType, repeats: int) 
     for text in texts:
         tokens = Analyzer.tokens(text)
         same = tokens == past.tokens(text) == definition(text)
-        if not same or _fields(now.analyze(text)) != _fields(past.analyze(text)):
+        analysis = now.analyze(text)
+        if not same or _fields(analysis) != _fields(past.analyze(text)):
             differences.append(text[:80])
-        if native_differs(now, python, text):
+        if now.native and native_differs(analysis, python, text):
             native_differences.append(text[:80])
     wide = [t for t in texts if not t.isascii()]
     narrow = [t for t in texts if t.isascii()]
@@ -181,10 +187,11 @@ def to_markdown(report: dict[str, Any]) -> str:
         native = (
             f"{row['native_differences']} differences" if row["native_checked"] else "not built"
         )
+        ratio = row["analyze_native_over_python"]
         lines.append(
             f"| {name} | {row['texts']:,} | {row['non_ascii']:,} | {row['differences']} | "
             f"{a['now_us']:.1f} / {a['past_us']:.1f} | {wide} | {native} | "
-            f"{row['analyze_native_over_python']:.2f}x |"
+            f"{'-' if ratio is None else f'{ratio:.2f}x'} |"
         )
     lines += ["", f"Differences in all: **{report['differences']}**."]
     return "\n".join(lines) + "\n"
