@@ -180,14 +180,15 @@ def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
 
         return run
 
+    cold_corpus, cold_tokenised = cold(stored, with_store), cold(tokenised, without)
     rounds = 3
     samples = alternated(
         {
             "warm_ms": lambda i: warm_evaluator.evaluate(
                 natural[i % len(natural)].query, natural[i % len(natural)].chunks, with_store
             ),
-            "cold_corpus_ms": lambda i: cold(stored, with_store)(i % len(natural)),
-            "cold_tokenised_ms": lambda i: cold(tokenised, without)(i % len(natural)),
+            "cold_corpus_ms": lambda i: cold_corpus(i % len(natural)),
+            "cold_tokenised_ms": lambda i: cold_tokenised(i % len(natural)),
         },
         rounds * len(natural),
     )
