@@ -222,9 +222,8 @@ class StoredStats(TextStats):
     def _decode(self) -> None:
         self.analyses.decode([self])
 
-    def _fill(self, full: TextStats) -> None:
-        _TERM_COUNTS.__set__(self, full.term_counts)
-        object.__setattr__(self, "_term_set", full.term_set)
+    def _fill(self, term_counts: dict[str, int]) -> None:
+        _TERM_COUNTS.__set__(self, term_counts)
         object.__setattr__(self, "decoded", True)
 
     @property
@@ -545,46 +544,31 @@ class ChunkAnalyses:
             self._positions[term] = position
         return position
 
-    def _rows(self, rows: list[int]) -> list[TextStats]:
-        """The full analyses of ``rows`` (terms decoded): each array gathered once."""
+    def _term_counts(self, rows: list[int]) -> list[dict[str, int]]:
+        """The term counts of ``rows`` (terms decoded): the term arrays gathered once."""
         a = self._arrays
         at = np.asarray(rows, dtype=np.int64)
-        term_lengths, term_values = _segments(
+        lengths, (positions, counts) = _segments(
             a["term_offsets"], at, a["term_ids"], a["term_counts"]
         )
-        stop_lengths, (stop_ids,) = _segments(a["stop_offsets"], at, a["stop_ids"])
-        positions, counts = term_values
         strings = self._strings
         cached = list(map(strings.get, positions))
         # all(): a C-level truth test per term (only None fails it), unlike `None in`
         terms: list[str] = cached if all(cached) else self._decode(positions)  # type: ignore[assignment]
-        words = self.stop_words
-        n_tokens = a["n_tokens"][at].tolist()
         out = []
-        t = s = 0
-        for i, (n_terms, n_stops) in enumerate(zip(term_lengths, stop_lengths, strict=True)):
-            row_counts = counts[t : t + n_terms]
-            term_counts = dict(zip(terms[t : t + n_terms], row_counts, strict=True))
+        t = 0
+        for n_terms in lengths:
+            out.append(dict(zip(terms[t : t + n_terms], counts[t : t + n_terms], strict=True)))
             t += n_terms
-            out.append(
-                TextStats(
-                    term_set=frozenset(term_counts),
-                    stop_set=partial(_stop_set, words, stop_ids[s : s + n_stops])
-                    if n_stops
-                    else _EMPTY,
-                    n_tokens=n_tokens[i],
-                    term_counts=term_counts,
-                    n_terms=sum(row_counts),
-                )
-            )
-            s += n_stops
         return out
 
     def decode(self, stored: Sequence[StoredStats]) -> None:
-        """Decode the term sets and counts of ``stored`` (rows of these analyses), the
-        arrays gathered once for all of them."""
-        for stats, full in zip(stored, self._rows([s.row for s in stored]), strict=True):
-            stats._fill(full)
+        """Decode the term counts of ``stored`` (rows of these analyses; their term
+        sets follow from the counts on first use), the arrays gathered once for all."""
+        for stats, term_counts in zip(
+            stored, self._term_counts([s.row for s in stored]), strict=True
+        ):
+            stats._fill(term_counts)
 
     def stop_set_of(self, row: int) -> frozenset[str]:
         """The distinct stop words of ``row``."""
