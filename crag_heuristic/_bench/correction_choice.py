@@ -33,6 +33,7 @@ from typing import Any
 
 from .._config import load_config
 from .corrections import VARIANTS, run_variants
+from .markdown import table_head
 from .pipeline import prepare
 from .plots import pyplot, save_figure
 from .quality import BARE, HYBRID
@@ -169,8 +170,7 @@ def _measure_table(
         "",
         f"## {measure} on each test split",
         "",
-        "| run | " + " | ".join(t.split(":")[0] for t in tests) + " |",
-        "|---|" + "---|" * len(tests),
+        *table_head("run", *(t.split(":")[0] for t in tests)),
     ]
     rows = [(ref, "references") for ref in (BARE, HYBRID)] + [(n, "variants") for n in names]
     for name, group in rows:
@@ -206,8 +206,7 @@ def _report(results: dict[str, Any]) -> str:
         "",
         "## Corrected path p50 / bare retrieval p50 (same run)",
         "",
-        "| variant | " + " | ".join(t.split(":")[0] for t in tests) + " |",
-        "|---|" + "---|" * len(tests),
+        *table_head("variant", *(t.split(":")[0] for t in tests)),
     ]
     for n in names:
         cells = [
@@ -223,9 +222,16 @@ def _report(results: dict[str, Any]) -> str:
         "",
         "## Chosen on training data, reported on the held-out test split",
         "",
-        "| held out | chosen on | chosen variant | nDCG@10 chosen | always-hybrid | bare | "
-        ">= hybrid | corrected p50 / bare |",
-        "|---|---|---|---|---|---|---|---|",
+        *table_head(
+            "held out",
+            "chosen on",
+            "chosen variant",
+            "nDCG@10 chosen",
+            "always-hybrid",
+            "bare",
+            ">= hybrid",
+            "corrected p50 / bare",
+        ),
     ]
     for name, fold in sel["folds"].items():
         t = fold["test"]
@@ -248,8 +254,7 @@ def _report(results: dict[str, Any]) -> str:
             "Route = the gate's first verdict. Fast path (relevant): the list must stay the bare "
             "one. Each cell: queries; nDCG@10 bare -> router (always-hybrid on the same queries).",
             "",
-            "| collection | relevant (identical to bare) | partial | irrelevant |",
-            "|---|---|---|---|",
+            *table_head("collection", "relevant (identical to bare)", "partial", "irrelevant"),
         ]
 
         def cell(route: dict[str, Any]) -> str:
@@ -277,9 +282,13 @@ def _report(results: dict[str, Any]) -> str:
         "queries re-embedded and fused with the dense list, the only correction there is) "
         "minus the bare dense list.",
         "",
-        "| set | with BM25: delta nDCG@10 | delta Recall@100 | without: delta nDCG@10 | "
-        "delta Recall@100 |",
-        "|---|---|---|---|---|",
+        *table_head(
+            "set",
+            "with BM25: delta nDCG@10",
+            "delta Recall@100",
+            "without: delta nDCG@10",
+            "delta Recall@100",
+        ),
     ]
     for key in [*(["scifact:train"] if "scifact:train" in runs else []), *tests]:
         v = runs[key]["variants"]
