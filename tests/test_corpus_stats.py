@@ -15,7 +15,7 @@ from crag_heuristic import ConfigError, InputError
 from crag_heuristic._text.corpus import FORMAT_VERSION
 from crag_heuristic._text.terms import TermTable
 from crag_heuristic.testing import capture_events
-from crag_heuristic.text import Analyzer, CorpusStats, CorpusStatsFileError
+from crag_heuristic.text import Analyzer, ChunkAnalyses, CorpusStats, CorpusStatsFileError
 
 TEXTS = [
     "Cats chase mice; the cat sleeps.",
@@ -286,6 +286,16 @@ def test_damaged_analyses_are_refused(tmp_path: Path) -> None:
         _rewrite(path, **{f"analyses_{name}": values})
         with pytest.raises(CorpusStatsFileError, match=said):
             CorpusStats.load(path)
+
+
+def test_every_count_width_the_builder_writes_is_taken() -> None:
+    stats = CorpusStats.build(TEXTS, analyses=True)
+    assert stats.analyses is not None
+    arrays = dict(stats.analyses.arrays())
+    for kind in (np.uint8, np.uint16, np.uint32):  # 1, 2 and 4 bytes; 8 are refused above
+        arrays["term_counts"] = arrays["term_counts"].astype(kind)
+        found = ChunkAnalyses(arrays, stats.analyses.stop_words, stats.analyses.terms)
+        assert found.problems(len(arrays["id_keys"])) == [], kind
 
 
 def test_a_version_1_file_loads_without_analyses(tmp_path: Path) -> None:
