@@ -9,6 +9,11 @@
     chunks; weights 0.30 / 0.40 / 0.15 / 0.15. It is here to be measured, not
     used: substring tests make "cat" match "category".
 
+``seed004``
+    A later seed's design, also parameter-free: ``(mean of the top-3
+    similarities + the share of the query's terms found anywhere in the
+    list) / 2`` (terms as the analyzer makes them, unweighted).
+
 ``top1``, ``score_gap``, ``nqc``, ``mean_score``, ``wig``
     Query-performance predictors over the similarity list alone: the top
     score; the gap between the top score and the k-th; NQC (Shtok et al.,
@@ -95,3 +100,10 @@ def wig(similarities: Sequence[float], corpus_score: float) -> float:
     """Weighted information gain (Zhou and Croft 2007): the mean score minus the
     query's mean score over the whole corpus."""
     return mean_score(similarities) - corpus_score
+
+
+def seed004(similarities: Sequence[float], term_coverage: float) -> float:
+    """Seed 004's design: ``(mean of the top-3 similarities + term_coverage) / 2``,
+    ``term_coverage`` the share of the query's terms found in the list (module doc)."""
+    best = sorted(similarities, reverse=True)[:3]
+    return (mean_score(best) + term_coverage) / 2.0

@@ -61,6 +61,7 @@ from .._exceptions import InputError
 from .._optional import requires
 from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation, ScoreKind
+from .logistic import LogisticFit
 
 # Chosen by nested leave-one-collection-out over seven collections (the rule applied to
 # every collection, benchmarks/results/loco/ledger.md: "top-1 + BM25 (first, best over
@@ -75,6 +76,7 @@ DEFAULT_CHUNK_FEATURES = (
     "rank",
 )
 DEFAULT_SET_FEATURES = ("similarity_top", "bm25_top", "bm25_scaled_max")
+DEFAULT_ANCHOR = ("similarity_top",)
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 
 
@@ -91,6 +93,8 @@ class GateExample:
         corpus_stats: the statistics of the corpus it was retrieved from, when
             examples of several corpora are fitted together (else the
             ``corpus_stats`` given to the fit).
+        collection: the collection it came from (a fit ``within_collection``
+            gives each its own intercept while it learns the coefficients).
     """
 
     group: str
@@ -100,6 +104,7 @@ class GateExample:
     relevant: frozenset[str]
     weight: float = 1.0
     corpus_stats: CorpusStats | None = field(default=None, compare=False, repr=False)
+    collection: str = ""
 
     @property
     def good(self) -> bool:
@@ -173,6 +178,9 @@ def _fit_stage(
     *,
     prior: LogisticStage | None = None,
     prior_c: float = 0.1,
+    strata: np.ndarray | None = None,
+    shrink: float | None = None,
+    anchor: Sequence[str] = (),
 ) -> _StageFit:
     """Fit one logistic stage; out-of-fold probabilities by folds grouped by query.
 
@@ -180,12 +188,17 @@ def _fit_stage(
     (weighted AUC). With one, the fit is pulled towards the prior's
     coefficients with the fixed strength ``prior_c`` (features standardised
     as the prior did), so a few hundred simulated queries adjust a gate
-    instead of replacing it.
+    instead of replacing it. ``strata``: one intercept per stratum while
+    fitting (fixed effects, :mod:`crag_heuristic._bench.logistic`). ``shrink``:
+    the coefficients that share of the way from the fit on the ``anchor``
+    features alone to the full fit, each with its own ``C`` chosen by the same
+    cross-validation (each fold's fits combined likewise for the out-of-fold
+    predictions), the intercept refitted.
     """
     with requires("calibrate", "calibration"):
         from sklearn.model_selection import GroupKFold
 
-    from .logistic import fit_logistic, weighted_standardizer
+    from .logistic import fit_intercept, fit_logistic, shrink_towards, weighted_standardizer
 
     if len(set(y.tolist())) < 2:
         raise InputError(
@@ -208,31 +221,68 @@ def _fit_stage(
     z = (x - mean) / scale
     w = weights * (len(weights) / weights.sum())  # mean weight 1, so C keeps its meaning
 
-    def fit(rows: np.ndarray, c: float) -> Any:
-        return fit_logistic(
-            z[rows], y[rows], c=c, weights=w[rows], prior=beta0, prior_intercept=intercept0
-        )
-
+    anchored = [i for i, name in enumerate(names) if name in anchor]
+    if shrink is not None and not anchored:
+        raise InputError(f"shrinking needs an anchor among the features {list(names)}")
     n_groups = len(set(groups.tolist()))
     folds = list(GroupKFold(n_splits=max(2, min(5, n_groups))).split(z, y, groups))
+    grid = (prior_c,) if prior is not None else _C_GRID
+    everything = np.arange(len(y))
 
-    def out_of_fold(c: float) -> np.ndarray:
+    def chosen(columns: list[int]) -> tuple[float, list[LogisticFit | None], LogisticFit]:
+        """The fit on ``columns`` with ``C`` chosen by grouped CV: (C, each fold's
+        fit, ``None`` for a fold with one class, the fit on every row)."""
+
+        def fit(rows: np.ndarray, c: float) -> LogisticFit:
+            return fit_logistic(
+                z[rows][:, columns],
+                y[rows],
+                c=c,
+                weights=w[rows],
+                prior=beta0[columns],
+                prior_intercept=intercept0,
+                strata=None if strata is None else strata[rows],
+            )
+
+        best: tuple[float, list[LogisticFit | None]] | None = None
+        best_auc = -1.0
+        for c in grid:
+            fits = [
+                fit(train, c) if len(set(y[train].tolist())) > 1 else None for train, _ in folds
+            ]
+            oof = _oof(fits, [columns] * len(fits))
+            auc = _auc(y, oof, w)
+            if auc > best_auc + 1e-9:
+                best, best_auc = (c, fits), auc
+        assert best is not None
+        return best[0], best[1], fit(everything, best[0])
+
+    def _oof(fits: Sequence[LogisticFit | None], columns: Sequence[list[int]]) -> np.ndarray:
         oof = np.zeros(len(y))
-        for train, test in folds:
-            if len(set(y[train].tolist())) < 2:
+        for (train, test), fitted, cols in zip(folds, fits, columns, strict=True):
+            if fitted is None:  # one class in the training folds: its rate
                 oof[test] = float(np.average(y[train], weights=w[train]))
-                continue
-            oof[test] = fit(train, c).predict(z[test])
+            else:
+                oof[test] = fitted.predict(z[test][:, cols])
         return oof
 
-    grid = (prior_c,) if prior is not None else _C_GRID
-    best_c, best_auc, best_oof = grid[0], -1.0, np.zeros(len(y))
-    for c in grid:
-        oof = out_of_fold(c)
-        auc = _auc(y, oof, w)
-        if auc > best_auc + 1e-9:
-            best_c, best_auc, best_oof = c, auc, oof
-    final = fit(np.arange(len(y)), best_c)
+    every = list(range(len(names)))
+    best_c, fold_fits, final = chosen(every)
+    if shrink is not None:
+        _, anchor_folds, anchor_final = chosen(anchored)
+
+        def towards(full: LogisticFit, start: LogisticFit, rows: np.ndarray) -> LogisticFit:
+            begin = np.zeros(len(names))
+            begin[anchored] = start.coef
+            coef = shrink_towards(full.coef, begin, shrink)
+            return LogisticFit(fit_intercept(z[rows] @ coef, y[rows], weights=w[rows]), coef)
+
+        fold_fits = [
+            None if f is None or a is None else towards(f, a, train)
+            for f, a, (train, _) in zip(fold_fits, anchor_folds, folds, strict=True)
+        ]
+        final = towards(final, anchor_final, everything)
+    best_oof = _oof(fold_fits, [every] * len(fold_fits))
     terms = tuple(
         ModelTerm(
             feature=name,
@@ -413,6 +463,9 @@ def _fit_two_stage(
     prior_c: float,
     targets: Mapping[str, float],
     chunk_stage: ChunkStage | None = None,
+    within_collection: bool = False,
+    shrink: float | None = None,
+    anchor: Sequence[str] = (),
 ) -> _TwoStage:
     chunks = chunk_stage or fit_chunk_stage(
         examples,
@@ -449,6 +502,10 @@ def _fit_two_stage(
         names,
         prior=None if prior is None else prior.set,
         prior_c=prior_c,
+        strata=np.array([ex.collection for ex in examples]) if within_collection else None,
+        # a fallback without the anchor's evidence (no similarities) is fitted unshrunk
+        shrink=shrink if any(name in anchor for name in names) else None,
+        anchor=anchor,
     )
     relevant, partial, met = _bands(
         set_fit.oof,
@@ -499,6 +556,9 @@ def fit_gate(
     seed: int = 0,
     evaluations: Sequence[Evaluation] | None = None,
     chunk_stage: ChunkStage | None = None,
+    within_collection: bool = False,
+    shrink: float | None = None,
+    anchor: Sequence[str] = DEFAULT_ANCHOR,
 ) -> CalibrationResult:
     """Fit the two-stage gate and its bands on labelled retrievals (see module doc).
 
@@ -521,10 +581,19 @@ def fit_gate(
         chunk_stage: the chunk stage already fitted on these examples
             (:func:`fit_chunk_stage`, the same ``chunk_features`` and prior):
             fits that differ only in their set stage then share it.
+        within_collection: fit the set stage's coefficients within collections
+            (``GateExample.collection``: one intercept each while fitting, then
+            one refitted on all; :mod:`crag_heuristic._bench.logistic`).
+        shrink: the set stage's coefficients that share (in (0, 1]) of the way
+            from the fit on the ``anchor`` features alone to the full fit
+            (``None``: the full fit).
+        anchor: the set features a ``shrink`` starts from (default: the top
+            similarity, the strongest single predictor that needs no corpus).
 
     Raises:
-        InputError: no examples, labels of one class only, or ``evaluations``
-            that do not match the examples.
+        InputError: no examples, labels of one class only, ``evaluations``
+            that do not match the examples, a ``shrink`` outside (0, 1] or
+            with no anchor among the set features.
     """
     with requires("calibrate", "calibration"):
         from sklearn.metrics import roc_auc_score
@@ -547,6 +616,15 @@ def fit_gate(
         len(ex.chunks) for ex in examples
     ):
         raise InputError("chunk_stage was fitted on other examples")
+    if shrink is not None and not (isinstance(shrink, float | int) and 0.0 < shrink <= 1.0):
+        raise InputError(f"shrink must be in (0, 1], got {shrink!r}")
+    if shrink is not None and not set(anchor) & set(set_features):
+        raise InputError(f"shrink needs an anchor among the set features, got {list(anchor)}")
+    set_options: dict[str, Any] = {
+        "within_collection": within_collection,
+        "shrink": shrink,
+        "anchor": tuple(anchor),
+    }
     main = _fit_two_stage(
         examples,
         evaluations,
@@ -556,6 +634,7 @@ def fit_gate(
         prior_c=prior_c,
         targets=targets,
         chunk_stage=chunk_stage,
+        **set_options,
     )
     fallback_models = []
     if fallbacks:
@@ -581,6 +660,7 @@ def fit_gate(
                 prior=None if prior is None else prior.for_missing(frozenset(missing)),
                 prior_c=prior_c,
                 targets=targets,
+                **set_options,
             )
             fallback_models.append(
                 FallbackModel(
@@ -623,6 +703,8 @@ def fit_gate(
         "chunk_features": [t.feature for t in main.chunk.stage.terms],
         "set_features": [t.feature for t in main.set.stage.terms],
         "prior": None if prior is None else f"MAP around the given gate, C = {prior_c}",
+        "within_collection": within_collection,
+        "shrink": None if shrink is None else {"amount": shrink, "anchor": list(anchor)},
         "chunk_C": main.chunk.c,
         "set_C": main.set.c,
         "oof_chunk_auc": float(roc_auc_score(chunk_y, chunk_oof))

@@ -6,7 +6,8 @@ their leave-relevant-out probes. Every gate is scored by the ROC-AUC of its
 score for "failed" (a higher score must mean a better retrieval), against
 baselines computed on the same retrievals:
 
-* the seed design as written (substring keyword test, see ``baselines``);
+* the seed design as written (substring keyword test, see ``baselines``) and
+  seed 004's design (the mean top-3 similarity and the query's term coverage);
 * the ``synapse`` profile on this library's whole-token signals;
 * query-performance predictors without parameters (:data:`BASELINES`): the
   top-1 similarity, the mean top-k similarity, the score gap (top-1 minus
@@ -37,13 +38,14 @@ import numpy as np
 from .._config import EvaluatorConfig
 from .._evaluator.evaluator import Evaluator
 from .auc import failure_auc
-from .baselines import mean_score, nqc, score_gap, seed_design, top1, wig
+from .baselines import mean_score, nqc, score_gap, seed004, seed_design, top1, wig
 from .calibration import GateExample
 from .data import read_qrels
 from .pipeline import Prepared, labels_for, progress, retrievals_for
 
 BASELINES = (
     "seed design (as written)",
+    "seed 004 design",
     "top-1 score",
     "mean top-k score",
     "score gap (top-1 - top-k)",
@@ -185,11 +187,23 @@ def baseline_scores(prepared: Prepared, retrievals: list[GateExample]) -> dict[s
     features = [
         lexical.evaluate(r.query, r.chunks, prepared.stats).details["features"] for r in retrievals
     ]
+    unweighted = Evaluator(  # seed 004 counts the query's terms, not their idf
+        EvaluatorConfig.from_profile("synapse").replace(keyword={"use_idf": False}),
+        analyzer=prepared.analyzer,
+        all_evidence=True,
+    )
+    coverage = [
+        unweighted.evaluate(r.query, r.chunks, prepared.stats).details["features"][
+            "keyword_coverage"
+        ]
+        for r in retrievals
+    ]
     values = {
         "seed design (as written)": [
             seed_design(r.query, [c.text for c in r.chunks], s, [c.id for c in r.chunks])
             for r, s in zip(retrievals, sims, strict=True)
         ],
+        "seed 004 design": [seed004(s, c) for s, c in zip(sims, coverage, strict=True)],
         "top-1 score": [top1(s) for s in sims],
         "mean top-k score": [mean_score(s) for s in sims],
         "score gap (top-1 - top-k)": [score_gap(s) for s in sims],

@@ -50,7 +50,7 @@ from .failure import (
 from .markdown import table_head
 from .pipeline import HarnessRetriever, prepare, progress
 from .selection import (
-    RULE,
+    RULES,
     CollectionData,
     FitCache,
     GateVariant,
@@ -214,6 +214,7 @@ def run_loco(
     encode: bool = True,
     sentences: bool = False,
     sentence_variants: Sequence[GateVariant] = SENTENCE_VARIANTS,
+    rule: str = "worst",
     command: str = "",
     log: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
@@ -224,6 +225,10 @@ def run_loco(
     (MiniLM sentence vectors, cached), and a second gate, the opt-in one with
     sentence evidence, is chosen the same nested way among ``evidence`` and
     ``sentence_variants``.
+
+    ``rule``: how step 1 picks the evidence (:data:`~crag_heuristic._bench.selection.RULES`:
+    ``"worst"``, the smallest inner gain over the top-1 cosine; ``"mean"``, the mean
+    inner AUC, the rule before it).
 
     ``self_variants`` replaces the one self-calibrated gate (``queries``,
     ``prior_c``, the default styles) by several: each collection's
@@ -252,12 +257,17 @@ def run_loco(
         )
     names = sorted(datasets)
     cache = FitCache(datasets)
-    nested = nested_loco(evidence, bands, cache, meets_goal=meets_goal, log=log)
+    nested = nested_loco(evidence, bands, cache, meets_goal=meets_goal, rule=rule, log=log)
     with_sentences = None
     if sentences:
         log("the opt-in gate with sentence evidence")
         with_sentences = nested_loco(
-            [*evidence, *sentence_variants], bands, cache, meets_goal=meets_goal, log=log
+            [*evidence, *sentence_variants],
+            bands,
+            cache,
+            meets_goal=meets_goal,
+            rule=rule,
+            log=log,
         )
 
     variants = list(
@@ -317,7 +327,8 @@ def run_loco(
         "command": command,
         "library_version": __version__,
         "k": k,
-        "rule": RULE,
+        "rule": RULES[rule],
+        "rule_name": rule,
         "goal": GOAL,
         "min_natural_failures": MIN_NATURAL_FAILURES,
         "evidence_variants": [v.describe() for v in evidence],
@@ -373,6 +384,8 @@ def _library_default_is(variant: GateVariant) -> bool:
             "target_precision",
             "min_failure_recall",
             "max_good_irrelevant",
+            "within_collection",
+            "shrink",
         )
     )
 
@@ -713,6 +726,28 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+_STEP1_READS = {
+    "worst": "smallest / mean inner gain over the top-1 cosine",
+    "mean": "mean inner AUC",
+}
+
+
+def _step1_cell(rule: str, numbers: Any) -> str:
+    """A variant's step-1 numbers as the rule reads them (a bare number: an older run)."""
+    if not isinstance(numbers, Mapping):
+        return _f(numbers)
+    if rule == "worst":
+        return f"{numbers['min_gain']:+.3f} / {numbers['mean_gain']:+.3f}"
+    return _f(numbers["mean_auc"])
+
+
+def _fitted_how(variant: Mapping[str, Any]) -> str:
+    """How a variant's set stage is fitted, in words."""
+    how = "within collections" if variant.get("within_collection") else "pooled"
+    shrink = variant.get("shrink")
+    return how if shrink is None else f"{how}, {shrink:g} of the way from the top-1 cosine"
+
+
 def ledger(results: dict[str, Any]) -> str:
     """``ledger.md``: every variant compared, on which folds, and the rule that picked."""
     names = list(results["collections"])
@@ -733,21 +768,22 @@ def ledger(results: dict[str, Any]) -> str:
         "(`python benchmarks/evidence_probe.py --sentences`). A variant's note says when it "
         "joined the list.",
         "",
-        "| variant | chunk stage | set stage | why |",
-        "|---|---|---|---|",
+        "| variant | chunk stage | set stage | set stage fitted | why |",
+        "|---|---|---|---|---|",
     ]
     for v in results["evidence_variants"]:
         lines.append(
             f"| {v['label']} | {', '.join(v['chunk_features'])} | {', '.join(v['set_features'])} "
-            f"| {v['note']} |"
+            f"| {_fitted_how(v)} | {v['note']} |"
         )
     lines += ["", "Band targets tried on each evidence pick:", ""]
     lines += [
         "- " + ", ".join(f"{k} {val:g}" for k, val in b.items()) for b in results["band_variants"]
     ]
+    rule_name = results.get("rule_name", "mean")
     lines += [
         "",
-        "## Step 1: mean inner AUC per outer fold (the pick in bold)",
+        f"## Step 1: {_STEP1_READS[rule_name]} per outer fold (the pick in bold)",
         "",
         *table_head("variant", *names),
     ]
@@ -755,8 +791,7 @@ def ledger(results: dict[str, Any]) -> str:
     for v in results["evidence_variants"]:
         cells = []
         for n in names:
-            value = results["inner"][n]["evidence"][v["label"]]
-            text = _f(value)
+            text = _step1_cell(rule_name, results["inner"][n]["evidence"][v["label"]])
             cells.append(f"**{text}**" if picks[n].startswith(v["label"] + " | ") else text)
         lines.append(f"| {v['label']} | " + " | ".join(cells) + " |")
     lines += [
@@ -784,8 +819,8 @@ def ledger(results: dict[str, Any]) -> str:
         "The same rule applied to every collection (each variant fitted without one collection, "
         "scored on it) picks **"
         + results["pick_on_all"]["label"]
-        + "** (step 1 means: "
-        + ", ".join(f"{label} {_f(v)}" for label, v in keys["evidence"].items())
+        + f"** (step 1, {_STEP1_READS[rule_name]}: "
+        + ", ".join(f"{label} {_step1_cell(rule_name, v)}" for label, v in keys["evidence"].items())
         + "). That is how the shipped default is made (fitted on all the collections); its "
         "expected score is the nested one, not this pick's. The library's defaults "
         + ("are this pick." if results["library_default_is_the_pick"] else "are NOT this pick.")
@@ -822,14 +857,14 @@ def ledger(results: dict[str, Any]) -> str:
             )
         lines += [
             "",
-            "Step 1, mean inner AUC per outer fold (the pick in bold):",
+            f"Step 1, {_STEP1_READS[rule_name]} per outer fold (the pick in bold):",
             "",
             *table_head("variant", *names),
         ]
         for label in sentences["inner"][names[0]]["evidence"]:
             cells = []
             for n in names:
-                text = _f(sentences["inner"][n]["evidence"][label])
+                text = _step1_cell(rule_name, sentences["inner"][n]["evidence"][label])
                 cells.append(f"**{text}**" if picks_s[n].startswith(label + " | ") else text)
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines += [

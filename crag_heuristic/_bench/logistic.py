@@ -11,6 +11,25 @@ over the intercept ``b`` (not penalised) and the coefficients ``beta``. With
 another gate's coefficients (maximum a posteriori), so a small ``C`` keeps the
 fit near the prior and a large one lets the data move it (Gelman et al.,
 *Bayesian Data Analysis*, ch. 16). Solved with L-BFGS (scipy), gradient exact.
+
+**Strata (fixed effects).** With ``strata`` (one label per row: the collection
+it came from), each stratum ``s`` gets its own unpenalised intercept ``b_s``::
+
+    C * sum_i w_i * logloss(y_i, sigmoid(b_{s(i)} + x_i . beta))  +  1/2 * |beta - beta0|^2
+
+so ``beta`` is learnt from differences *within* strata only: a collection whose
+queries fail more often, or whose cosines all run higher, moves its own
+intercept, not the coefficients (the fixed-effects logit of panel data, e.g.
+Wooldridge, *Econometric Analysis of Cross Section and Panel Data*, ch. 15.8).
+A failure AUC is a within-collection ranking, which is what these coefficients
+are fitted for. The one intercept a gate applies to a new collection is then
+refitted on every row with ``beta`` fixed (:func:`fit_intercept`).
+
+**Shrinking towards an anchor** (:func:`shrink_towards`): the coefficients
+``beta_a + lambda * (beta - beta_a)``, where ``beta_a`` is the fit on the anchor
+columns alone (zero elsewhere): ``lambda = 0`` is the anchor's gate (the top-1
+cosine, say), ``1`` the full fit, in between a gate that moves only part of the
+way from the anchor towards what the fitting collections suggest.
 """
 
 from __future__ import annotations
@@ -58,6 +77,7 @@ def fit_logistic(
     weights: Array | None = None,
     prior: Array | None = None,
     prior_intercept: float = 0.0,
+    strata: npt.ArrayLike | None = None,
 ) -> LogisticFit:
     """Fit the model of the module doc on already standardised ``x``.
 
@@ -68,6 +88,9 @@ def fit_logistic(
         weights: ``n`` non-negative sample weights (default 1 each).
         prior: ``p`` coefficients the penalty pulls towards (default 0).
         prior_intercept: where the intercept starts (it is not penalised).
+        strata: ``n`` labels (any hashable values): one intercept per stratum
+            while fitting (module doc); the returned intercept is refitted on
+            every row with the coefficients fixed. ``None``: one intercept.
     """
     with requires("calibrate", "fitting a gate"):
         from scipy.optimize import minimize
@@ -77,18 +100,59 @@ def fit_logistic(
     n, p = x.shape
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     beta0 = np.zeros(p) if prior is None else np.asarray(prior, dtype=float)
+    if strata is None:
+        codes, m = np.zeros(n, dtype=np.intp), 1
+    else:
+        labels = np.asarray(strata)
+        if len(labels) != n:
+            raise ValueError(f"strata must label every row ({len(labels)} for {n})")
+        _, codes = np.unique(labels, return_inverse=True)
+        m = int(codes.max()) + 1 if n else 1
 
     def objective(theta: Array) -> tuple[float, Array]:
-        b, beta = theta[0], theta[1:]
-        z = b + x @ beta
+        b, beta = theta[:m], theta[m:]
+        z = b[codes] + x @ beta
         # logloss = log(1 + e^z) - y z, computed stably
         loss = np.logaddexp(0.0, z) - y * z
         diff = beta - beta0
         value = c * float(w @ loss) + 0.5 * float(diff @ diff)
         residual = c * w * (1.0 / (1.0 + np.exp(-np.clip(z, -35.0, 35.0))) - y)
-        grad = np.concatenate([[residual.sum()], x.T @ residual + diff])
+        grad = np.concatenate([np.bincount(codes, residual, minlength=m), x.T @ residual + diff])
         return value, grad
 
-    start = np.concatenate([[prior_intercept], beta0])
+    start = np.concatenate([np.full(m, prior_intercept), beta0])
     result = minimize(objective, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000})
-    return LogisticFit(intercept=float(result.x[0]), coef=np.asarray(result.x[1:], dtype=float))
+    coef = np.asarray(result.x[m:], dtype=float)
+    if strata is None:
+        return LogisticFit(intercept=float(result.x[0]), coef=coef)
+    return LogisticFit(intercept=fit_intercept(x @ coef, y, weights=w), coef=coef)
+
+
+def fit_intercept(offset: Array, y: Array, *, weights: Array | None = None) -> float:
+    """The intercept ``b`` maximising the weighted likelihood of ``sigmoid(b + offset)``
+    (the coefficients fixed: ``offset = x @ beta``). A Newton iteration on one
+    variable, started at the log-odds of the weighted base rate."""
+    offset = np.asarray(offset, dtype=float)
+    y = np.asarray(y, dtype=float)
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
+    rate = float(np.clip((w @ y) / w.sum(), 1e-6, 1 - 1e-6))
+    b = float(np.log(rate / (1 - rate)) - np.average(offset, weights=w))
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-np.clip(b + offset, -35.0, 35.0)))
+        gradient = float(w @ (p - y))
+        curvature = float(w @ (p * (1 - p)))
+        if curvature <= 1e-12:
+            break
+        step = gradient / curvature
+        b -= step
+        if abs(step) < 1e-10:
+            break
+    return b
+
+
+def shrink_towards(full: Array, anchor: Array, amount: float) -> Array:
+    """``anchor + amount * (full - anchor)``: coefficients ``amount`` of the way from
+    the anchor's fit (zero outside its columns) to the full fit (module doc)."""
+    start = np.asarray(anchor, dtype=float)
+    out: Array = start + amount * (np.asarray(full, dtype=float) - start)
+    return out

@@ -314,6 +314,7 @@ def calibrate(
                 group=f"{name_here}:{ex.group}",
                 weight=1.0 / len(found),
                 corpus_stats=prepared.stats,
+                collection=name_here,
             )
             for ex in found
         ]

@@ -8,14 +8,20 @@ reports a number chosen on the folds it is reported on. The nested protocol
 keeps the choice inside the training collections:
 
     for each collection c (the outer fold):
-        for each variant v:
-            inner(v, c) = mean over the other collections i of
-                          AUC_i(v fitted on the collections other than c and i)
-        pick(c) = the variant with the highest inner(v, c)       (:data:`RULE`)
+        for each variant v and each other collection i:
+            gain(v, c, i) = AUC_i(v fitted on the collections other than c and i)
+                            - AUC_i(the top-1 cosine)
+        pick(c) = the variant whose smallest gain(v, c, i) over i is largest,
+                  ties by the mean gain                           (:data:`RULE`)
         nested(c) = AUC_c(pick(c) fitted on the collections other than c)
 
-``nested(c)`` is the number to expect on a collection nobody tuned to; its
-mean over ``c`` is the claim. A gate is fitted by
+``nested(c)`` is the number to expect on a collection nobody tuned to; each
+collection's ``nested(c)`` against its top-1 cosine is the claim. The rule
+protects the worst collection rather than the mean (the rule before it, the
+highest mean inner AUC, :data:`MEAN_RULE`, raised the mean of the collections
+it was chosen on and fell below the top-1 cosine on collections never seen:
+issue 25); both are kept (:data:`RULES`) so a run can be compared with the
+earlier one. A gate is fitted by
 :func:`crag_heuristic._bench.calibration.fit_gate` (each collection weighing the
 same); every fit on the same set of collections is made once
 (:class:`FitCache`). The ledger (:func:`ledger`) lists every variant with its
@@ -36,17 +42,51 @@ from .._config import EvaluatorConfig
 from .._evaluator.evaluator import Evaluator
 from .._types import Evaluation
 from .auc import failure_auc
+from .baselines import top1
 from .calibration import ChunkStage, GateExample, evaluate_examples, fit_chunk_stage, fit_gate
 from .failure import natural_auc
 from .pipeline import Prepared, labels_for, retrievals_for
 
-RULE = (
-    "evidence: the variant with the highest mean failure AUC (natural + probes) over the inner "
-    "held-out collections; bands: the targets under which the most inner held-out collections "
-    "meet the natural-traffic goal, ties by the mean share of good natural retrievals on the "
-    "fast path"
+_BANDS_RULE = (
+    "bands: the targets under which the most inner held-out collections meet the "
+    "natural-traffic goal, ties by the mean share of good natural retrievals on the fast path"
 )
-"""How a variant is picked from the training collections (fixed before any run)."""
+WORST_RULE = (
+    "evidence: the variant whose smallest gain in failure AUC (natural + probes) over the "
+    "top-1 cosine, among the inner held-out collections, is largest (ties: the larger mean "
+    f"gain); {_BANDS_RULE}"
+)
+"""How a variant is picked from the training collections (fixed before any run): the
+worst inner collection decides (issue 25)."""
+MEAN_RULE = (
+    "evidence: the variant with the highest mean failure AUC (natural + probes) over the inner "
+    f"held-out collections; {_BANDS_RULE}"
+)
+"""The rule before it (issue 18 to issue 24's default): the mean decides."""
+RULE = WORST_RULE
+RULES: dict[str, str] = {"worst": WORST_RULE, "mean": MEAN_RULE}
+"""The rules ``nested_loco(rule=...)`` knows, by name."""
+
+
+def evidence_key(rule: str, inner: Mapping[str, float]) -> tuple[float, ...]:
+    """What step 1 ranks a variant by under ``rule`` (``"worst"`` or ``"mean"``), from
+    its inner numbers (:func:`inner_numbers`); larger is better."""
+    if rule == "worst":
+        return (inner["min_gain"], inner["mean_gain"])
+    if rule == "mean":
+        return (inner["mean_auc"],)
+    raise ValueError(f"unknown rule {rule!r}; known: {', '.join(RULES)}")
+
+
+def inner_numbers(aucs: Sequence[float], top1: Sequence[float]) -> dict[str, float]:
+    """A variant's inner AUCs and the top-1 cosine's on the same collections, as the
+    numbers a rule reads: the mean AUC, the smallest and the mean gain over top-1."""
+    gains = np.array(aucs, dtype=float) - np.array(top1, dtype=float)
+    return {
+        "mean_auc": float(np.nanmean(aucs)),
+        "min_gain": float(np.nanmin(gains)),
+        "mean_gain": float(np.nanmean(gains)),
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +98,9 @@ class GateVariant:
         chunk_features, set_features: the evidence of each stage.
         target_precision, min_failure_recall, max_good_irrelevant: the band
             targets (see :func:`~crag_heuristic._bench.calibration.fit_gate`).
+        within_collection: the set stage fitted within collections (fixed effects).
+        shrink: the set stage shrunk towards the top-1 cosine's fit (that share
+            of the way from it to the full fit; ``None``: not shrunk).
         note: why it is in the comparison.
     """
 
@@ -67,6 +110,8 @@ class GateVariant:
     target_precision: float = 0.90
     min_failure_recall: float = 0.80
     max_good_irrelevant: float = 0.15
+    within_collection: bool = False
+    shrink: float | None = None
     note: str = ""
 
     def describe(self) -> dict[str, Any]:
@@ -98,6 +143,7 @@ class CollectionData:
     base: EvaluatorConfig = field(default_factory=lambda: EvaluatorConfig.from_profile("synapse"))
     failed: np.ndarray = field(init=False)
     natural: np.ndarray = field(init=False)
+    top1_auc: float = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.retrievals)
@@ -107,12 +153,16 @@ class CollectionData:
                 group=f"{self.name}:{ex.group}",
                 weight=1.0 / n,
                 corpus_stats=self.prepared.stats,
+                collection=self.name,
             )
             for ex in self.retrievals
         ]
         self.evaluations = evaluate_examples(self.examples, self.base, self.prepared.stats)
         self.failed = np.array([ex.failed for ex in self.retrievals])
         self.natural = np.array([ex.kind == "natural" for ex in self.retrievals])
+        top = [top1([c.score or 0.0 for c in ex.chunks]) for ex in self.retrievals]
+        auc = self.auc(np.array(top))[0]
+        self.top1_auc = float("nan") if auc is None else auc
 
     @classmethod
     def of(cls, prepared: Prepared, k: int, base: EvaluatorConfig | None = None) -> CollectionData:
@@ -176,6 +226,8 @@ class FitCache:
                 fitted_on=f"the test splits of {', '.join(chosen)}",
                 evaluations=evaluations,
                 chunk_stage=self._chunk_stages[stage_key],
+                within_collection=variant.within_collection,
+                shrink=variant.shrink,
             ).config
         return self._fits[key]
 
@@ -202,10 +254,12 @@ class NestedResult:
     Attributes:
         picks: outer collection -> the variant picked on the others (its band
             targets included).
-        inner: outer collection -> step -> variant label -> the key it was
-            ranked by (step ``"evidence"``: mean inner AUC; ``"bands"``: the
-            number of inner collections meeting the goal, then the mean
-            fast-path share).
+        inner: outer collection -> step -> variant label -> the numbers it was
+            ranked by (step ``"evidence"``: :func:`inner_numbers`, the mean inner
+            AUC, the smallest and the mean inner gain over the top-1 cosine;
+            ``"bands"``: the number of inner collections meeting the goal, then
+            the mean fast-path share).
+        rule: the step-1 rule's name (:data:`RULES`).
         configs: outer collection -> the pick fitted on the others.
         scores, verdicts: outer collection -> the pick's P(good) and verdicts there.
         loco: variant -> collection -> (AUC mix, AUC natural) fitted on the
@@ -223,6 +277,7 @@ class NestedResult:
     loco: dict[str, dict[str, tuple[float | None, float | None]]]
     on_all: GateVariant
     on_all_keys: dict[str, dict[str, Any]]
+    rule: str = "worst"
 
 
 def nested_loco(
@@ -231,12 +286,16 @@ def nested_loco(
     cache: FitCache,
     *,
     meets_goal: Callable[[Mapping[str, Any]], bool],
+    rule: str = "worst",
     log: Callable[[str], None] = lambda message: None,
 ) -> NestedResult:
     """The protocol of the module doc over ``cache``'s collections: per outer fold,
-    step 1 picks the evidence variant by mean inner AUC, step 2 its band targets
-    (``bands``, each a dict of :class:`GateVariant` band fields) by the number of
-    inner collections where ``meets_goal`` holds for the natural-traffic verdicts."""
+    step 1 picks the evidence variant by ``rule`` (:data:`RULES`: ``"worst"``, the
+    smallest inner gain over the top-1 cosine, or ``"mean"``, the mean inner AUC),
+    step 2 its band targets (``bands``, each a dict of :class:`GateVariant` band
+    fields) by the number of inner collections where ``meets_goal`` holds for the
+    natural-traffic verdicts."""
+    evidence_key(rule, {"mean_auc": 0.0, "min_gain": 0.0, "mean_gain": 0.0})  # a known rule
     from .failure import verdict_table
 
     if len({v.label for v in evidence}) != len(evidence):
@@ -262,11 +321,12 @@ def nested_loco(
         """The two steps on the collections other than ``outer`` ("" for none: the
         rule applied to every collection, which is how the shipped default is picked)."""
         others = [n for n in names if n != outer]
+        top1_aucs = [cache.datasets[i].top1_auc for i in others]
         step1 = {
-            v.label: float(np.nanmean([inner_result(v, outer, i).auc for i in others]))
+            v.label: inner_numbers([inner_result(v, outer, i).auc for i in others], top1_aucs)
             for v in evidence
         }
-        chosen = max(evidence, key=lambda v: step1[v.label])  # the first on ties
+        chosen = max(evidence, key=lambda v: evidence_key(rule, step1[v.label]))  # first on ties
         banded = [
             dataclasses.replace(chosen, label=f"{chosen.label} | {_band_label(b)}", **dict(b))  # type: ignore[arg-type]
             for b in bands
@@ -300,7 +360,7 @@ def nested_loco(
         }
         for v in evidence
     }
-    return NestedResult(picks, inner, configs, scores, verdicts, loco, on_all, on_all_keys)
+    return NestedResult(picks, inner, configs, scores, verdicts, loco, on_all, on_all_keys, rule)
 
 
 def _band_label(targets: Mapping[str, float]) -> str:

@@ -31,6 +31,8 @@ from .selection import GateVariant
 _CHUNK = DEFAULT_CHUNK_FEATURES
 _CHUNK_BM25 = (*DEFAULT_CHUNK_FEATURES, "bm25")
 _CHUNK_LEAN = ("similarity", "keyword_overlap", "rank")
+SHRINKS: tuple[float | None, ...] = (0.25, 0.5, 0.75, None)
+"""How far from the top-1 cosine's fit the shrunk variants go (``None``: all the way)."""
 
 LR_BASELINE = GateVariant(
     label="LR(top-1, max BM25)",
@@ -128,6 +130,58 @@ EVIDENCE_VARIANTS: tuple[GateVariant, ...] = (
         chunk_features=_CHUNK_LEAN,
         set_features=("similarity_top", "best_chunk", "keyword_overlap"),
         note="a chunk stage of three features",
+    ),
+    GateVariant(
+        label="top-1 cosine alone",
+        chunk_features=_CHUNK,
+        set_features=("similarity_top",),
+        note="issue 25: the floor itself as a candidate (its set stage ranks lists as the "
+        "top-1 cosine does)",
+    ),
+    *(
+        GateVariant(
+            label=f"{label}, within{'' if shrink is None else f', shrunk {shrink:g}'}",
+            chunk_features=_CHUNK,
+            set_features=features,
+            within_collection=True,
+            shrink=shrink,
+            note=f"issue 25: {why}; fitted within collections (one intercept each), "
+            + (
+                "unshrunk"
+                if shrink is None
+                else f"its coefficients {shrink:g} of the way from the top-1 cosine's fit"
+            ),
+        )
+        for label, features, why in (
+            (
+                "top-1 + BM25 (first, best over ln 2N)",
+                ("similarity_top", "bm25_top", "bm25_scaled_max"),
+                "the default of issues 18 to 24, which fell below the top-1 cosine on unseen "
+                "collections",
+            ),
+            (
+                "top-1 + coherence",
+                ("similarity_top", "lexical_coherence"),
+                "added after an exploratory plain-LOCO look at the nine collections: list "
+                "coherence helped where many documents answer (clinical trials, Medline)",
+            ),
+            (
+                "top-1 + coverage + coherence",
+                ("similarity_top", "keyword_coverage", "lexical_coherence"),
+                "the same look: seed 004's term coverage beside coherence",
+            ),
+            (
+                "top-1 + BM25 (first) + coverage + coherence",
+                ("similarity_top", "bm25_top", "keyword_coverage", "lexical_coherence"),
+                "the same look: the first chunk's BM25, coverage and coherence",
+            ),
+            (
+                "top-1 + BM25 (first, best over ln 2N) + coherence",
+                ("similarity_top", "bm25_top", "bm25_scaled_max", "lexical_coherence"),
+                "the same look: the issue 18 default with coherence",
+            ),
+        )
+        for shrink in SHRINKS
     ),
 )
 """Step 1: the evidence of each stage (band targets at their defaults)."""

@@ -22,6 +22,8 @@ def _command_line() -> str:
 def _bench(args: argparse.Namespace, out: TextIO) -> int:
     if args.loco:
         return _loco(args, out)
+    if args.rule is not None:
+        raise InputError("--rule chooses the nested gate's evidence: it needs --loco")
     if len(args.data_dir) != 1:
         raise InputError("give one --data-dir (several only with --loco)")
     args.data_dir = args.data_dir[0]
@@ -64,6 +66,7 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
         encode=not args.no_encode,
         sentences=args.sentences,
         self_calibrate=not args.no_self_calibration,
+        rule=args.rule or "worst",
         command=_command_line(),
     )
     for gate, row in results["summary"].items():
@@ -236,6 +239,15 @@ def register(commands: Any) -> None:
             "with --loco: the retrievals carry each chunk's best sentence's cosine (MiniLM "
             "sentence vectors, encoded and cached), and the opt-in gate with sentence evidence "
             "is chosen too"
+        ),
+    )
+    bench.add_argument(
+        "--rule",
+        choices=("worst", "mean"),
+        help=(
+            "with --loco: how the evidence is picked on the inner collections: 'worst' (the "
+            "largest smallest gain over the top-1 cosine; the default) or 'mean' (the highest "
+            "mean AUC, the rule before it)"
         ),
     )
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")

@@ -224,3 +224,48 @@ def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:
     assert main(["calibrate", "--out", str(profile)], out=io.StringIO()) == EXIT_BAD_INPUT
     both = ["calibrate", "--self", "--data-dir", str(tmp_path), "--index", str(index)]
     assert main([*both, "--docs", str(docs), "--out", str(profile)], out=io.StringIO()) == 2
+
+
+def test_the_inner_step_never_reads_the_outer_collection(
+    nested_run: dict[str, Any], three_collections: Path
+) -> None:
+    """Every step-1 number of an outer fold is recomputed here from fits that leave out
+    the outer collection and the inner one scored: an inner step that fitted on the
+    outer collection, or scored it, would not reproduce them."""
+    from crag_heuristic._bench.selection import inner_numbers
+
+    datasets = {
+        p.name: CollectionData.of(prepare(p, encode=False), 5)
+        for p in collection_folders([three_collections])
+    }
+    cache = FitCache(datasets)
+    names = sorted(datasets)
+    for outer in names:
+        others = [n for n in names if n != outer]
+        for variant in TWO_VARIANTS:
+            aucs = [
+                datasets[i].auc(
+                    gate_scores(
+                        cache.fit(variant, [n for n in names if n not in (outer, i)]), datasets[i]
+                    )[0]
+                )[0]
+                for i in others
+            ]
+            expected = inner_numbers(aucs, [datasets[i].top1_auc for i in others])
+            assert nested_run["inner"][outer]["evidence"][variant.label] == pytest.approx(expected)
+
+
+def test_the_worst_rule_reads_the_smallest_gain_over_top1() -> None:
+    from crag_heuristic._bench.selection import evidence_key, inner_numbers
+
+    numbers = inner_numbers([0.70, 0.60, 0.80], [0.65, 0.62, 0.70])
+    # gains over top-1: +0.05, -0.02, +0.10
+    assert numbers == pytest.approx({"mean_auc": 0.70, "min_gain": -0.02, "mean_gain": 0.13 / 3})
+    assert evidence_key("worst", numbers) == pytest.approx((-0.02, 0.13 / 3))
+    steady = inner_numbers([0.66, 0.63, 0.71], [0.65, 0.62, 0.70])  # +0.01 everywhere
+    # the mean rule prefers the first (0.70 > 0.667), the worst rule the steady one
+    assert evidence_key("mean", numbers) > evidence_key("mean", steady)
+    assert evidence_key("worst", steady) > evidence_key("worst", numbers)
+    assert evidence_key("mean", numbers) == pytest.approx((0.70,))
+    with pytest.raises(ValueError, match="unknown rule"):
+        evidence_key("median", numbers)

@@ -51,3 +51,49 @@ def test_evaluations_of_other_examples_are_refused(examples) -> None:
     stage = fit_chunk_stage(examples[:6])
     with pytest.raises(InputError, match="other examples"):
         fit_gate(examples, base=base, fallbacks=False, chunk_stage=stage)
+
+
+def test_a_shrunk_set_stage_lies_between_the_anchor_and_the_full_fit(examples) -> None:
+    stats = sample_retriever().corpus_stats()
+    base = EvaluatorConfig.from_profile("synapse")
+    evaluations = evaluate_examples(examples, base, stats)
+    chunk_stage = fit_chunk_stage(examples, evaluations=evaluations)
+    features = ("similarity_top", "bm25_top")
+
+    def set_weights(**options: object) -> dict[str, float]:
+        config = fit_gate(
+            examples,
+            base=base,
+            corpus_stats=stats,
+            fallbacks=False,
+            evaluations=evaluations,
+            chunk_stage=chunk_stage,
+            set_features=features,
+            **options,  # type: ignore[arg-type]
+        ).config
+        assert config.model is not None
+        return {t.feature: t.weight for t in config.model.set.terms}
+
+    full = set_weights()
+    anchor = (
+        fit_gate(
+            examples,
+            base=base,
+            corpus_stats=stats,
+            fallbacks=False,
+            evaluations=evaluations,
+            chunk_stage=chunk_stage,
+            set_features=("similarity_top",),
+        )
+        .config.model.set.terms[0]
+        .weight
+    )  # type: ignore[union-attr]
+    assert set_weights(shrink=1.0) == pytest.approx(full)
+    half = set_weights(shrink=0.5)
+    assert half["bm25_top"] == pytest.approx(full["bm25_top"] / 2)
+    assert half["similarity_top"] == pytest.approx((anchor + full["similarity_top"]) / 2)
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(InputError, match="shrink"):
+            set_weights(shrink=bad)
+    with pytest.raises(InputError, match="anchor"):
+        set_weights(shrink=0.5, anchor=("similarity_mean",))

@@ -60,3 +60,51 @@ def test_weighted_standardizer_by_hand() -> None:
     # weighted mean of (1, 3) with weights (1, 3) = 2.5; variance = (1*2.25 + 3*0.25)/4 = 0.75
     assert mean == pytest.approx([2.5, 5.0])
     assert scale == pytest.approx([np.sqrt(0.75), 1.0])  # a constant column keeps scale 1
+
+
+def test_fit_intercept_by_hand() -> None:
+    from crag_heuristic._bench.logistic import fit_intercept
+
+    y = np.array([1.0, 1.0, 0.0, 0.0, 0.0])
+    # no offset: the log-odds of the base rate, ln(0.4 / 0.6)
+    assert fit_intercept(np.zeros(5), y) == pytest.approx(np.log(0.4 / 0.6), abs=1e-9)
+    # a weight of 2 on the positives: rate 4 / 7
+    w = np.array([2.0, 2.0, 1.0, 1.0, 1.0])
+    assert fit_intercept(np.zeros(5), y, weights=w) == pytest.approx(np.log(4 / 3), abs=1e-9)
+    # a constant offset moves it by as much
+    assert fit_intercept(np.full(5, 1.5), y) == pytest.approx(np.log(0.4 / 0.6) - 1.5, abs=1e-9)
+
+
+def test_strata_learn_the_coefficients_within_them() -> None:
+    """Two strata: within each, x says nothing about y; between them, the one with the
+    higher x has the higher rate. A pooled fit reads x as evidence; a fit within strata
+    does not."""
+    rng = np.random.default_rng(3)
+    n = 400
+    stratum = np.repeat([0, 1], n // 2)
+    x = rng.normal(size=(n, 1)) + 2.0 * stratum[:, None]
+    y = (rng.random(n) < np.where(stratum == 1, 0.8, 0.2)).astype(float)
+    pooled = fit_logistic(x, y, c=100.0)
+    within = fit_logistic(x, y, c=100.0, strata=stratum)
+    assert pooled.coef[0] > 0.5
+    assert abs(within.coef[0]) < 0.15
+    # the intercept returned is refitted on every row with the coefficient fixed
+    from crag_heuristic._bench.logistic import fit_intercept
+
+    assert within.intercept == pytest.approx(fit_intercept(x @ within.coef, y), abs=1e-9)
+    # one stratum is the plain fit
+    same = fit_logistic(x, y, c=1.0, strata=np.zeros(n))
+    plain = fit_logistic(x, y, c=1.0)
+    assert same.coef == pytest.approx(plain.coef, abs=1e-5)
+    assert same.intercept == pytest.approx(plain.intercept, abs=1e-5)
+    with pytest.raises(ValueError, match="every row"):
+        fit_logistic(x, y, strata=stratum[:-1])
+
+
+def test_shrink_towards_by_hand() -> None:
+    from crag_heuristic._bench.logistic import shrink_towards
+
+    full = np.array([2.0, 1.0, -1.0])
+    anchor = np.array([1.0, 0.0, 0.0])
+    assert shrink_towards(full, anchor, 0.25) == pytest.approx([1.25, 0.25, -0.25])
+    assert shrink_towards(full, anchor, 1.0) == pytest.approx(full)
