@@ -380,6 +380,88 @@ class ModelConfig:
         return next((f for f in self.fallbacks if f.missing == key), None)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Guarantee:
+    """A set cascade's band with what it guarantees, as Learn-then-Test chose it
+    (:func:`crag_heuristic.grading.guaranteed_band`, which documents the test).
+
+    Attributes:
+        target: ``"recall"`` (at most ``eps`` of the failed lists pass without the
+            grader) or ``"agreement"`` (the gate's own decisions disagree with the
+            grader's on at most ``eps`` of the lists).
+        eps, delta: the bound and the probability it may fail: ``P(risk > eps) <= delta``.
+        band: ``(low, high)``: lists whose set probability lies within it
+            (inclusive) go to the grader.
+        n: the labelled lists it was chosen on; ``counted``: those the risk
+            counts over (the failed ones for ``recall``).
+        violations, risk: the violations at ``band`` among them and their share.
+        risk_bound: the exact (Clopper-Pearson) upper bound on the risk at
+            ``1 - delta``.
+        escalated: the share of the labelled lists inside ``band``.
+        centre: the agreement path's centre (``None`` for ``recall``).
+        grader: the fingerprint of the grader whose labels chose it.
+        labels: how the labelled lists were made (free text).
+    """
+
+    target: str
+    eps: float
+    delta: float
+    band: tuple[float, float]
+    n: int
+    counted: int
+    violations: int
+    risk: float
+    risk_bound: float
+    escalated: float
+    centre: float | None = None
+    grader: str = ""
+    labels: str = ""
+
+    def __post_init__(self) -> None:
+        if self.target not in ("recall", "agreement"):
+            raise ConfigError("target", self.target, "must be 'recall' or 'agreement'")
+        for name in ("eps", "delta"):
+            _check_number(name, getattr(self, name), low=0.0, high=1.0, low_open=True)
+        band = self.band
+        if (
+            not isinstance(band, list | tuple)
+            or len(band) != 2
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in band)
+            or not 0.0 <= band[0] <= band[1] <= 1.0
+        ):
+            raise ConfigError("band", band, "must be (low, high) with 0 <= low <= high <= 1")
+        object.__setattr__(self, "band", (float(band[0]), float(band[1])))
+        for name in ("n", "counted", "violations"):
+            _check_number(name, getattr(self, name), low=0, integer=True)
+        for name in ("risk", "risk_bound", "escalated"):
+            _check_number(name, getattr(self, name), low=0.0, high=1.0)
+        if self.centre is not None:
+            _check_number("centre", self.centre, low=0.0, high=1.0)
+        for name in ("grader", "labels"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(name, getattr(self, name), "must be a string")
+
+    @property
+    def saved(self) -> float:
+        """The share of the labelled lists the gate decided alone."""
+        return 1.0 - self.escalated
+
+    def describe(self) -> str:
+        """One sentence: what is guaranteed, at what confidence, from how many labels."""
+        what = (
+            f"at most {self.eps:g} of failed lists pass without the grader"
+            if self.target == "recall"
+            else f"the gate's own decisions disagree with the grader's on at most {self.eps:g} "
+            "of lists"
+        )
+        return (
+            f"{what}, with probability >= {1 - self.delta:g} (Learn-then-Test, exact binomial "
+            f"bounds, {self.n} labelled lists, {self.counted} counted); band "
+            f"[{self.band[0]:.4f}, {self.band[1]:.4f}]; expected share escalated "
+            f"{self.escalated:.3f}"
+        )
+
+
 def _from_default(name: str) -> Callable[[], Any]:
     """A field's default factory: the default profile's value of ``name``."""
     return functools.partial(_default_value, name)
@@ -408,6 +490,9 @@ class EvaluatorConfig:
         model: a fitted logistic gate; without one the score is the weighted
             sum of the four signals.
         description: free text (what a profile is for, what it was fitted on).
+        guarantee: a set cascade's band chosen on a grader's labels, with what it
+            guarantees (:class:`Guarantee`; ``crag-heuristic calibrate --grader
+            ... --guarantee ...`` writes it); it does not change an evaluation.
 
     ``EvaluatorConfig()`` is the default profile (:data:`DEFAULT_PROFILE`);
     every field not given takes the default profile's value. Build one with
@@ -427,6 +512,7 @@ class EvaluatorConfig:
     refine: RefineConfig = field(default_factory=_from_default("refine"))
     model: ModelConfig | None = field(default_factory=_from_default("model"))
     description: str = field(default_factory=_from_default("description"))
+    guarantee: Guarantee | None = field(default_factory=_from_default("guarantee"))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -435,7 +521,7 @@ class EvaluatorConfig:
             raise ConfigError("description", self.description, "must be a string")
         for name, cls in _SECTIONS.items():
             value = getattr(self, name)
-            optional = name in ("chunk_thresholds", "model")
+            optional = name in ("chunk_thresholds", "model", "guarantee")
             if not isinstance(value, cls) and not (optional and value is None):
                 raise ConfigError(name, value, f"must be a {cls.__name__}")
 
@@ -514,6 +600,7 @@ class EvaluatorConfig:
         payload = self.to_dict()
         payload.pop("name")
         payload.pop("description")
+        payload.pop("guarantee", None)  # it changes no evaluation
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -664,6 +751,7 @@ _SECTIONS: dict[str, type] = {
     "length": LengthConfig,
     "refine": RefineConfig,
     "model": ModelConfig,
+    "guarantee": Guarantee,
 }
 
 _BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
@@ -688,6 +776,7 @@ def _bare_profile(name: str) -> dict[str, Any]:
         "refine": dataclasses.asdict(RefineConfig()),
         "model": None,
         "description": "",
+        "guarantee": None,
     }
 
 

@@ -229,6 +229,27 @@ class CorpusStatsFileError(InputError):
         )
 
 
+class InsufficientLabelsError(InputError):
+    """Too few labelled examples for what was asked (a guarantee at a confidence).
+
+    Attributes:
+        needed: how many are needed at the least.
+        have: how many there were.
+    """
+
+    def __init__(self, message: str, *, needed: int, have: int) -> None:
+        self.needed = needed
+        self.have = have
+        super().__init__(message)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_insufficient, (self.args[0], self.needed, self.have))
+
+
+def _rebuild_insufficient(message: str, needed: int, have: int) -> InsufficientLabelsError:
+    return InsufficientLabelsError(message, needed=needed, have=have)
+
+
 class RetrieverError(CragError):
     """The wrapped retriever failed, or returned something unusable.
 

@@ -182,6 +182,15 @@ class QueryExpander(Protocol):
 
 
 @runtime_checkable
+class ResultObserver(Protocol):
+    """Given every result of a router (``CRAG(..., monitor=...)``), after it is made:
+    :class:`~crag_heuristic.grading.GuaranteeMonitor` is one. What it returns is
+    ignored and what it raises never fails a query."""
+
+    def observe(self, result: Any, /) -> Any: ...
+
+
+@runtime_checkable
 class MetricsSink(Protocol):
     """What the router reports. Every method must be cheap and never raise."""
 

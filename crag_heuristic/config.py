@@ -6,7 +6,7 @@ re-exports :class:`EvaluatorConfig`, :class:`RouterConfig`,
 :data:`DEFAULT_PROFILE`, :func:`available_profiles` and :func:`load_config`;
 the sections (:class:`SignalWeights`, :class:`Thresholds`, ...) and the
 fitted model's parts (:class:`ModelConfig`, :class:`LogisticStage`,
-:class:`ModelTerm`) live here.
+:class:`ModelTerm`) and a set cascade's :class:`Guarantee` live here.
 """
 
 from ._config import (
@@ -15,6 +15,7 @@ from ._config import (
     CoherenceConfig,
     EvaluatorConfig,
     FallbackModel,
+    Guarantee,
     KeywordConfig,
     LengthConfig,
     LogisticStage,
@@ -34,6 +35,7 @@ __all__ = [
     "EVIDENCE_GROUPS",
     "EvaluatorConfig",
     "FallbackModel",
+    "Guarantee",
     "KeywordConfig",
     "LengthConfig",
     "LogisticStage",

@@ -12,6 +12,14 @@
 * :class:`SetEscalation`: the same for whole lists: when the set probability
   is uncertain, the grader grades the list and the set verdict is recomputed
   from its answers;
+* :func:`guaranteed_band`: a set cascade's band chosen on the grader's labels
+  by Learn-then-Test, with what it guarantees (a
+  :class:`~crag_heuristic.config.Guarantee`: failure recall or agreement with
+  the grader at a confidence); too few labels are refused
+  (:class:`InsufficientLabelsError`); ``SetEscalation.guaranteed(...)`` uses it;
+* :class:`GuaranteeMonitor`: checks a guarantee at run time on an audit sample
+  (``SetEscalation(audit=...)``) and logs the grader's answers to a
+  :class:`JsonlGradeLog` or :class:`RedisGradeLog`;
 * :class:`Cascade`: the gate plus a grader without the router
   (``evaluate`` / ``aevaluate`` -> :class:`CascadeResult`); with the router,
   ``CRAG(retriever, grader=..., escalation=...)`` and the result's
@@ -29,10 +37,19 @@ the failure is a :class:`GraderError` (:class:`GraderTimeout`,
 :class:`GraderOutputError`) named on the result.
 """
 
-from ._exceptions import GraderError, GraderOutputError, GraderTimeout
+from ._exceptions import GraderError, GraderOutputError, GraderTimeout, InsufficientLabelsError
 from ._grading.escalation import CascadeReport, Escalation
 from ._grading.graders import CallableGrader, CrossEncoderGrader
+from ._grading.guarantee import binomial_cdf, binomial_lower, binomial_upper, guaranteed_band
 from ._grading.lists import SetEscalation
+from ._grading.monitor import (
+    GradeLog,
+    GuaranteeMonitor,
+    JsonlGradeLog,
+    MonitorStatus,
+    RedisGradeLog,
+    audited_labels,
+)
 from ._protocols import AsyncGrader, Grader
 from ._router.cascade import Cascade, CascadeResult
 
@@ -44,9 +61,20 @@ __all__ = [
     "CascadeResult",
     "CrossEncoderGrader",
     "Escalation",
+    "GradeLog",
     "Grader",
     "GraderError",
     "GraderOutputError",
     "GraderTimeout",
+    "GuaranteeMonitor",
+    "InsufficientLabelsError",
+    "JsonlGradeLog",
+    "MonitorStatus",
+    "RedisGradeLog",
     "SetEscalation",
+    "audited_labels",
+    "binomial_cdf",
+    "binomial_lower",
+    "binomial_upper",
+    "guaranteed_band",
 ]

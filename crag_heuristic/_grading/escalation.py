@@ -183,6 +183,7 @@ class Selection:
     chosen: tuple[str, ...]
     gate_scores: dict[str, float]
     total: int
+    audited: bool = False
 
 
 def select(evaluation: Evaluation, policy: Escalation, config: EvaluatorConfig) -> Selection:
@@ -238,6 +239,8 @@ class CascadeReport:
         ms: milliseconds spent on the cache and the grader.
         level: ``"chunk"`` (an :class:`Escalation`: single chunks) or ``"set"``
             (a :class:`~crag_heuristic._grading.lists.SetEscalation`: the list).
+        audited: the list went to the grader as part of the audit sample (a
+            set cascade's ``audit``), whether or not it lay in the band.
     """
 
     grader: str
@@ -254,6 +257,7 @@ class CascadeReport:
     verdict: Verdict = Verdict.IRRELEVANT
     ms: float = 0.0
     level: str = "chunk"
+    audited: bool = False
 
     @property
     def error(self) -> str | None:

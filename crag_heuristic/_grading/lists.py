@@ -28,20 +28,31 @@ by ``e^trust`` (a "yes" of a grader with sensitivity ``se`` and specificity
 ``sp`` is worth ``ln(se / (1 - sp))``): it keeps the gate's ranking within
 each answer, and a small ``trust`` moves a list only across a nearby band.
 The set verdict is ``p'`` banded by the gate's own thresholds; the chunks'
-grades become the grader's answers. Failures, timeouts, caching and the
+grades become the grader's answers.
+
+**A band with a guarantee.** :meth:`SetEscalation.guaranteed` takes its band from
+a :class:`~crag_heuristic.config.Guarantee` (chosen on the grader's labels by
+Learn-then-Test, :mod:`crag_heuristic._grading.guarantee`). **Audits.** With
+``audit = a``, a share ``a`` of all lists, chosen by a hash of the query (the
+same query is always in or out: ``sha256(seed:query)`` read as a number in
+[0, 1) below ``a``), goes to the grader whatever its probability: a uniform
+sample of the traffic on which a monitor (:class:`~crag_heuristic.grading.GuaranteeMonitor`)
+checks the guarantee and from which the band can be chosen again. The report
+says ``audited``. Failures, timeouts, caching and the
 report are the chunk cascade's (:class:`~crag_heuristic._grading.escalation.CascadeReport`,
 ``level="set"``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .._checks import CheckedQuery
-from .._config import Thresholds, _check_number
+from .._config import EvaluatorConfig, Guarantee, Thresholds, _check_number
 from .._evaluator.evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
 from .._text.corpus import CorpusStats
@@ -76,6 +87,11 @@ class SetEscalation:
         cache_grades: keep the grader's answers in the router's cache, per
             (grader, query, chunk id, text): the chunk cascade's entries.
         grade_ttl: seconds a cached answer lives.
+        audit: the share of all lists also sent to the grader for an audit
+            (module doc), in [0, 1]; 0: none.
+        audit_seed: the seed of the audit's hash (another seed, another sample).
+        guarantee: the :class:`~crag_heuristic.config.Guarantee` the band comes
+            from (:meth:`guaranteed`); a ``band`` given beside it must be its own.
     """
 
     band: tuple[float, float] | None = None
@@ -86,9 +102,22 @@ class SetEscalation:
     timeout: float | None = 30.0
     cache_grades: bool = True
     grade_ttl: float = 7 * 86400.0
+    audit: float = 0.0
+    audit_seed: int = 0
+    guarantee: Guarantee | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "band", checked_band(self.band))
+        _check_number("audit", self.audit, low=0.0, high=1.0)
+        _check_number("audit_seed", self.audit_seed, low=0, integer=True)
+        if self.guarantee is not None:
+            if not isinstance(self.guarantee, Guarantee):
+                raise ConfigError("guarantee", self.guarantee, "must be a Guarantee")
+            if self.band is not None and self.band != self.guarantee.band:
+                raise ConfigError(
+                    "band", self.band, f"differs from the guarantee's band {self.guarantee.band}"
+                )
+            object.__setattr__(self, "band", self.guarantee.band)
         if self.max_chunks is not None:
             _check_number("max_chunks", self.max_chunks, low=1, integer=True)
         if self.combine not in COMBINE:
@@ -106,6 +135,25 @@ class SetEscalation:
     def from_dict(cls, data: Mapping[str, Any]) -> SetEscalation:
         """Build from a dict of the fields; unknown keys raise ConfigError."""
         return cls(**policy_fields(cls, data))
+
+    @classmethod
+    def guaranteed(cls, source: Guarantee | EvaluatorConfig, **fields: Any) -> SetEscalation:
+        """The policy whose band is a guarantee's: ``source`` a
+        :class:`~crag_heuristic.config.Guarantee`, or a profile that carries one
+        (``crag-heuristic calibrate --grader ... --guarantee ...`` writes it).
+
+        Raises:
+            ConfigError: a profile without a guarantee.
+        """
+        guarantee = source.guarantee if isinstance(source, EvaluatorConfig) else source
+        if guarantee is None:
+            raise ConfigError(
+                "guarantee",
+                getattr(source, "name", source),
+                "the profile carries no guarantee (crag-heuristic calibrate --grader ... "
+                "--guarantee ... writes one)",
+            )
+        return cls(guarantee=guarantee, **fields)
 
     @classmethod
     def for_share(cls, scores: Any, share: float, *, around: float, **fields: Any) -> SetEscalation:
@@ -175,13 +223,23 @@ def thresholds_of(evaluation: Evaluation, fallback: Thresholds) -> Thresholds:
     return recorded_bands(evaluation, "bands", fallback)
 
 
-def select_list(evaluation: Evaluation, policy: SetEscalation) -> Selection:
+def audited(query: str, policy: SetEscalation) -> bool:
+    """Whether ``query``'s list is in the audit sample of ``policy`` (module doc)."""
+    if policy.audit <= 0.0:
+        return False
+    digest = hashlib.sha256(f"{policy.audit_seed}:{query}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64 < policy.audit
+
+
+def select_list(evaluation: Evaluation, policy: SetEscalation, query: str = "") -> Selection:
     """The chunks ``policy`` sends to the grader: the list's first ``max_chunks``
-    when its set probability lies in the band, else none."""
+    when its set probability lies in the band or the list is audited (``query``
+    decides, module doc), else none."""
     band = set_band(evaluation, policy)
     threshold = thresholds_of(evaluation, Thresholds(relevant=band[1], partial=band[0])).relevant
     uncertain = bool(evaluation.chunks) and band[0] <= evaluation.score <= band[1]
-    grades = evaluation.chunks[: policy.max_chunks] if uncertain else ()
+    audit = bool(evaluation.chunks) and audited(query, policy)
+    grades = evaluation.chunks[: policy.max_chunks] if uncertain or audit else ()
     return Selection(
         band=band,
         threshold=threshold,
@@ -189,6 +247,7 @@ def select_list(evaluation: Evaluation, policy: SetEscalation) -> Selection:
         chosen=tuple(g.chunk_id for g in grades),
         gate_scores={g.chunk_id: g.score for g in grades},
         total=len(evaluation.chunks),
+        audited=audit,
     )
 
 

@@ -396,7 +396,7 @@ def escalate(
     policy = ctx.escalation
     started = time.perf_counter()
     choice: Selection = (
-        select_list(gate, policy)
+        select_list(gate, policy, query)
         if isinstance(policy, SetEscalation)
         else select(gate, policy, ctx.evaluator.config)
     )
@@ -474,6 +474,7 @@ def escalate(
         gate_verdict=gate.verdict,
         verdict=evaluation.verdict,
         ms=(time.perf_counter() - started) * 1000.0,
+        audited=choice.audited,
     )
     ctx.log(
         "crag.grade",

@@ -41,6 +41,7 @@ from .._protocols import (
     MetricsSink,
     ParentLookup,
     QueryExpander,
+    ResultObserver,
     Retriever,
     StatsProvider,
     WebSearcher,
@@ -120,6 +121,10 @@ class CRAG:
             :class:`~crag_heuristic.grading.SetEscalation`: the whole list goes
             to the grader when the set probability is uncertain, and the set
             verdict is recomputed from its answers.
+        monitor: a :class:`~crag_heuristic.grading.GuaranteeMonitor` (anything
+            with ``observe(result)``), given every result: it logs the grader's
+            answers and checks a set cascade's guarantee on the audit sample.
+            It never fails a query (an error is a ``crag.monitor_error`` event).
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
@@ -144,6 +149,7 @@ class CRAG:
         logger: EventLogger | None = None,
         grader: Grader | AsyncGrader | None = None,
         escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
+        monitor: ResultObserver | None = None,
     ) -> None:
         if retriever is None:
             raise InputError("retriever is required: anything with search(query, k) or asearch")
@@ -160,6 +166,8 @@ class CRAG:
             raise InputError("grader must have grade(query, chunks) or agrade(query, chunks)")
         if escalation is not None and grader is None:
             raise InputError("escalation needs a grader")
+        if monitor is not None and not callable(getattr(monitor, "observe", None)):
+            raise InputError("monitor must have observe(result) (a GuaranteeMonitor)")
         if cache is None:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
@@ -193,6 +201,7 @@ class CRAG:
         if grader is not None:
             self.escalation = escalation_policy(escalation)
             self._grader_fingerprint = grader_fingerprint(grader)
+        self.monitor = monitor
 
     def __repr__(self) -> str:
         return (
@@ -294,6 +303,11 @@ class CRAG:
             grader_error=None if grader is None else grader.type_name,
             total_ms=round(result.timings_ms.get("total", 0.0), 3),
         )
+        if self.monitor is not None:
+            try:
+                self.monitor.observe(result)
+            except Exception as exc:  # noqa: BLE001 - a monitor must never fail a query
+                self._log.warning("crag.monitor_error", error=type(exc).__name__)
         return result
 
     # -- sync -----------------------------------------------------------------------------

@@ -1,0 +1,278 @@
+"""Escalation with a statistical guarantee: a set cascade's band chosen by Learn-then-Test.
+
+A set cascade (:class:`~crag_heuristic._grading.lists.SetEscalation`) sends a list
+to the expensive grader when the gate's set probability ``s`` lies in a band, and
+lets the gate decide the others alone. Which band keeps the gate's own decisions
+safe enough is a question about the user's traffic and grader, answered here from
+``n`` lists the grader labelled (``g = 1`` good: the grader finds an answer in it;
+``g = 0`` failed) by **Learn then Test** (Angelopoulos, Bates, Candès, Jordan and Lei,
+2021: risk control by multiple testing), with **fixed-sequence testing** (the
+hypotheses tested in a fixed order, each at level ``delta``, stopping at the
+first that is not rejected; Bauer, 1991), as Trust or Escalate (Jung, Brahman and
+Choi, ICLR 2025) does for a cheap and a strong LLM judge. Two targets:
+
+``recall``
+    The gate passes a list alone when ``s > high`` (the fast path without the
+    grader); every other list goes to the grader. The risk is the share of
+    *failed* lists that pass alone::
+
+        R(high) = P(s > high | g = 0)                 (at most eps: failure recall >= 1 - eps)
+
+``agreement``
+    Outside the band ``[low, high]`` the gate decides alone: good above
+    ``high``, failed below ``low``; inside, the grader decides. The risk is the
+    share of *all* lists where the gate decided alone and the grader would
+    have decided otherwise::
+
+        R(low, high) = P(s > high, g = 0) + P(s < low, g = 1)
+
+The path is fixed before any label is read, strictest first: for ``recall``
+``high`` from 1 down to 0 in steps of 1/1000; for ``agreement`` bands centred on
+``centre`` (the gate's own relevant threshold) in log-odds, ``logit(low), logit(high) =
+logit(centre) -/+ w``, ``w`` from 15 down to 0 in steps of 0.01. Along it the risk
+can only grow. At each step, with ``m`` the lists the risk counts over (the failed
+ones for ``recall``, all for ``agreement``) and ``x`` the violations among them, the
+null hypothesis ``R > eps`` is rejected when its exact binomial p-value::
+
+    p = P(Binomial(m, eps) <= x)
+
+is at most ``delta``; the band is the last one rejected. Then, for lists
+exchangeable with the labelled ones, ``P(R(band) > eps) <= delta``. For ``recall``
+the test is conditional on the number of failed lists (given it, their scores
+are a sample of the failed lists' scores), so it holds as stated.
+
+Too few labels: with ``m`` lists even no violation cannot reject the first
+hypothesis when ``(1 - eps) ** m > delta``, that is when ``m < ln(delta) /
+ln(1 - eps)`` (22 failed lists for ``eps = delta = 0.1``; 45 for ``eps = 0.05``).
+Then :func:`guaranteed_band` refuses (:class:`~crag_heuristic.InsufficientLabelsError`
+says how many are needed), never a vacuous band.
+
+:func:`binomial_cdf` and :func:`binomial_upper` (the Clopper-Pearson bound) are
+exact and need nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from .._config import Guarantee
+from .._exceptions import ConfigError, InsufficientLabelsError
+
+Target = Literal["recall", "agreement"]
+TARGETS: tuple[str, ...] = ("recall", "agreement")
+RECALL_STEPS = 1000
+"""The recall path: ``high = j / RECALL_STEPS`` for ``j`` from ``RECALL_STEPS`` down to 0."""
+AGREEMENT_WIDTHS = tuple(round(15.0 - 0.01 * i, 2) for i in range(1501))
+"""The agreement path: half-widths in log-odds, widest first."""
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """``P(Binomial(n, p) <= k)``, exact (a sum of terms in log space).
+
+    Raises:
+        ConfigError: ``n`` negative or ``p`` outside [0, 1].
+    """
+    if n < 0:
+        raise ConfigError("n", n, "must be >= 0")
+    if not 0.0 <= p <= 1.0:
+        raise ConfigError("p", p, "must be in [0, 1]")
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    if p == 0.0:
+        return 1.0
+    if p == 1.0:
+        return 0.0
+    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    logs = [
+        log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        for i in range(k + 1)
+    ]
+    top = max(logs)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
+
+
+def binomial_upper(k: int, n: int, delta: float) -> float:
+    """The one-sided Clopper-Pearson upper bound on a rate with ``k`` events in ``n``
+    trials at confidence ``1 - delta``: the ``p`` with ``P(Binomial(n, p) <= k) = delta``
+    (1 when ``k >= n``; found by bisection to 1e-12)."""
+    if n <= 0 or k >= n:
+        return 1.0
+    low, high = k / n, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if binomial_cdf(k, n, mid) > delta:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def binomial_lower(k: int, n: int, delta: float) -> float:
+    """The one-sided Clopper-Pearson lower bound at confidence ``1 - delta``: the ``p``
+    with ``P(Binomial(n, p) >= k) = delta`` (0 when ``k == 0``)."""
+    if n <= 0 or k <= 0:
+        return 0.0
+    low, high = 0.0, k / n
+    for _ in range(60):
+        mid = (low + high) / 2
+        if 1.0 - binomial_cdf(k - 1, n, mid) < delta:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def labels_needed(eps: float, delta: float) -> int:
+    """The fewest lists the risk counts over for which no violation certifies ``eps``
+    at ``delta``: the smallest ``m`` with ``(1 - eps) ** m <= delta``."""
+    return math.ceil(math.log(delta) / math.log1p(-eps) - 1e-12)
+
+
+def _check(target: str, eps: float, delta: float) -> None:
+    if target not in TARGETS:
+        raise ConfigError("target", target, f"must be one of {', '.join(TARGETS)}")
+    for name, value in (("eps", eps), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(name, value, "must be a number in (0, 1)")
+        if not 0.0 < value < 1.0:
+            raise ConfigError(name, value, "must be in (0, 1)")
+
+
+def _checked(scores: Sequence[float], good: Sequence[bool]) -> tuple[list[float], list[bool]]:
+    s = [float(v) for v in scores]
+    g = [bool(v) for v in good]
+    if len(s) != len(g):
+        raise ConfigError("good", len(g), f"must label every score ({len(s)})")
+    for v in s:
+        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            raise ConfigError("scores", v, "must be probabilities in [0, 1]")
+    return s, g
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-12), 1 - 1e-12)
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def _path(target: str, centre: float) -> list[tuple[float, float]]:
+    """The bands along the fixed path, strictest first (module doc)."""
+    if target == "recall":
+        return [(0.0, j / RECALL_STEPS) for j in range(RECALL_STEPS, -1, -1)]
+    middle = _logit(centre)
+    return [
+        (0.0 if w >= 15.0 else _sigmoid(middle - w), 1.0 if w >= 15.0 else _sigmoid(middle + w))
+        for w in AGREEMENT_WIDTHS
+    ]
+
+
+def band_risk(
+    target: str, band: tuple[float, float], scores: Sequence[float], good: Sequence[bool]
+) -> tuple[int, int]:
+    """``(violations, counted)`` of ``band`` on labelled lists (module doc): for
+    ``recall`` the failed lists above the band out of the failed ones; for
+    ``agreement`` the lists decided alone against the grader out of all."""
+    return _Labelled(scores, good).risk(target, band)
+
+
+class _Labelled:
+    """Labelled scores sorted by class, for counting violations by bisection."""
+
+    def __init__(self, scores: Sequence[float], good: Sequence[bool]) -> None:
+        self.n = len(scores)
+        self.failed = sorted(s for s, g in zip(scores, good, strict=True) if not g)
+        self.good = sorted(s for s, g in zip(scores, good, strict=True) if g)
+
+    def risk(self, target: str, band: tuple[float, float]) -> tuple[int, int]:
+        low, high = band
+        passed_failed = len(self.failed) - bisect.bisect_right(self.failed, high)
+        if target == "recall":
+            return passed_failed, len(self.failed)
+        return passed_failed + bisect.bisect_left(self.good, low), self.n
+
+
+def guaranteed_band(
+    scores: Sequence[float],
+    good: Sequence[bool],
+    *,
+    target: Target = "recall",
+    eps: float = 0.1,
+    delta: float = 0.1,
+    centre: float = 0.5,
+    grader: str = "",
+    labels: str = "",
+) -> Guarantee:
+    """The band of the module doc for ``eps`` at ``delta``, from the gate's set
+    probabilities ``scores`` and the grader's labels ``good`` of the same lists.
+
+    Args:
+        scores: the gate's P(good retrieval) of each labelled list.
+        good: the grader's decision for each: ``True`` when it finds an answer.
+        target: ``"recall"`` or ``"agreement"``.
+        eps: the risk bound, in (0, 1).
+        delta: the probability the bound may fail, in (0, 1).
+        centre: where the agreement path's bands are centred (the gate's
+            relevant threshold); ignored for ``recall``.
+        grader, labels: recorded (the grader's fingerprint; how the lists were made).
+
+    Raises:
+        ConfigError: a bad target, ``eps``, ``delta``, ``centre`` or score, or
+            labels that do not match the scores.
+        InsufficientLabelsError: too few lists counted for ``eps`` at ``delta``
+            (its ``needed`` and ``have`` say how many).
+    """
+    _check(target, eps, delta)
+    if target == "agreement" and not (
+        isinstance(centre, int | float) and not isinstance(centre, bool) and 0.0 < centre < 1.0
+    ):
+        raise ConfigError("centre", centre, "must be in (0, 1)")
+    s, g = _checked(scores, good)
+    counted = len(s) if target == "agreement" else sum(not v for v in g)
+    needed = labels_needed(eps, delta)
+    if counted < needed:
+        what = "failed lists" if target == "recall" else "labelled lists"
+        raise InsufficientLabelsError(
+            f"a {target} guarantee of {eps:g} at delta {delta:g} needs at least {needed} "
+            f"{what} graded by the grader; got {counted}",
+            needed=needed,
+            have=counted,
+        )
+    labelled = _Labelled(s, g)
+    chosen: tuple[float, float] | None = None
+    chosen_violations = 0
+    p_values: dict[int, float] = {}
+    for band in _path(target, centre):
+        violations, m = labelled.risk(target, band)
+        if violations not in p_values:
+            p_values[violations] = binomial_cdf(violations, m, eps)
+        if p_values[violations] > delta:
+            break
+        chosen, chosen_violations = band, violations
+    if chosen is None:  # cannot happen with enough labels: the first band has no violation
+        raise InsufficientLabelsError(
+            f"no band certifies {target} {eps:g} at delta {delta:g}", needed=needed, have=counted
+        )
+    inside = sum(chosen[0] <= v <= chosen[1] for v in s)
+    return Guarantee(
+        target=target,
+        eps=float(eps),
+        delta=float(delta),
+        band=chosen,
+        n=len(s),
+        counted=counted,
+        violations=chosen_violations,
+        risk=chosen_violations / counted,
+        risk_bound=binomial_upper(chosen_violations, counted, delta),
+        escalated=inside / len(s),
+        centre=None if target == "recall" else float(centre),
+        grader=grader,
+        labels=labels,
+    )

@@ -1,0 +1,189 @@
+"""The guarantee at run time: audits, the grade log (a file and a real Redis stream),
+the monitor's breach test, and the router giving it every result."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from crag_testkit import RedisServer
+
+from crag_heuristic import CRAG, ConfigError, InputError
+from crag_heuristic._grading.lists import audited
+from crag_heuristic.config import Guarantee
+from crag_heuristic.grading import (
+    GuaranteeMonitor,
+    JsonlGradeLog,
+    RedisGradeLog,
+    SetEscalation,
+    audited_labels,
+    binomial_lower,
+    guaranteed_band,
+)
+from crag_heuristic.sample import load_sample_queries, sample_retriever
+
+GUARANTEE = Guarantee(
+    target="recall", eps=0.1, delta=0.1, band=(0.0, 0.6), n=300, counted=60,
+    violations=2, risk=2 / 60, risk_bound=0.09, escalated=0.5,
+)  # fmt: skip
+
+
+def _record(score: float, good: bool, *, audited: bool = True) -> dict[str, Any]:
+    return {"v": 1, "score": score, "grader_good": good, "audited": audited, "grader": "g"}
+
+
+def test_the_audit_sample_is_a_seeded_hash_of_the_query() -> None:
+    queries = [f"query number {i}" for i in range(4000)]
+    policy = SetEscalation(audit=0.25)
+    chosen = [q for q in queries if audited(q, policy)]
+    assert abs(len(chosen) / len(queries) - 0.25) < 0.03
+    assert chosen == [q for q in queries if audited(q, policy)]  # the same every time
+    other = [q for q in queries if audited(q, SetEscalation(audit=0.25, audit_seed=1))]
+    assert other != chosen
+    assert not any(audited(q, SetEscalation()) for q in queries[:100])
+    assert all(audited(q, SetEscalation(audit=1.0)) for q in queries[:100])
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ConfigError, match="audit"):
+            SetEscalation(audit=bad)
+
+
+def test_the_monitor_counts_recall_on_the_audit_sample_only() -> None:
+    monitor = GuaranteeMonitor(GUARANTEE)
+    monitor.count(_record(0.9, False, audited=False))  # not audited: not counted
+    monitor.count(_record(0.9, True))  # good: recall does not count it
+    monitor.count(_record(0.6, False))  # failed, in the band (inclusive): no violation
+    monitor.count(_record(0.61, False))  # failed above the band: a violation
+    status = monitor.status()
+    assert (status.records, status.audited, status.counted, status.violations) == (4, 3, 2, 1)
+    assert status.observed == 0.5
+    assert status.lower_bound == pytest.approx(binomial_lower(1, 2, 0.1))
+    assert not status.breached  # 1 in 2 proves nothing at delta 0.1
+
+
+def test_the_monitor_counts_agreement() -> None:
+    agreement = Guarantee(
+        target="agreement", eps=0.1, delta=0.1, band=(0.3, 0.6), n=300, counted=300,
+        violations=10, risk=1 / 30, risk_bound=0.05, escalated=0.4, centre=0.45,
+    )  # fmt: skip
+    monitor = GuaranteeMonitor(agreement)
+    for score, good in ((0.7, True), (0.7, False), (0.2, True), (0.2, False), (0.5, False)):
+        monitor.count(_record(score, good))
+    status = monitor.status()
+    assert (status.counted, status.violations) == (5, 2)  # 0.7 failed, 0.2 good
+
+
+def test_a_breach_is_an_event_and_a_metric_once(caplog: pytest.LogCaptureFixture) -> None:
+    breaches: list[str] = []
+
+    class Metrics:
+        def guarantee_breach(self, target: str) -> None:
+            breaches.append(target)
+
+    monitor = GuaranteeMonitor(GUARANTEE, metrics=Metrics())
+    caplog.set_level(logging.DEBUG, logger="crag_heuristic")
+    for i in range(40):  # failed lists passing alone one time in two: far above 0.1
+        status = monitor.count(_record(0.9 if i % 2 else 0.1, False))
+    assert status.breached and status.lower_bound > 0.1
+    assert breaches == ["recall"]
+    events = [r.getMessage() for r in caplog.records]
+    assert sum("crag.guarantee.breach" in e for e in events) == 1
+    for _ in range(400):  # then many failed lists kept in the band: restored
+        status = monitor.count(_record(0.1, False))
+    assert not status.breached
+    assert any("crag.guarantee.restored" in r.getMessage() for r in caplog.records)
+
+
+def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
+    log = JsonlGradeLog(tmp_path / "grades.jsonl")
+    records = [_record(0.1 * i, i % 2 == 0) for i in range(5)]
+    for record in records:
+        log.append(record)
+    assert list(log.records()) == records
+    with open(log.path, "a", encoding="utf-8") as f:
+        f.write('{"v": 1, "score"')  # a crash mid-write: the cut line is skipped
+    assert list(log.records()) == records
+    (tmp_path / "bad.jsonl").write_text('{"v": 1}\nnot json\n{"v": 1}\n')
+    with pytest.raises(InputError, match="line 2"):
+        list(JsonlGradeLog(tmp_path / "bad.jsonl").records())
+    with pytest.raises(ConfigError, match="folder"):
+        JsonlGradeLog(tmp_path / "missing" / "grades.jsonl")
+
+
+def test_the_redis_log_is_a_stream_on_a_real_server() -> None:
+    with RedisServer() as server:
+        client = redis.Redis.from_url(server.url)
+        log = RedisGradeLog(client, stream="test:grades", maxlen=None)
+        records = [_record(i / 2500, i % 3 != 0) for i in range(2500)]  # > one XRANGE page
+        for record in records:
+            log.append(record)
+        assert list(log.records()) == records
+        assert "test:grades" in repr(log) and server.url not in repr(log)
+        client.close()
+
+
+def test_audited_records_choose_a_band_again() -> None:
+    records = [_record(0.1 + 0.01 * i, False) for i in range(30)]
+    records += [_record(0.9, True) for _ in range(30)]
+    records.append(_record(0.95, False, audited=False))  # not in the sample: ignored
+    scores, good, grader = audited_labels(records)
+    assert len(scores) == 60 and grader == "g"
+    assert guaranteed_band(scores, good).band[1] >= 0.39
+    with pytest.raises(InputError, match="no audited"):
+        audited_labels([_record(0.5, True, audited=False)])
+    with pytest.raises(InputError, match="mixes graders"):
+        audited_labels([_record(0.5, True), {**_record(0.5, True), "grader": "h"}])
+    with pytest.raises(InputError, match="version"):
+        audited_labels([{**_record(0.5, True), "v": 2}])
+
+
+def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
+    """The sample corpus, a grader answering from its labels, a band from a
+    guarantee and an audit of half the lists: every list the grader answered is a
+    record (the query's digest, never its text), the audited ones flagged."""
+    queries = load_sample_queries()
+    relevant = {q["text"]: set(q["metadata"]["relevant"]) for q in queries}
+
+    class LabelGrader:
+        fingerprint = "sample-labels:v1"
+
+        def grade(self, query: str, chunks: Any) -> list[float]:
+            return [1.0 if c.id in relevant[query] else 0.0 for c in chunks]
+
+    log = JsonlGradeLog(tmp_path / "grades.jsonl")
+    monitor = GuaranteeMonitor(GUARANTEE, log=log, profile="minilm-multi")
+    crag = CRAG(
+        sample_retriever(),
+        grader=LabelGrader(),
+        escalation=SetEscalation.guaranteed(GUARANTEE, audit=0.5),
+        monitor=monitor,
+    )
+    results = [crag.retrieve(q["text"], k=5) for q in queries]
+    records = list(log.records())
+    answered = [r for r in results if r.cascade is not None and r.cascade.grades]
+    assert len(records) == len(answered) > 0
+    assert monitor.status().records == len(records)
+    audits = [r for r in results if r.cascade is not None and r.cascade.audited]
+    assert sum(rec["audited"] for rec in records) == len(audits) > 0
+    # audited lists outside the band were graded too
+    assert any(not rec["in_band"] for rec in records if rec["audited"])
+    text = log.path.read_text()
+    for q in queries:
+        assert json.dumps(q["text"])[1:-1] not in text
+    assert all(rec["grader"] == "sample-labels:v1" and len(rec["query"]) == 64 for rec in records)
+    with pytest.raises(InputError, match="monitor"):
+        CRAG(sample_retriever(), monitor=object())  # type: ignore[arg-type]
+
+
+def test_a_failing_monitor_never_fails_a_query(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        def observe(self, result: Any) -> None:
+            raise RuntimeError("disk full")
+
+    caplog.set_level(logging.DEBUG, logger="crag_heuristic")
+    result = CRAG(sample_retriever(), monitor=Broken()).retrieve("honeybee waggle dance")
+    assert result.chunks
+    assert any("crag.monitor_error" in r.getMessage() for r in caplog.records)
