@@ -399,6 +399,8 @@ class Guarantee:
             ``1 - delta``.
         escalated: the share of the labelled lists inside ``band``.
         centre: the agreement path's centre (``None`` for ``recall``).
+        window: the guarantee is on the realised risk over that many future lists
+            counted (``None``: on the traffic's risk).
         grader: the fingerprint of the grader whose labels chose it.
         labels: how the labelled lists were made (free text).
     """
@@ -414,6 +416,7 @@ class Guarantee:
     risk_bound: float
     escalated: float
     centre: float | None = None
+    window: int | None = None
     grader: str = ""
     labels: str = ""
 
@@ -437,6 +440,8 @@ class Guarantee:
             _check_number(name, getattr(self, name), low=0.0, high=1.0)
         if self.centre is not None:
             _check_number("centre", self.centre, low=0.0, high=1.0)
+        if self.window is not None:
+            _check_number("window", self.window, low=1, integer=True)
         for name in ("grader", "labels"):
             if not isinstance(getattr(self, name), str):
                 raise ConfigError(name, getattr(self, name), "must be a string")
@@ -454,6 +459,8 @@ class Guarantee:
             else f"the gate's own decisions disagree with the grader's on at most {self.eps:g} "
             "of lists"
         )
+        if self.window is not None:
+            what += f" over the next {self.window} lists counted"
         return (
             f"{what}, with probability >= {1 - self.delta:g} (Learn-then-Test, exact binomial "
             f"bounds, {self.n} labelled lists, {self.counted} counted); band "

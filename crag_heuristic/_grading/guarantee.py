@@ -41,6 +41,20 @@ exchangeable with the labelled ones, ``P(R(band) > eps) <= delta``. For ``recall
 the test is conditional on the number of failed lists (given it, their scores
 are a sample of the failed lists' scores), so it holds as stated.
 
+**A window.** The risk above is the traffic's: the rate over many future lists.
+The realised rate over the next ``W`` lists counted is noisier. With ``window = W``
+the guarantee is on it: ``P(X_W > eps * W) <= delta`` for ``X_W`` the violations
+among the next ``W``. Exchangeability makes it exact: given the violations ``T``
+among the ``m`` labelled and the ``W`` next lists together, the labelled ones hold
+a hypergeometric share of them, so with ``b = floor(eps * W) + 1`` the p-value::
+
+    p = P(Hypergeometric(draws m from m + W with x + b marked) <= x)
+
+(``x`` the labelled violations) is valid for the null ``X_W >= b`` (``T >= x + b``
+there, and the tail only grows with ``T``), and fixed-sequence testing goes on as
+before. It is the guarantee to ask for when a week of traffic, not the long run,
+must keep the bound; as ``W`` grows it becomes the binomial test.
+
 Too few labels: with ``m`` lists even no violation cannot reject the first
 hypothesis when ``(1 - eps) ** m > delta``, that is when ``m < ln(delta) /
 ln(1 - eps)`` (22 failed lists for ``eps = delta = 0.1``; 45 for ``eps = 0.05``).
@@ -127,6 +141,59 @@ def binomial_lower(k: int, n: int, delta: float) -> float:
     return low
 
 
+def hypergeometric_cdf(x: int, total: int, marked: int, drawn: int) -> float:
+    """``P(X <= x)`` for ``X`` the marked items among ``drawn`` drawn without replacement
+    from ``total`` of which ``marked`` are marked; exact (log space)."""
+    low, high = max(0, drawn - (total - marked)), min(drawn, marked)
+    if x < low:
+        return 0.0
+    if x >= high:
+        return 1.0
+
+    def log_choose(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    denominator = log_choose(total, drawn)
+    logs = [
+        log_choose(marked, i) + log_choose(total - marked, drawn - i) - denominator
+        for i in range(low, x + 1)
+    ]
+    top = max(logs)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
+
+
+def window_p_value(violations: int, counted: int, eps: float, window: int) -> float:
+    """The p-value of "the next ``window`` lists counted hold more than ``eps * window``
+    violations" given ``violations`` among ``counted`` labelled ones (module doc):
+    ``P(X <= violations)`` for ``X`` hypergeometric, ``counted`` drawn from
+    ``counted + window`` of which ``violations + b`` are marked, ``b = floor(eps *
+    window) + 1``."""
+    b = math.floor(eps * window + 1e-9) + 1
+    return hypergeometric_cdf(violations, counted + window, violations + b, counted)
+
+
+def window_labels_needed(eps: float, delta: float, window: int) -> int:
+    """The fewest lists counted for which no violation certifies a window's ``eps`` at
+    ``delta``; raises :class:`~crag_heuristic.InsufficientLabelsError` where none
+    does below a million."""
+    low, high = 1, 1
+    while window_p_value(0, high, eps, window) > delta:
+        high *= 2
+        if high > 1_000_000:
+            raise InsufficientLabelsError(
+                f"no sample certifies {eps:g} over a window of {window} at delta {delta:g}",
+                needed=1_000_000,
+                have=0,
+            )
+    while low < high:
+        mid = (low + high) // 2
+        if window_p_value(0, mid, eps, window) <= delta:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
 def labels_needed(eps: float, delta: float) -> int:
     """The fewest lists the risk counts over for which no violation certifies ``eps``
     at ``delta``: the smallest ``m`` with ``(1 - eps) ** m <= delta``."""
@@ -207,11 +274,17 @@ def guaranteed_band(
     eps: float = 0.1,
     delta: float = 0.1,
     centre: float = 0.5,
+    window: int | None = None,
     grader: str = "",
     labels: str = "",
 ) -> Guarantee:
     """The band of the module doc for ``eps`` at ``delta``, from the gate's set
     probabilities ``scores`` and the grader's labels ``good`` of the same lists.
+
+    With ``window``, the guarantee is on the realised risk of the next ``window``
+    lists the risk counts over (failed lists for ``recall``; any for
+    ``agreement``), drawn like the labelled ones, rather than on the risk of the
+    traffic they come from (module doc: :func:`window_eps`).
 
     Args:
         scores: the gate's P(good retrieval) of each labelled list.
@@ -221,6 +294,8 @@ def guaranteed_band(
         delta: the probability the bound may fail, in (0, 1).
         centre: where the agreement path's bands are centred (the gate's
             relevant threshold); ignored for ``recall``.
+        window: a guarantee on the realised risk over that many future lists
+            counted (``None``: on the traffic's risk).
         grader, labels: recorded (the grader's fingerprint; how the lists were made).
 
     Raises:
@@ -234,13 +309,20 @@ def guaranteed_band(
         isinstance(centre, int | float) and not isinstance(centre, bool) and 0.0 < centre < 1.0
     ):
         raise ConfigError("centre", centre, "must be in (0, 1)")
+    if window is not None and (
+        isinstance(window, bool) or not isinstance(window, int) or window < 1
+    ):
+        raise ConfigError("window", window, "must be a positive integer or None")
     s, g = _checked(scores, good)
     counted = len(s) if target == "agreement" else sum(not v for v in g)
-    needed = labels_needed(eps, delta)
+    needed = (
+        labels_needed(eps, delta) if window is None else window_labels_needed(eps, delta, window)
+    )
     if counted < needed:
         what = "failed lists" if target == "recall" else "labelled lists"
+        over = "" if window is None else f" over a window of {window}"
         raise InsufficientLabelsError(
-            f"a {target} guarantee of {eps:g} at delta {delta:g} needs at least {needed} "
+            f"a {target} guarantee of {eps:g}{over} at delta {delta:g} needs at least {needed} "
             f"{what} graded by the grader; got {counted}",
             needed=needed,
             have=counted,
@@ -252,7 +334,11 @@ def guaranteed_band(
     for band in _path(target, centre):
         violations, m = labelled.risk(target, band)
         if violations not in p_values:
-            p_values[violations] = binomial_cdf(violations, m, eps)
+            p_values[violations] = (
+                binomial_cdf(violations, m, eps)
+                if window is None
+                else window_p_value(violations, m, eps, window)
+            )
         if p_values[violations] > delta:
             break
         chosen, chosen_violations = band, violations
@@ -273,6 +359,7 @@ def guaranteed_band(
         risk_bound=binomial_upper(chosen_violations, counted, delta),
         escalated=inside / len(s),
         centre=None if target == "recall" else float(centre),
+        window=window,
         grader=grader,
         labels=labels,
     )

@@ -1,0 +1,393 @@
+"""A gate calibrated on the user's own grader: its labels, the shipped gate as the prior,
+the evidence chosen by cross-validation, the escalation band chosen with a guarantee.
+
+The shipped gate was fitted on public collections; a user's traffic and grader (an
+LLM, a cross-encoder, people) are what it should agree with. Given retrievals of
+the user's (their queries, a folder's, or simulated ones) and a grader:
+
+1. **Labels.** The grader grades each list's chunks (:func:`examples_from_grader`):
+   a chunk is relevant when its grade is at least ``threshold`` (0.5), a list is
+   good when one of its chunks is (the list decision of a set cascade with
+   ``combine="max"``).
+2. **Spend the labels on the band first.** With a guarantee asked for
+   (``target``) and fewer than ``min_refit`` labelled queries, the gate is not
+   refitted: every label goes to the band (the shipped gate's scores,
+   :func:`~crag_heuristic.grading.guaranteed_band`). With at least
+   ``min_refit``, the queries are split at random (``seed``) into a half that
+   refits the gate and a half that chooses the band: a band chosen on the lists
+   the gate was fitted on would not keep its guarantee.
+3. **Refit around the shipped gate.** Each candidate of :data:`CANDIDATES` is
+   fitted on the refit half: the shipped gate's evidence pulled towards its
+   coefficients (a maximum a posteriori fit, two strengths), wider evidence
+   pulled the same way, and single predictors alone. Each is scored by its
+   cross-validated failure AUC on those labels (folds by query; the shipped gate
+   unchanged is scored as it is: nothing of it is fitted); the best is kept,
+   the shipped gate on ties.
+4. The profile records the sample (lists, queries, failure rate), the grader's
+   fingerprint, every candidate's cross-validated AUC, the choice and the
+   guarantee (:class:`~crag_heuristic.config.Guarantee`, a section of the profile).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._config import DEFAULT_PROFILE, EvaluatorConfig, Guarantee, load_config
+from .._evaluator.evaluator import Evaluator
+from .._exceptions import InputError, InsufficientLabelsError
+from .._grading.graders import checked_grades, grader_fingerprint
+from .._grading.guarantee import guaranteed_band
+from .._protocols import Grader
+from .._text.corpus import CorpusStats
+from .auc import failure_auc
+from .calibration import (
+    CalibrationResult,
+    GateExample,
+    evaluate_examples,
+    fit_chunk_stage,
+    fit_gate,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """One way to refit the gate on a grader's labels.
+
+    Attributes:
+        label: its name in the report.
+        set_features: the set stage's evidence (``None``: the prior's).
+        prior_c: the pull towards the shipped gate (``None``: no prior; a
+            single predictor alone is fitted freely).
+        refit: ``False``: the shipped gate as it is (nothing fitted).
+    """
+
+    label: str
+    set_features: tuple[str, ...] | None = None
+    prior_c: float | None = 0.1
+    refit: bool = True
+
+
+CANDIDATES: tuple[Candidate, ...] = (
+    Candidate(label="the shipped gate, unchanged", refit=False),
+    Candidate(label="the shipped gate's evidence, pulled hard (C 0.01)", prior_c=0.01),
+    Candidate(label="the shipped gate's evidence, pulled (C 0.1)", prior_c=0.1),
+    Candidate(label="the shipped gate's evidence, pulled lightly (C 1)", prior_c=1.0),
+    Candidate(
+        label="wider evidence, pulled (C 0.1)",
+        set_features=(
+            "similarity_top",
+            "similarity_mean",
+            "similarity_gap",
+            "bm25_top",
+            "bm25_scaled_max",
+            "keyword_coverage",
+            "lexical_coherence",
+        ),
+    ),
+    *(
+        Candidate(label=f"{name} alone", set_features=(name,), prior_c=None)
+        for name in (
+            "similarity_top",
+            "similarity_mean",
+            "similarity_gap",
+            "bm25_top",
+            "bm25_max",
+            "keyword_coverage",
+            "lexical_coherence",
+        )
+    ),
+)
+"""The refits compared on a grader's labels (module doc, step 3)."""
+
+DEFAULT_MIN_REFIT = 100
+"""Labelled queries below which the gate is not refitted when a band is asked for."""
+
+
+def examples_from_grader(
+    retrievals: Sequence[GateExample],
+    grader: Grader,
+    *,
+    threshold: float = 0.5,
+    progress: Callable[[Any, str], Any] | None = None,
+) -> list[GateExample]:
+    """``retrievals`` labelled by ``grader``: each chunk graded ``>= threshold`` is
+    relevant (the retrievals' own ``relevant`` sets are replaced).
+
+    Raises:
+        GraderOutputError: an answer that is not one grade in [0, 1] per chunk.
+    """
+    name = grader_fingerprint(grader)
+    items = progress(retrievals, "grading") if progress is not None else retrievals
+    out = []
+    for ex in items:
+        grades = checked_grades(
+            grader.grade(ex.query, list(ex.chunks)), len(ex.chunks), grader=name
+        )
+        relevant = frozenset(c.id for c, g in zip(ex.chunks, grades, strict=True) if g >= threshold)
+        out.append(dataclasses.replace(ex, relevant=relevant))
+    return out
+
+
+def _split(examples: Sequence[GateExample], seed: int) -> tuple[list[int], list[int]]:
+    """Example positions of two halves of the queries (by ``group``, seeded)."""
+    groups = sorted({ex.group for ex in examples})
+    random.Random(seed).shuffle(groups)
+    first = set(groups[: len(groups) // 2])
+    a = [i for i, ex in enumerate(examples) if ex.group in first]
+    b = [i for i, ex in enumerate(examples) if ex.group not in first]
+    return a, b
+
+
+def _scores(
+    config: EvaluatorConfig, examples: Sequence[GateExample], stats: CorpusStats | None
+) -> list[float]:
+    evaluator = Evaluator(config)
+    return [
+        evaluator.evaluate(ex.query, ex.chunks, ex.corpus_stats or stats).score for ex in examples
+    ]
+
+
+def refit_on_labels(
+    examples: Sequence[GateExample],
+    prior: EvaluatorConfig,
+    *,
+    corpus_stats: CorpusStats | None = None,
+    candidates: Sequence[Candidate] = CANDIDATES,
+    name: str = "grader-calibrated",
+    fitted_on: str = "",
+) -> tuple[CalibrationResult, dict[str, float | None], str]:
+    """Step 3 of the module doc: (the chosen gate, every candidate's cross-validated
+    AUC, the chosen candidate's label)."""
+    if prior.model is None:
+        raise InputError(f"the prior {prior.name!r} has no fitted gate to refit")
+    base = prior.replace(model=None, guarantee=None)
+    chunk_features = tuple(t.feature for t in prior.model.chunk.terms)
+    prior_set = tuple(t.feature for t in prior.model.set.terms)
+    evaluations = evaluate_examples(examples, base, corpus_stats)
+    failed = np.array([ex.failed for ex in examples])
+    aucs: dict[str, float | None] = {}
+    # one chunk stage, pulled towards the shipped one, serves every candidate: what they
+    # differ in is the set stage
+    chunk_stage = fit_chunk_stage(
+        examples,
+        evaluations=evaluations,
+        chunk_features=chunk_features,
+        prior=prior.model.chunk,
+        prior_c=0.1,
+    )
+    for candidate in candidates:
+        if not candidate.refit:
+            scores = np.array(_scores(prior, examples, corpus_stats))
+            aucs[candidate.label] = failure_auc(failed, scores)
+            continue
+        try:
+            result = fit_gate(
+                examples,
+                base=base,
+                corpus_stats=corpus_stats,
+                chunk_features=chunk_features,
+                set_features=candidate.set_features or prior_set,
+                prior=None if candidate.prior_c is None else prior.model,
+                prior_c=candidate.prior_c or 0.1,
+                fallbacks=False,
+                name=name,
+                fitted_on=fitted_on,
+                evaluations=evaluations,
+                chunk_stage=chunk_stage,
+            )
+        except InputError:  # e.g. evidence none of the lists has
+            aucs[candidate.label] = None
+            continue
+        aucs[candidate.label] = result.report["oof_set_auc_failure"]
+
+    def cv_auc(candidate: Candidate) -> float:
+        value = aucs[candidate.label]
+        return -1.0 if value is None else value
+
+    best = max(candidates, key=cv_auc)  # the first (the shipped gate) on ties
+    if not best.refit:
+        return CalibrationResult(config=prior), aucs, best.label
+    # the choice refitted with its fallback gates (inputs without some evidence)
+    final = fit_gate(
+        examples,
+        base=base,
+        corpus_stats=corpus_stats,
+        chunk_features=chunk_features,
+        set_features=best.set_features or prior_set,
+        prior=None if best.prior_c is None else prior.model,
+        prior_c=best.prior_c or 0.1,
+        fallbacks=True,
+        name=name,
+        fitted_on=fitted_on,
+        evaluations=evaluations,
+        chunk_stage=chunk_stage,
+    )
+    return final, aucs, best.label
+
+
+@dataclass(frozen=True)
+class GraderCalibration:
+    """What :func:`fit_on_grader` made.
+
+    Attributes:
+        config: the gate (refitted, or the prior unchanged), without a guarantee.
+        bands: per ``(target, eps)`` asked for, its guarantee, or the
+            :class:`~crag_heuristic.InsufficientLabelsError` that refused it.
+        report: the sample, the candidates' cross-validated AUCs, the choice.
+    """
+
+    config: EvaluatorConfig
+    bands: dict[tuple[str, float], Guarantee | InsufficientLabelsError]
+    report: dict[str, Any]
+
+
+def fit_on_grader(
+    examples: Sequence[GateExample],
+    *,
+    grader: str,
+    prior: EvaluatorConfig | str = DEFAULT_PROFILE,
+    corpus_stats: CorpusStats | None = None,
+    targets: Sequence[tuple[str, float]] = (),
+    delta: float = 0.1,
+    windows: Mapping[str, int] | None = None,
+    min_refit: int = DEFAULT_MIN_REFIT,
+    seed: int = 0,
+    name: str = "grader-calibrated",
+    labels: str = "",
+    candidates: Sequence[Candidate] = CANDIDATES,
+) -> GraderCalibration:
+    """Steps 2 and 3 of the module doc, and a band per ``(target, eps)`` of ``targets``
+    (all chosen on the same band half: one refit serves every target); ``windows``:
+    per target, a guarantee on the realised risk over that many future lists
+    (:func:`~crag_heuristic.grading.guaranteed_band`'s ``window``).
+
+    Raises:
+        InputError: no examples, or labels of one class only.
+    """
+    if not examples:
+        raise InputError("calibration on a grader needs labelled retrievals")
+    prior_config = load_config(prior)
+    queries = len({ex.group for ex in examples})
+    refit = not targets or queries >= min_refit
+    if targets and refit:
+        fit_at, band_at = _split(examples, seed)
+    else:
+        fit_at = list(range(len(examples))) if refit else []
+        band_at = list(range(len(examples)))
+    report: dict[str, Any] = {
+        "method": "calibrate_on_grader",
+        "grader": grader,
+        "labels": labels,
+        "lists": len(examples),
+        "queries": queries,
+        "failure_rate": float(np.mean([ex.failed for ex in examples])),
+        "prior": prior_config.name,
+        "refit": refit,
+        "refit_lists": len(fit_at),
+        "band_lists": len(band_at) if targets else 0,
+        "min_refit": min_refit,
+        "seed": seed,
+    }
+    config = prior_config.replace(guarantee=None)
+    if refit:
+        fit_examples = [examples[i] for i in fit_at]
+        result, aucs, chosen = refit_on_labels(
+            fit_examples,
+            prior_config,
+            corpus_stats=corpus_stats,
+            candidates=candidates,
+            name=name,
+            fitted_on=f"{len(fit_examples)} lists labelled by {grader} ({labels or 'user lists'})",
+        )
+        config = result.config
+        report.update(result.report)
+        report["cv_auc"] = aucs
+        report["chosen"] = chosen
+    else:
+        report["chosen"] = "the shipped gate, unchanged (the labels go to the band)"
+    config = config.replace(name=name)
+    bands: dict[tuple[str, float], Guarantee | InsufficientLabelsError] = {}
+    if targets:
+        band_examples = [examples[i] for i in band_at]
+        scores = _scores(config, band_examples, corpus_stats)
+        good = [ex.good for ex in band_examples]
+        for target, eps in targets:
+            try:
+                bands[(target, eps)] = guaranteed_band(
+                    scores,
+                    good,
+                    target=target,  # type: ignore[arg-type]
+                    eps=eps,
+                    delta=delta,
+                    centre=config.thresholds.relevant,
+                    window=None if windows is None else windows.get(target),
+                    grader=grader,
+                    labels=labels or f"{len(band_examples)} user lists",
+                )
+            except InsufficientLabelsError as exc:
+                bands[(target, eps)] = exc
+    return GraderCalibration(config=config, bands=bands, report=report)
+
+
+def calibrate_on_grader(
+    examples: Sequence[GateExample],
+    *,
+    grader: str,
+    prior: EvaluatorConfig | str = DEFAULT_PROFILE,
+    corpus_stats: CorpusStats | None = None,
+    target: str | None = None,
+    eps: float = 0.1,
+    delta: float = 0.1,
+    min_refit: int = DEFAULT_MIN_REFIT,
+    seed: int = 0,
+    name: str = "grader-calibrated",
+    labels: str = "",
+    candidates: Sequence[Candidate] = CANDIDATES,
+) -> CalibrationResult:
+    """The module doc on labelled retrievals (:func:`examples_from_grader`): the
+    profile, with its guarantee when ``target`` is given.
+
+    Args:
+        examples: the grader-labelled retrievals (natural ones: the user's traffic).
+        grader: the grader's fingerprint (recorded; keys the guarantee).
+        prior: the shipped gate (or another profile) to refit around.
+        corpus_stats: the corpus's statistics (when the examples carry none).
+        target: ``"recall"`` or ``"agreement"`` for a set cascade's band with a
+            guarantee (:func:`~crag_heuristic.grading.guaranteed_band`), or ``None``.
+        eps, delta: the guarantee's bound and confidence.
+        min_refit: labelled queries needed to refit when a band is asked for.
+        seed: the split of the queries (refit half, band half).
+        name: the profile's name; ``labels``: how the lists were made (recorded).
+        candidates: the refits compared.
+
+    Raises:
+        InputError: no examples, or labels of one class only.
+        InsufficientLabelsError: too few lists for the guarantee (how many are needed).
+    """
+    made = fit_on_grader(
+        examples,
+        grader=grader,
+        prior=prior,
+        corpus_stats=corpus_stats,
+        targets=() if target is None else ((target, eps),),
+        delta=delta,
+        min_refit=min_refit,
+        seed=seed,
+        name=name,
+        labels=labels,
+        candidates=candidates,
+    )
+    config, report = made.config, dict(made.report)
+    if target is not None:
+        band = made.bands[(target, eps)]
+        if isinstance(band, InsufficientLabelsError):
+            raise band
+        config = config.replace(guarantee=band)
+        report["guarantee"] = band.describe()
+    return CalibrationResult(config=config, report=report)
