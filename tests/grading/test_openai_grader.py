@@ -510,3 +510,84 @@ async def test_an_async_grader_serves_one_loop_after_another(server: OpenAIServe
     async with grader:  # pooled on this loop, closed at the end
         assert list(await grader.agrade(QUERIES["q1"], BEES)) == EXPECTED
     assert server.stats()["requests"] == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "retried"),
+    [(408, True), (429, True), (500, True), (599, True), (400, False), (401, False), (499, False)],
+)
+def test_which_statuses_are_retried(server: OpenAIServer, status: int, retried: bool) -> None:
+    server.program(ServerReply(status=status))
+    with grader_for(server, max_retries=1) as grader:
+        if retried:
+            assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED
+        else:
+            with pytest.raises(GraderHTTPError) as info:
+                grader.grade(QUERIES["q1"], BEES)
+            assert info.value.status_code == status
+    assert server.stats()["requests"] == (2 if retried else 1)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_chunk_mode_fails_as_a_whole_when_one_passage_fails(server: OpenAIServer, run: str) -> None:
+    server.configure(default=ServerReply(style="json_single"))
+    server.program(ServerReply(style="json_single"), ServerReply(status=404))
+    grader = grader_for(server, mode="chunk", max_concurrency=3)
+
+    def call() -> Any:
+        with grader:
+            if run == "sync":
+                return grader.grade(QUERIES["q1"], BEES)
+            return asyncio.run(grader.agrade(QUERIES["q1"], BEES))
+
+    with pytest.raises(GraderHTTPError) as info:
+        call()
+    assert info.value.status_code == 404
+    assert info.value.usage is not None and info.value.usage.requests == 3
+    assert server.stats()["requests"] == 3
+
+
+def test_the_request_carries_the_settings_and_cuts_long_passages() -> None:
+    """What goes on the wire (an httpx mock transport records it: the body's
+    fields are an edge the recorded server does not look at)."""
+    import httpx
+
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        body = {"choices": [{"message": {"content": '{"grades": ["yes"]}'}}]}
+        return httpx.Response(200, json=body)
+
+    options: dict[str, Any] = {"base_url": "https://llm.example/v1/", "model": "m", "api_key": KEY}
+    transport = httpx.MockTransport(answer)
+    with OpenAIGrader(
+        **options,
+        max_passage_chars=12,
+        max_tokens=32,
+        extra_body={"seed": 7},
+        headers={"X-Team": "search"},
+        client=httpx.Client(transport=transport),
+    ) as grader:
+        answer_ = grader.grade("Why dance?", BEES[:1])
+    assert list(answer_) == [1.0] and answer_.usage.tokens == 0  # no usage in the answer
+    [request] = sent
+    assert str(request.url) == "https://llm.example/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.headers["x-team"] == "search"
+    assert request.headers["content-type"] == "application/json"
+    body = json.loads(request.content)
+    assert {k: body[k] for k in ("model", "temperature", "max_tokens", "seed")} == {
+        "model": "m",
+        "temperature": 0.0,
+        "max_tokens": 32,
+        "seed": 7,
+    }
+    user = body["messages"][-1]["content"]
+    assert f"[1] {BEES[0].text[:12]}\n" in user and BEES[0].text[:13] not in user
+    with OpenAIGrader(
+        **options, temperature=None, client=httpx.Client(transport=transport)
+    ) as grader:
+        grader.grade("Why dance?", BEES[:1])
+    assert "temperature" not in json.loads(sent[-1].content)
+    assert "max_tokens" not in json.loads(sent[-1].content)
