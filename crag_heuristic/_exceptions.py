@@ -17,8 +17,11 @@ caller can catch the whole family with one ``except``. The tree::
     ├── StatsEngineError             the engine counting corpus statistics failed (engine)
     ├── ParentLookupError            the parents lookup raised (parent_id; the chunk stays)
     ├── GraderError                  a cascade's grader failed (the gate's verdict stands)
-    │   ├── GraderTimeout            no answer within the escalation's timeout
-    │   └── GraderOutputError        NaN, the wrong number of grades, a value outside [0, 1]
+    │   ├── GraderTimeout            no answer within the escalation's (or its own) timeout
+    │   ├── GraderOutputError        NaN, the wrong number of grades, a value outside [0, 1],
+    │   │                            an answer that cannot be read
+    │   ├── GraderHTTPError          an LLM API's HTTP status it cannot use (status_code)
+    │   └── GraderConnectionError    an LLM API could not be reached (refused, reset, DNS)
     ├── WebSearchError               the web fallback failed (the router records it, never hides it)
     │   ├── WebSearchTimeout         the search engine did not answer in time
     │   ├── WebSearchHTTPError       an HTTP status the client cannot use (status_code)
@@ -49,7 +52,10 @@ result as typed failures (``CRAGResult.failures``, :mod:`crag_heuristic._failure
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # a dataclass without imports: no circle
+    from ._usage import GraderUsage
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -314,7 +320,12 @@ class GraderError(CragError):
 
     Attributes:
         grader: the grader's fingerprint, when known.
+        usage: what the failed call cost, when the grader measures it (a
+            :class:`~crag_heuristic.grading.GraderUsage`: requests, retries,
+            tokens; a malformed answer still cost its tokens), else ``None``.
     """
+
+    usage: GraderUsage | None = None
 
     def __init__(self, message: str, *, grader: str | None = None) -> None:
         self.grader = grader
@@ -322,12 +333,40 @@ class GraderError(CragError):
 
 
 class GraderTimeout(GraderError):
-    """The grader did not answer within ``Escalation.timeout`` (async calls)."""
+    """The grader did not answer within ``Escalation.timeout``, or its own request
+    timeout (an LLM API that answered too slowly)."""
 
 
 class GraderOutputError(GraderError):
     """The grader answered something unusable: not a sequence of numbers, NaN or
-    infinite values, values outside [0, 1], or not one grade per chunk."""
+    infinite values, values outside [0, 1], not one grade per chunk, or (an
+    LLM) an answer that cannot be read as grades."""
+
+
+class GraderHTTPError(GraderError):
+    """An LLM API answered an HTTP status the grader cannot use (401, 404, 400 ...;
+    429 and 5xx once the retries are spent).
+
+    Attributes:
+        status_code: the HTTP status.
+        retry_after: the server's ``Retry-After`` in seconds, when it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int = 0,
+        retry_after: float | None = None,
+        grader: str | None = None,
+    ) -> None:
+        self.status_code = status_code
+        self.retry_after = retry_after
+        super().__init__(message, grader=grader)
+
+
+class GraderConnectionError(GraderError):
+    """An LLM API could not be reached, or dropped the connection (after the retries)."""
 
 
 class WebSearchError(CragError):

@@ -141,8 +141,14 @@ class Grader(Protocol):
     answers (model, prompt version ...); cached answers are keyed by it.
     Failures may raise anything: the cascade records them as a
     :class:`~crag_heuristic.grading.GraderError` and keeps the gate's verdict.
-    Adapters: :class:`~crag_heuristic.grading.CallableGrader`,
-    :class:`~crag_heuristic.grading.CrossEncoderGrader`.
+    A grader that knows what a call cost may return a
+    :class:`~crag_heuristic.grading.Graded` (the grades with a
+    :class:`~crag_heuristic.grading.GraderUsage`; its errors carry one in
+    ``usage``): the cascade's report shows it. Adapters:
+    :class:`~crag_heuristic.grading.CallableGrader`,
+    :class:`~crag_heuristic.grading.CrossEncoderGrader`,
+    :class:`~crag_heuristic.grading.OpenAIGrader`,
+    :class:`~crag_heuristic.grading.RecordedGrader`.
     """
 
     @property

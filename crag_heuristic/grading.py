@@ -6,6 +6,12 @@
 * :class:`CallableGrader` (any ``(query, texts) -> scores`` callable, sync or
   async) and :class:`CrossEncoderGrader` (a sentence-transformers
   ``CrossEncoder``);
+* :class:`OpenAIGrader`: an LLM behind any OpenAI-compatible chat-completions
+  API (OpenAI, vLLM, Ollama, llama.cpp, LM Studio), one request per list, a
+  yes / no or a 0-1 :class:`Prompt`, typed failures, retries, a concurrency
+  limit and its cost (:class:`GraderUsage`) on the cascade's report; the
+  ``llm`` extra (httpx), imported on first use;
+* :class:`RecordedGrader`: recorded labels (``llm_judgments/*.tsv``) as a grader;
 * :class:`Escalation`: which chunks go to the grader (the uncertain band), how
   many (the budget), how long (the timeout), whether the set verdict is
   recomputed;
@@ -34,10 +40,23 @@ the grading, never the other way round.
 A grader that raises, times out, or answers NaN, the wrong number of grades
 or values outside [0, 1] never fails a call: the gate's verdict stands and
 the failure is a :class:`GraderError` (:class:`GraderTimeout`,
-:class:`GraderOutputError`) named on the result.
+:class:`GraderOutputError`, :class:`GraderHTTPError`,
+:class:`GraderConnectionError`) named on the result. A grader may report what
+a call cost by returning a :class:`Graded` (the grades with a
+:class:`GraderUsage`); the report's ``usage`` shows it.
 """
 
-from ._exceptions import GraderError, GraderOutputError, GraderTimeout, InsufficientLabelsError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._exceptions import (
+    GraderConnectionError,
+    GraderError,
+    GraderHTTPError,
+    GraderOutputError,
+    GraderTimeout,
+    InsufficientLabelsError,
+)
 from ._grading.escalation import CascadeReport, Escalation
 from ._grading.graders import CallableGrader, CrossEncoderGrader
 from ._grading.guarantee import binomial_cdf, binomial_lower, binomial_upper, guaranteed_band
@@ -50,8 +69,14 @@ from ._grading.monitor import (
     RedisGradeLog,
     audited_labels,
 )
+from ._grading.prompts import Prompt
+from ._grading.recorded import RecordedGrader
 from ._protocols import AsyncGrader, Grader
 from ._router.cascade import Cascade, CascadeResult
+from ._usage import Graded, GraderUsage
+
+if TYPE_CHECKING:  # imported on first use (the ``llm`` extra: httpx)
+    from ._grading.llm import OpenAIGrader
 
 __all__ = [
     "AsyncGrader",
@@ -62,14 +87,21 @@ __all__ = [
     "CrossEncoderGrader",
     "Escalation",
     "GradeLog",
+    "Graded",
     "Grader",
+    "GraderConnectionError",
     "GraderError",
+    "GraderHTTPError",
     "GraderOutputError",
     "GraderTimeout",
+    "GraderUsage",
     "GuaranteeMonitor",
     "InsufficientLabelsError",
     "JsonlGradeLog",
     "MonitorStatus",
+    "OpenAIGrader",
+    "Prompt",
+    "RecordedGrader",
     "RedisGradeLog",
     "SetEscalation",
     "audited_labels",
@@ -78,3 +110,24 @@ __all__ = [
     "binomial_upper",
     "guaranteed_band",
 ]
+
+# Names whose module needs an extra: imported on first use (the module's import names the extra).
+_LAZY = {"OpenAIGrader": "._grading.llm"}
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def __getattr__(name: str) -> Any:
+    """A name whose extra is imported now.
+
+    Raises:
+        MissingDependencyError: its extra (``llm``) is not installed.
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'crag_heuristic.grading' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, "crag_heuristic"), name)
+    globals()[name] = value
+    return value

@@ -32,6 +32,8 @@ ERRORS: list[CragError] = [
     errors.GraderError("the grader raised RuntimeError: 500", grader="llm:1"),
     errors.GraderTimeout("no grades within 0.05 s", grader="llm:1"),
     errors.GraderOutputError("grade 0 is nan", grader="llm:1"),
+    errors.GraderHTTPError("answered 429", status_code=429, retry_after=1.5, grader="llm:1"),
+    errors.GraderConnectionError("connection failed (ConnectError)", grader="llm:1"),
     errors.WebSearchError("x", query="bees", url="http://user:pw@searx:8080/search"),
     errors.WebSearchTimeout("slow", url="http://searx/search"),
     errors.WebSearchHTTPError("HTTP 502", status_code=502),

@@ -208,12 +208,13 @@ def test_the_benchmark_check_sees_private_imports(tmp_path: Path, name: str, tex
 _HOME = {"events": "_router", "refinement": "_evaluator"}
 # Every face may re-export the error tree and the seams (one module each, by design).
 _SHARED = {"_exceptions", "_protocols"}
-# The two names that live in another part, and why (CONTRIBUTING.md, Architecture):
+# The names that live in another part, and why (CONTRIBUTING.md, Architecture):
 # ``grading.Cascade`` drives the router's own flow, with the router's context and cache
-# calls (under ``_grading`` it would make grading import the router, a circle), and the
-# ``StatsEngine`` protocol sits beside its engines beneath the corpus statistics that
-# ``_protocols`` imports.
-_ALSO = {"grading": {"_router"}, "protocols": {"_text"}}
+# calls (under ``_grading`` it would make grading import the router, a circle);
+# ``grading.GraderUsage`` / ``Graded`` sit in ``_usage``, beneath the error tree, whose
+# ``GraderError.usage`` names them; and the ``StatsEngine`` protocol sits beside its
+# engines beneath the corpus statistics that ``_protocols`` imports.
+_ALSO = {"grading": {"_router", "_usage"}, "protocols": {"_text"}}
 _FACES = sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
 
 

@@ -109,6 +109,7 @@ IN_PROCESS: list[tuple[str, str, Callable[[Path], Any]]] = [
 ON_IMPORT = [
     ("httpx", "web", "import crag_heuristic.web"),
     ("httpx", "web", "from crag_heuristic import SearxngClient"),
+    ("httpx", "llm", "from crag_heuristic.grading import OpenAIGrader"),
     ("langchain_core", "langchain", "import crag_heuristic.integrations.langchain"),
     ("llama_index", "llamaindex", "import crag_heuristic.integrations.llamaindex"),
     ("qdrant_client", "qdrant", "import crag_heuristic.integrations.qdrant"),

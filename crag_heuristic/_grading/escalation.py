@@ -32,6 +32,7 @@ from .._exceptions import ConfigError
 from .._failures import Failure
 from .._text.corpus import CorpusStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, Verdict
+from .._usage import GraderUsage
 
 _EPSILON = 1e-9
 
@@ -241,6 +242,11 @@ class CascadeReport:
             (a :class:`~crag_heuristic._grading.lists.SetEscalation`: the list).
         audited: the list went to the grader as part of the audit sample (a
             set cascade's ``audit``), whether or not it lay in the band.
+        usage: what the grader's call cost (requests, retries, tokens, its
+            own milliseconds: a :class:`~crag_heuristic.grading.GraderUsage`),
+            when the grader reports it (:class:`~crag_heuristic.grading.OpenAIGrader`
+            does, on success and failure); ``None`` when it does not, or was
+            not asked (every answer from the cache).
     """
 
     grader: str
@@ -258,6 +264,7 @@ class CascadeReport:
     ms: float = 0.0
     level: str = "chunk"
     audited: bool = False
+    usage: GraderUsage | None = None
 
     @property
     def error(self) -> str | None:
@@ -287,6 +294,7 @@ class CascadeReport:
             "gate_verdict": self.gate_verdict.value,
             "verdict": self.verdict.value,
             "ms": self.ms,
+            "usage": None if self.usage is None else self.usage.to_dict(),
         }
 
 

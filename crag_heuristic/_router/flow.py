@@ -48,6 +48,7 @@ from .._grading.lists import SetEscalation, escalated_set_evaluation, select_lis
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .._usage import usage_of
 from .._web.keywords import keyword_query
 from .cached import is_bad_value, open_evaluation, open_grade, open_web_results, seal
 from .context import Context
@@ -422,10 +423,12 @@ def escalate(
     hits = tuple(i for i in choice.chosen if i in grades)
     missing = [i for i in choice.chosen if i not in grades]
     failure = None
+    usage = None
     if missing:
         asked = time.perf_counter()
         [outcome] = yield [GradeCall(query, tuple(by_id[i] for i in missing))]
         ctx.timed("grade", asked)
+        usage = usage_of(outcome)  # what the call cost, when the grader says (answer or error)
         try:
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -475,6 +478,7 @@ def escalate(
         verdict=evaluation.verdict,
         ms=(time.perf_counter() - started) * 1000.0,
         audited=choice.audited,
+        usage=usage,
     )
     ctx.log(
         "crag.grade",
@@ -484,6 +488,8 @@ def escalate(
         error=None if failure is None else failure.type_name,
         gate_verdict=gate.verdict.value,
         verdict=evaluation.verdict.value,
+        grader_requests=None if usage is None else usage.requests,
+        grader_tokens=None if usage is None else usage.tokens,
     )
     return evaluation, report
 

@@ -27,9 +27,7 @@ bad gzip, redirect loop                ``WebSearchResponseError``           no
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from .._optional import requires
@@ -38,6 +36,7 @@ with requires("web", "the web search (crag_heuristic.web)"):
     import httpx
 
 from .. import _exceptions as errors
+from .._retry import retry_after_seconds
 
 FORMAT_HOWTO = (
     "enable JSON in the instance's settings.yml with `search: formats: [html, json]` and restart it"
@@ -65,18 +64,9 @@ class Step:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    """The ``Retry-After`` header in seconds (a number or an HTTP date), if any."""
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError):
-            return None
-    return max(0.0, seconds) if seconds == seconds else None  # NaN -> None
+    """The ``Retry-After`` header in seconds (a number or an HTTP date), if any
+    (:func:`crag_heuristic._retry.retry_after_seconds`)."""
+    return retry_after_seconds(response.headers)
 
 
 def _server_message(response: httpx.Response) -> str:

@@ -4,7 +4,8 @@ Build it once; a change is a new object (:meth:`SearxngConfig.replace`). A bad
 value raises :class:`~crag_heuristic.ConfigError` naming the field and the
 value. Nothing here reads the environment.
 
-Retry delays (429, 5xx, a dropped connection) grow exponentially with jitter::
+Retry delays (429, 5xx, a dropped connection) grow exponentially with jitter
+(:mod:`crag_heuristic._retry`, shared with the LLM grader)::
 
     base(n)  = min(backoff_max, backoff * 2**n)        n = 0, 1, ... (the retry)
     delay(n) ~ Uniform[base(n) * (1 - jitter), base(n)]
@@ -24,6 +25,7 @@ from typing import Any
 
 from .._checks import is_finite_number
 from .._exceptions import ConfigError
+from .._retry import backoff_delay
 
 DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
     {
@@ -177,8 +179,11 @@ class SearxngConfig:
         ``unit`` is the random draw (``random.random()``); see the module
         docstring for the formula.
         """
-        base = min(self.backoff_max, self.backoff * 2.0**retry)
-        delay = base * (1.0 - self.jitter * unit)
-        if retry_after is not None:
-            delay = min(self.backoff_max, max(delay, retry_after))
-        return delay
+        return backoff_delay(
+            retry,
+            unit,
+            backoff=self.backoff,
+            backoff_max=self.backoff_max,
+            jitter=self.jitter,
+            retry_after=retry_after,
+        )

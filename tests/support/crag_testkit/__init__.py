@@ -7,6 +7,9 @@
   a real SearXNG, offline, fed by a programmable loopback engine.
 * :class:`FaultyEngine`: a fixture engine that fails a seeded share of the
   queries, for load tests (``benchmarks/load_faults.py``).
+* :class:`OpenAIServer`, :func:`write_recording`, :class:`ServerReply`: a real
+  OpenAI-compatible chat-completions server (Starlette under uvicorn, its own
+  process) answering from recorded LLM labels, with programmable faults.
 
 Their errors derive from :class:`HelperError` (a ``RuntimeError``), not from
 ``CragError``: see :mod:`crag_testkit._errors`.
@@ -18,9 +21,17 @@ want (``ListRetriever``, ``RecordingWebSearcher``, ``capture_events``, call
 tracing) ship in :mod:`crag_heuristic.testing`.
 """
 
-from ._errors import HelperError, RedisServerError, SearxngStartError, SearxngUnavailable
+from ._errors import (
+    HelperError,
+    OpenAIServerError,
+    OpenAIServerUnavailable,
+    RedisServerError,
+    SearxngStartError,
+    SearxngUnavailable,
+)
 from ._faulty_engine import FAULT_KINDS, OK, FaultyEngine
 from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
+from ._openai_server import STYLES, OpenAIServer, ServerReply, build_app, write_recording
 from ._redis import ENV_URL, RedisServer, find_redis_server
 from ._searxng import SearxngServer
 from ._searxng_venv import SEARXNG_PACKAGE, ensure_searxng_venv, find_searxng_python
@@ -33,14 +44,21 @@ __all__ = [
     "FixtureReply",
     "HelperError",
     "OK",
+    "OpenAIServer",
+    "OpenAIServerError",
+    "OpenAIServerUnavailable",
     "RedisServer",
     "RedisServerError",
     "SEARXNG_PACKAGE",
+    "STYLES",
     "SearxngServer",
     "SearxngStartError",
     "SearxngUnavailable",
+    "ServerReply",
+    "build_app",
     "ensure_searxng_venv",
     "find_redis_server",
     "find_searxng_python",
     "fixture_item",
+    "write_recording",
 ]

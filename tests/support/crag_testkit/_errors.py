@@ -3,7 +3,9 @@
     HelperError (RuntimeError)     a test helper could not do its job
     ├── RedisServerError           RedisServer could not run its redis-server (url)
     ├── SearxngStartError          SearxngServer did not come up (a bug or a broken venv)
-    └── SearxngUnavailable         SearXNG cannot be installed here (tests skip on it)
+    ├── SearxngUnavailable         SearXNG cannot be installed here (tests skip on it)
+    ├── OpenAIServerError          OpenAIServer did not come up (a bug: tests fail on it)
+    └── OpenAIServerUnavailable    Starlette or uvicorn is missing (tests skip, or fail under CI)
 
 They are not :class:`~crag_heuristic.CragError`\\ s on purpose: ``CragError``
 is what the library raises while serving queries, and an application that
@@ -13,7 +15,14 @@ on a ``HelperError`` failed to set up, not to pass.
 
 from __future__ import annotations
 
-__all__ = ["HelperError", "RedisServerError", "SearxngStartError", "SearxngUnavailable"]
+__all__ = [
+    "HelperError",
+    "OpenAIServerError",
+    "OpenAIServerUnavailable",
+    "RedisServerError",
+    "SearxngStartError",
+    "SearxngUnavailable",
+]
 
 
 class HelperError(RuntimeError):
@@ -41,3 +50,11 @@ class SearxngStartError(HelperError):
 
 class SearxngUnavailable(HelperError):
     """SearXNG cannot be installed here (no network, old Python): tests skip on it."""
+
+
+class OpenAIServerError(HelperError):
+    """The test kit's chat-completions server did not come up (a bug: tests fail on it)."""
+
+
+class OpenAIServerUnavailable(HelperError):
+    """Starlette or uvicorn is not installed (tests skip on it, except under CI)."""

@@ -19,13 +19,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
-import time
-import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,19 +27,12 @@ from typing import Any
 import yaml
 
 from ._errors import SearxngStartError
+from ._process import ServerProcess
 
 __all__ = ["SearxngServer", "SearxngStartError"]
 
-_LOG_TAIL_CHARS = 3000
 
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class SearxngServer:
+class SearxngServer(ServerProcess):
     """A real SearXNG (``python -m searx.webapp``) on 127.0.0.1, fed by fixture engines.
 
     Args:
@@ -66,8 +52,12 @@ class SearxngServer:
     plugins, a random secret key) in a temporary folder that is also the
     process's cwd and ``TMPDIR``, starts the server in its own process group
     and waits for ``/healthz``; :meth:`stop` terminates the group (then kills
-    it) and removes the folder. Use it as a context manager.
+    it) and removes the folder (:class:`~crag_testkit._process.ServerProcess`).
+    Use it as a context manager.
     """
+
+    name = "SearXNG"
+    error = SearxngStartError
 
     def __init__(
         self,
@@ -80,16 +70,12 @@ class SearxngServer:
         engine_names: Sequence[str] = ("fixture",),
         startup_timeout: float = 60.0,
     ) -> None:
+        super().__init__(port=port, startup_timeout=startup_timeout)
         self.python = python
         self.engine_url = engine_url
         self.json_enabled = json_enabled
         self.engine_timeout = engine_timeout
-        self.port = port
         self.engine_names = tuple(engine_names)
-        self.startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
-        self._folder: Path | None = None
-        self._bound_port = 0
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -99,10 +85,6 @@ class SearxngServer:
     def url(self) -> str:
         """``http://127.0.0.1:<port>`` (after :meth:`start`)."""
         return f"http://127.0.0.1:{self._bound_port}"
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     def settings(self, port: int) -> dict[str, Any]:
         """The ``settings.yml`` content for ``port``."""
@@ -157,28 +139,7 @@ class SearxngServer:
             "plugins": {},
         }
 
-    def start(self) -> SearxngServer:
-        """Start the server and wait until it answers (a few tries for a port race).
-
-        Raises:
-            SearxngStartError: it exited or did not answer within ``startup_timeout``.
-        """
-        if self.running:
-            return self
-        tries = 1 if self.port is not None else 3
-        for attempt in range(tries):
-            try:
-                self._launch(self.port if self.port is not None else _free_port())
-                return self
-            except SearxngStartError:
-                self.stop()
-                if attempt == tries - 1:
-                    raise
-        return self  # pragma: no cover - the loop returns or raises
-
-    def _launch(self, port: int) -> None:
-        folder = Path(tempfile.mkdtemp(prefix="crag-searxng-"))
-        self._folder = folder
+    def _command(self, port: int, folder: Path) -> tuple[list[str], dict[str, str]]:
         (folder / "tmp").mkdir()
         settings_path = folder / "settings.yml"
         settings_path.write_text(yaml.safe_dump(self.settings(port), sort_keys=False))
@@ -190,80 +151,8 @@ class SearxngServer:
             NO_PROXY="127.0.0.1,localhost",
             no_proxy="127.0.0.1,localhost",
         )
-        log = open(folder / "server.log", "wb")  # noqa: SIM115 - closed when the process ends
-        try:
-            self._process = subprocess.Popen(
-                [str(self.python), "-m", "searx.webapp"],
-                cwd=folder,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise SearxngStartError(f"cannot run {self.python}: {exc}") from exc
-        finally:
-            log.close()
-        self._bound_port = port
-        self._wait_healthy()
+        return [str(self.python), "-m", "searx.webapp"], env
 
-    def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                raise SearxngStartError(
-                    f"SearXNG exited with {self._process.returncode}:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as answer:
-                    if answer.status == 200:
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.1)
-        raise SearxngStartError(
-            f"SearXNG did not answer /healthz within {self.startup_timeout:g} s:\n"
-            + self.log_tail()
-        )
-
-    def log_tail(self) -> str:
-        """The end of the server's output (for error messages)."""
-        if self._folder is None:
-            return ""
-        try:
-            text = (self._folder / "server.log").read_text(errors="replace")
-        except OSError:
-            return ""
-        return text[-_LOG_TAIL_CHARS:]
-
-    def stop(self) -> None:
-        """Stop the server and its process group, then remove the folder."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            self._signal(process, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._signal(process, signal.SIGKILL)
-                process.wait(timeout=10)
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
-
-    @staticmethod
-    def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
-        try:
-            if os.name == "posix":
-                os.killpg(process.pid, signum)  # its own session: only what we started
-            else:  # pragma: no cover
-                process.send_signal(signum)
-        except ProcessLookupError:
-            pass
-
-    def __enter__(self) -> SearxngServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def _answers(self) -> bool:
+        with urllib.request.urlopen(self.url + "/healthz", timeout=2) as answer:
+            return bool(answer.status == 200)
