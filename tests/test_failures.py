@@ -24,6 +24,7 @@ ERRORS: list[CragError] = [
     errors.InvalidQueryError("   ", "blank"),
     errors.InvalidChunkError("score", object(), "not a number", chunk_id="a", index=2),
     errors.DuplicateChunkError("a", 0, 3),
+    errors.InsufficientLabelsError("recall 0.1 needs 22 failed lists; got 3", needed=22, have=3),
     errors.SynonymFormatError("syn.txt", 4, "car =>", "nothing after =>"),
     errors.CorpusStatsFileError("/stats.json", "analyzer", "english:1", "english:2"),
     errors.RetrieverError("FaissRetriever.search gave no answer", retriever="Faiss", timeout=0.5),

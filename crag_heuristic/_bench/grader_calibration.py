@@ -344,6 +344,7 @@ def calibrate_on_grader(
     target: str | None = None,
     eps: float = 0.1,
     delta: float = 0.1,
+    window: int | None = None,
     min_refit: int = DEFAULT_MIN_REFIT,
     seed: int = 0,
     name: str = "grader-calibrated",
@@ -361,6 +362,8 @@ def calibrate_on_grader(
         target: ``"recall"`` or ``"agreement"`` for a set cascade's band with a
             guarantee (:func:`~crag_heuristic.grading.guaranteed_band`), or ``None``.
         eps, delta: the guarantee's bound and confidence.
+        window: a guarantee on the realised risk of the next ``window`` lists
+            counted (:func:`~crag_heuristic.grading.guaranteed_band`).
         min_refit: labelled queries needed to refit when a band is asked for.
         seed: the split of the queries (refit half, band half).
         name: the profile's name; ``labels``: how the lists were made (recorded).
@@ -377,6 +380,7 @@ def calibrate_on_grader(
         corpus_stats=corpus_stats,
         targets=() if target is None else ((target, eps),),
         delta=delta,
+        windows=None if window is None or target is None else {target: window},
         min_refit=min_refit,
         seed=seed,
         name=name,

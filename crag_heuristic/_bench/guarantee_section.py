@@ -201,10 +201,13 @@ def guarantee_section(
     splits: int = 200,
     calibrated_splits: int = 20,
     min_refit: int = DEFAULT_MIN_REFIT,
+    learning_splits: int = 10,
     seed: int = 0,
     log: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Any]:
-    """The section of the module doc on one folder."""
+    """The section of the module doc on one folder, with the learning curve of the
+    gate refitted on the qrels (:func:`learning_curve`, ``learning_splits`` halvings;
+    0: none)."""
     retrievals = judged_retrievals(prepared, k)
     evaluator = Evaluator(config, analyzer=prepared.analyzer)
     scores: dict[str, np.ndarray] = {
@@ -292,7 +295,12 @@ def guarantee_section(
                         **tally.row(eps),
                     }
                 )
+    curve = None
+    if learning_splits:
+        log("guarantee: learning curve of the gate refitted on the qrels")
+        curve = learning_curve(prepared, config, retrievals, splits=learning_splits, seed=seed)
     return {
+        "learning_curve": curve,
         "splits": splits,
         "calibrated_splits": calibrated_splits,
         "min_refit": min_refit,
@@ -301,6 +309,87 @@ def guarantee_section(
         "judged_splits": sorted(prepared.collection.qrels),
         "best_simple_picks": choices,
         "rows": rows,
+    }
+
+
+LEARNING_SIZES: tuple[int | None, ...] = (25, 50, 100, 200, None)
+"""Labelled queries of the learning curve (``None``: the whole calibration half)."""
+
+
+def learning_curve(
+    prepared: Prepared,
+    config: EvaluatorConfig,
+    retrievals: Sequence[GateExample],
+    *,
+    splits: int = 10,
+    sizes: Sequence[int | None] = LEARNING_SIZES,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The gate refitted on the qrels of ``n`` natural retrievals (queries drawn from
+    one half, :func:`~crag_heuristic._bench.grader_calibration.fit_on_grader` with no
+    band: every label refits), scored by failure AUC on the other half beside the gate
+    unchanged, the best simple predictor chosen on the same ``n`` labels, and the best
+    simple predictor on the scored half itself (an oracle); means over ``splits``
+    random halvings."""
+    natural = [r for r in retrievals if r.kind == "natural"]
+    examples = [
+        dataclasses.replace(r, corpus_stats=prepared.stats, collection=prepared.collection.name)
+        for r in natural
+    ]
+    failed = np.array([r.failed for r in natural])
+    groups = np.array([r.group for r in natural])
+    evaluator = Evaluator(config, analyzer=prepared.analyzer)
+    gate = np.array([evaluator.evaluate(r.query, r.chunks, prepared.stats).score for r in natural])
+    simple = {n: v for n, v in baseline_scores(prepared, natural).items() if n in SIMPLE}
+    found: dict[str, dict[str, list[float]]] = {}
+    for s in range(splits):
+        rng = np.random.default_rng(seed + s)
+        order = rng.permutation(np.unique(groups))
+        half = order[: len(order) // 2]
+        test = np.flatnonzero(~np.isin(groups, half))
+        if failed[test].all() or not failed[test].any():
+            continue
+        oracle = max(failure_auc(failed[test], v[test]) or 0.0 for v in simple.values())
+        plain = failure_auc(failed[test], gate[test]) or 0.0
+        for size in sizes:
+            chosen = half if size is None else half[:size]
+            label = "all" if size is None else str(size)
+            if size is not None and size > len(half):
+                continue
+            train = np.flatnonzero(np.isin(groups, chosen))
+            if failed[train].all() or not failed[train].any():
+                continue
+            made = fit_on_grader(
+                [examples[i] for i in train], grader="qrels", prior=config, min_refit=0
+            )
+            fitted = Evaluator(made.config, analyzer=prepared.analyzer)
+            refit = np.array(
+                [
+                    fitted.evaluate(natural[i].query, natural[i].chunks, prepared.stats).score
+                    for i in test
+                ]
+            )
+            pick = max(simple, key=lambda n: failure_auc(failed[train], simple[n][train]) or 0.0)
+            row = found.setdefault(label, {})
+            for key, value in (
+                ("grader-calibrated", failure_auc(failed[test], refit) or 0.0),
+                ("gate", plain),
+                (
+                    "best simple, chosen on the same labels",
+                    failure_auc(failed[test], simple[pick][test]) or 0.0,
+                ),
+                ("best simple on the scored half (oracle)", oracle),
+            ):
+                row.setdefault(key, []).append(value)
+            row.setdefault("queries", []).append(float(len(chosen)))
+    return {
+        "splits": splits,
+        "traffic": "natural",
+        "grader": "qrels",
+        "rows": {
+            label: {key: float(np.mean(values)) for key, values in row.items()}
+            for label, row in found.items()
+        },
     }
 
 
@@ -349,4 +438,21 @@ def guarantee_lines(section: Mapping[str, Any]) -> list[str]:
     hidden = len(keys) - len(shown)
     if hidden > 0:
         lines += [f"{hidden} more grader/traffic tables in results.json.", ""]
+    curve = section.get("learning_curve")
+    if curve and curve["rows"]:
+        heads = ["grader-calibrated", "gate", "best simple, chosen on the same labels",
+                 "best simple on the scored half (oracle)"]  # fmt: skip
+        lines += [
+            "### Learning curve: the gate refitted on n labelled queries",
+            "",
+            f"Failure AUC on natural retrievals of the other half (qrels as the grader), means "
+            f"over {curve['splits']} random halvings.",
+            "",
+            "| labelled queries | " + " | ".join(heads) + " |",
+            "|---|" + "---|" * len(heads),
+        ]
+        for label, row in curve["rows"].items():
+            queries = f"{label} ({row['queries']:.0f})" if label == "all" else label
+            lines.append(f"| {queries} | " + " | ".join(f"{row[h]:.3f}" for h in heads) + " |")
+        lines.append("")
     return lines

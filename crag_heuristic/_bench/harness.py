@@ -31,13 +31,23 @@ from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
 from .context import context_section
 from .cost import cost_section
 from .failure import BASELINES, failure_section
+from .guarantee_section import guarantee_lines, guarantee_section
 from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
 from .quality import BARE, quality_section
 from .retrievals import chunks_of
 from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .set_cascade import set_cascade_section
 
-SECTIONS = ("failure", "agreement", "cascade", "set-cascade", "quality", "cost", "context")
+SECTIONS = (
+    "failure",
+    "agreement",
+    "cascade",
+    "set-cascade",
+    "guarantee",
+    "quality",
+    "cost",
+    "context",
+)
 
 
 def _log(message: str) -> None:
@@ -60,6 +70,7 @@ def run_bench(
     self_queries: int = DEFAULT_SELF_QUERIES,
     relevant_min: int | None = None,
     token_budget: int = 512,
+    guarantee_splits: int = 200,
     progress: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Run the chosen sections; write results.json, report.md and plots to ``out``.
@@ -71,6 +82,8 @@ def run_bench(
     ``self_queries`` simulated queries encoded with MiniLM, no qrels read), and
     with a gate fitted on the folder's train split when it has one.
     ``relevant_min`` overrides the folder's relevance threshold.
+    ``guarantee_splits``: the guarantee section's random halvings (200 in the
+    committed reports; a tenth of them, at least 2, refit the grader-calibrated gate).
 
     Raises:
         InputError: ``agreement_splits`` is not an integer >= 0.
@@ -79,6 +92,10 @@ def run_bench(
         raise InputError(f"agreement_splits must be an integer >= 0, got {agreement_splits!r}")
     if agreement_splits < 0:
         raise InputError(f"agreement_splits must be an integer >= 0, got {agreement_splits!r}")
+    if isinstance(guarantee_splits, bool) or not isinstance(guarantee_splits, int):
+        raise InputError(f"guarantee_splits must be an integer >= 1, got {guarantee_splits!r}")
+    if guarantee_splits < 1:
+        raise InputError(f"guarantee_splits must be an integer >= 1, got {guarantee_splits!r}")
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
         raise InputError(f"token_budget must be an integer >= 1, got {token_budget!r}")
     out = Path(out)
@@ -182,6 +199,16 @@ def run_bench(
                 f"set-level cascade on {prepared.collection.name}: gate + LLM label set",
             )
             results["plots"].append("set_cascade.png")
+    if "guarantee" in sections:
+        progress("guarantee: grader calls saved at a guaranteed risk")
+        results["sections"]["guarantee"] = guarantee_section(
+            prepared,
+            config,
+            k,
+            splits=guarantee_splits,
+            calibrated_splits=max(2, guarantee_splits // 10),
+            log=progress,
+        )
     if "quality" in sections:
         progress("retrieval quality: bare dense vs the CRAG router")
         results["sections"]["quality"] = quality_section(prepared, config)
@@ -502,6 +529,8 @@ def render_report(results: dict[str, Any]) -> str:
         lines += _cascade_lines(s["cascade"])
     if "set-cascade" in s:
         lines += _set_cascade_lines(s["set-cascade"])
+    if "guarantee" in s:
+        lines += ["", *guarantee_lines(s["guarantee"])]
     if "quality" in s:
         q = s["quality"]
         lines += [

@@ -263,6 +263,8 @@ def calibrate(
     cache_dir: str | Path | None = None,
     encode: bool = True,
     sentences: bool = False,
+    within_collection: bool = False,
+    shrink: float | None = None,
     **targets: float,
 ) -> CalibrationResult:
     """Fit a gate profile on labelled retrievals of one or several BEIR folders.
@@ -285,6 +287,8 @@ def calibrate(
         sentences: the retrievals carry each chunk's best sentence's cosine
             (MiniLM sentence vectors, cached in ``cache_dir``): for a gate
             that reads sentence evidence.
+        within_collection, shrink: how the set stage is fitted
+            (:func:`~crag_heuristic.bench.fit_gate`).
         targets: ``target_precision``, ``min_failure_recall``, ``max_good_irrelevant``.
 
     Returns:
@@ -335,6 +339,8 @@ def calibrate(
         corpus_stats=stats if len(items) == 1 else None,
         name=name,
         fitted_on=fitted_on,
+        within_collection=within_collection,
+        shrink=shrink,
         **features,  # type: ignore[arg-type]
         **targets,  # type: ignore[arg-type]
     )

@@ -13,6 +13,9 @@ from typing import Any, TextIO
 from .._config import DEFAULT_PROFILE
 from .._exceptions import CalibrationWarning, InputError
 from .common import EPILOG, EXIT_OK
+from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
+
+DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
 
 
 def _command_line() -> str:
@@ -46,6 +49,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         self_queries=args.self_queries,
         relevant_min=args.relevant_min,
         agreement_splits=args.agreement_splits,
+        guarantee_splits=args.guarantee_splits,
         token_budget=args.token_budget,
     )
     from .._bench.harness import headline
@@ -75,6 +79,19 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    if sum(bool(x) for x in (args.self, args.grader, args.grade_log)) > 1:
+        raise InputError("give one of --self, --grader, --grade-log")
+    if args.guarantee is not None and not (args.grader or args.grade_log):
+        raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
+    if args.grade_log:
+        return calibrate_grade_log(args, out, _command_line())
+    if args.grader:
+        if args.min_refit is None:
+            args.min_refit = DEFAULT_MIN_REFIT
+        return calibrate_grader(args, out, _command_line())
+    for option in ("window", "min_refit", "max_queries"):
+        if getattr(args, option) is not None:
+            raise InputError(f"--{option.replace('_', '-')} needs --grader or --grade-log")
     if args.self:
         return _calibrate_self(args, out)
     if not args.data_dir:
@@ -86,11 +103,13 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         chunk_features=args.chunk_features.split(",") if args.chunk_features else None,
         set_features=args.set_features.split(",") if args.set_features else None,
         labels=args.labels,
-        split=args.split,
+        split=args.split or "train",
         k=args.k,
         probes=not args.no_probes,
         base=args.base or "synapse",
-        name=args.name,
+        name=args.name or "fitted",
+        within_collection=args.within_collection,
+        shrink=args.shrink,
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         sentences=args.sentences,
@@ -166,7 +185,7 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
             analyzer=analyzer,
             neighbours=neighbours,
             seed=args.seed,
-            name=args.name,
+            name=args.name or "self-calibrated",
             progress=_progress,
             target_precision=args.target_precision,
             min_failure_recall=args.min_failure_recall,
@@ -255,7 +274,10 @@ def register(commands: Any) -> None:
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")
     bench.add_argument(
         "--sections",
-        help="comma list of failure,agreement,cascade,quality,cost,context (default: all)",
+        help=(
+            "comma list of failure,agreement,cascade,set-cascade,guarantee,quality,cost,context "
+            "(default: all)"
+        ),
     )
     bench.add_argument(
         "--token-budget",
@@ -271,6 +293,14 @@ def register(commands: Any) -> None:
         metavar="N",
         help="random 2-fold splits for the agreement kappas' spread (default 20, as in the "
         "committed reports; each refits the chunk stage twice)",
+    )
+    bench.add_argument(
+        "--guarantee-splits",
+        type=int,
+        default=200,
+        metavar="N",
+        help="guarantee section: random halvings of the queries (default 200, as in the "
+        "committed reports; a tenth of them refit the grader-calibrated gate)",
     )
     bench.add_argument("--cache-dir", help="where encoded query vectors are cached")
     bench.add_argument(
@@ -345,10 +375,89 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--labels", default="qrels", help="'qrels' or 'llm:RUN' (llm_judgments/RUN.tsv)"
     )
-    calibrate.add_argument("--split", default="train", help="qrels split to fit on (default train)")
+    calibrate.add_argument(
+        "--split",
+        default=None,
+        help="qrels split to fit on (default train); with --grader: the split whose queries "
+        "are graded (default: every query of the folder)",
+    )
     calibrate.add_argument("--k", type=int, default=10)
     calibrate.add_argument("--out", required=True, help="the profile file to write (.toml)")
-    calibrate.add_argument("--name", default="fitted", help="the profile's name")
+    calibrate.add_argument(
+        "--name",
+        default=None,
+        help="the profile's name (default: fitted; grader-calibrated with --grader)",
+    )
+    calibrate.add_argument(
+        "--grader",
+        metavar="SPEC",
+        help="refit the gate on this grader's labels of the folder's queries (natural "
+        f"retrievals): {GRADER_SPECS}",
+    )
+    calibrate.add_argument(
+        "--grade-log",
+        metavar="FILE",
+        help="choose the set cascade's band again on the audited lists of a grade log (JSON "
+        "lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the gate "
+        "that scored them)",
+    )
+    calibrate.add_argument(
+        "--guarantee",
+        metavar="TARGET:EPS",
+        help="with --grader or --grade-log: a set cascade's band by Learn-then-Test, recall:EPS "
+        "(at most EPS of failed lists skip the grader) or agreement:EPS (the gate's own decisions "
+        "disagree with the grader's on at most EPS of lists), written into the profile",
+    )
+    calibrate.add_argument(
+        "--delta",
+        type=float,
+        default=0.1,
+        help="the guarantee's confidence is 1 - delta (default 0.1)",
+    )
+    calibrate.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the guarantee on the realised risk of the next N lists counted (default: on the "
+        "traffic's risk)",
+    )
+    calibrate.add_argument(
+        "--min-refit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --grader --guarantee: labelled queries needed before the gate is refitted "
+        "(default 100); fewer, every label goes to the band",
+    )
+    calibrate.add_argument(
+        "--max-queries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --grader: grade at most N queries (a seeded sample)",
+    )
+    calibrate.add_argument(
+        "--api-key-env",
+        default="CRAG_LLM_API_KEY",
+        metavar="NAME",
+        help="with --grader openai:...: the environment variable holding the API key "
+        "(default CRAG_LLM_API_KEY)",
+    )
+    calibrate.add_argument(
+        "--within-collection",
+        action="store_true",
+        help="fit the set stage's coefficients within collections (one intercept each: "
+        "fixed effects), as the shipped default is",
+    )
+    calibrate.add_argument(
+        "--shrink",
+        type=float,
+        default=None,
+        metavar="X",
+        help="the set stage's coefficients X of the way from the top-1 cosine's fit to the "
+        "full fit (in (0, 1]; default: the full fit)",
+    )
     calibrate.add_argument("--base", help="profile whose other settings the fitted one keeps")
     calibrate.add_argument("--target-precision", type=float, default=0.90)
     calibrate.add_argument("--min-failure-recall", type=float, default=0.80)

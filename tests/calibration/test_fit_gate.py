@@ -75,19 +75,17 @@ def test_a_shrunk_set_stage_lies_between_the_anchor_and_the_full_fit(examples) -
         return {t.feature: t.weight for t in config.model.set.terms}
 
     full = set_weights()
-    anchor = (
-        fit_gate(
-            examples,
-            base=base,
-            corpus_stats=stats,
-            fallbacks=False,
-            evaluations=evaluations,
-            chunk_stage=chunk_stage,
-            set_features=("similarity_top",),
-        )
-        .config.model.set.terms[0]
-        .weight
-    )  # type: ignore[union-attr]
+    anchor_model = fit_gate(
+        examples,
+        base=base,
+        corpus_stats=stats,
+        fallbacks=False,
+        evaluations=evaluations,
+        chunk_stage=chunk_stage,
+        set_features=("similarity_top",),
+    ).config.model
+    assert anchor_model is not None
+    anchor = anchor_model.set.terms[0].weight
     assert set_weights(shrink=1.0) == pytest.approx(full)
     half = set_weights(shrink=0.5)
     assert half["bm25_top"] == pytest.approx(full["bm25_top"] / 2)

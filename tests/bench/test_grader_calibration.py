@@ -1,0 +1,179 @@
+"""The gate calibrated on a grader's labels, its band with a guarantee, from Python and the
+command line, and the bench's guarantee section, on the small sample folder."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from crag_heuristic import Chunk, EvaluatorConfig, InputError
+from crag_heuristic._bench.calibration import GateExample
+from crag_heuristic._bench.grader_calibration import (
+    CANDIDATES,
+    calibrate_on_grader,
+    examples_from_grader,
+    fit_on_grader,
+)
+from crag_heuristic._bench.guarantee_section import guarantee_section
+from crag_heuristic._bench.pipeline import HarnessRetriever, prepare
+from crag_heuristic._cli import main
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
+from crag_heuristic.grading import InsufficientLabelsError, JsonlGradeLog
+
+ROW_KEYS = {
+    "grader", "predictor", "target", "eps", "delta", "traffic", "n", "saved", "risk",
+    "violations", "refused", "splits", "failure_rate",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def title_retrievals(beir_folder: Path) -> list[GateExample]:
+    """The folder's 64 title queries (train split), natural retrievals of depth 5."""
+    prepared = prepare(beir_folder, encode=False)
+    collection = prepared.collection
+    texts = {q: collection.queries[q] for q in collection.split_queries("train")}
+    found = HarnessRetriever(prepared, texts).search_many(list(texts.values()), 5)
+    return [
+        GateExample(
+            group=q,
+            kind="natural",
+            query=text,
+            chunks=tuple(chunks),
+            relevant=frozenset(),
+            corpus_stats=prepared.stats,
+            collection=collection.name,
+        )
+        for (q, text), chunks in zip(texts.items(), found, strict=True)
+    ]
+
+
+class TitleGrader:
+    """A grader that knows each title query's document (and calls it relevant)."""
+
+    fingerprint = "titles:v1"
+
+    def __init__(self, retrievals: list[GateExample], answers: dict[str, str]) -> None:
+        self.answers = answers
+
+    def grade(self, query: str, chunks: Sequence[Chunk]) -> list[float]:
+        return [1.0 if c.id == self.answers[query] else 0.0 for c in chunks]
+
+
+def _grader(beir_folder: Path, retrievals: list[GateExample]) -> TitleGrader:
+    rows = (beir_folder / "qrels" / "train.tsv").read_text().splitlines()[1:]
+    by_id = {line.split("\t")[0]: line.split("\t")[1] for line in rows}
+    return TitleGrader(retrievals, {r.query: by_id[r.group] for r in retrievals})
+
+
+def test_a_grader_labels_the_lists(beir_folder: Path, title_retrievals: list[GateExample]) -> None:
+    examples = examples_from_grader(title_retrievals, _grader(beir_folder, title_retrievals))
+    assert all(len(ex.relevant) <= 1 for ex in examples)
+    assert sum(ex.good for ex in examples) > 40  # a title finds its own document mostly
+
+
+def test_labels_go_to_the_band_before_the_gate_is_refitted(
+    beir_folder: Path, title_retrievals: list[GateExample]
+) -> None:
+    examples = examples_from_grader(title_retrievals, _grader(beir_folder, title_retrievals))
+    # 64 queries < min_refit 100: no refit, every label chooses the band
+    made = fit_on_grader(examples, grader="titles:v1", targets=(("agreement", 0.1),))
+    assert made.report["refit"] is False and made.report["band_lists"] == 64
+    assert made.config.model == EvaluatorConfig().model
+    band = made.bands[("agreement", 0.1)]
+    assert not isinstance(band, InsufficientLabelsError) and band.n == 64
+    # min_refit 50: refit on one half, the band on the other
+    made = fit_on_grader(examples, grader="titles:v1", targets=(("agreement", 0.1),), min_refit=50)
+    assert made.report["refit"] is True
+    assert made.report["refit_lists"] + made.report["band_lists"] == 64
+    assert set(made.report["cv_auc"]) == {c.label for c in CANDIDATES}
+    assert made.report["chosen"] in made.report["cv_auc"]
+    # too few failed lists for recall: refused, naming how many are needed
+    with pytest.raises(InsufficientLabelsError, match="at least 22 failed lists"):
+        calibrate_on_grader(examples, grader="titles:v1", target="recall", eps=0.1)
+    result = calibrate_on_grader(examples, grader="titles:v1", target="agreement", eps=0.1)
+    assert result.config.guarantee is not None
+    assert result.config.guarantee.grader == "titles:v1"
+    with pytest.raises(InputError, match="labelled retrievals"):
+        calibrate_on_grader([], grader="x")
+
+
+def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Path) -> None:
+    profile = tmp_path / "g.toml"
+    args = ["calibrate", "--grader", "qrels", "--data-dir", f"{beir_folder}:train", "--no-encode"]
+    out = io.StringIO()
+    code = main([*args, "--guarantee", "agreement:0.1", "--out", str(profile)], out=out)
+    assert code == EXIT_OK
+    report = json.loads(out.getvalue())
+    assert report["lists"] == 64 and report["refit"] is False
+    config = EvaluatorConfig.from_file(profile)
+    assert config.name == "grader-calibrated"
+    assert config.guarantee is not None and config.guarantee.target == "agreement"
+    assert "recorded:train" in config.guarantee.grader
+    # recall needs failed lists the titles rarely make: exit 2, how many are needed
+    err = io.StringIO()
+    code = main([*args, "--guarantee", "recall:0.1", "--out", str(tmp_path / "r.toml")], out=err)
+    assert code == EXIT_BAD_INPUT and not (tmp_path / "r.toml").exists()
+    for bad in (["--guarantee", "precision:0.1"], ["--guarantee", "recall:2"]):
+        assert main([*args, *bad, "--out", str(tmp_path / "x.toml")]) == EXIT_BAD_INPUT
+    # a guarantee needs labels; options of the grader path refused elsewhere
+    base = ["calibrate", "--data-dir", f"{beir_folder}:train", "--no-encode"]
+    assert main([*base, "--guarantee", "recall:0.1", "--out", str(tmp_path / "y.toml")]) == 2
+    assert main([*base, "--window", "100", "--out", str(tmp_path / "y.toml")]) == 2
+    assert main([*args, "--self", "--out", str(tmp_path / "y.toml")]) == EXIT_BAD_INPUT
+
+
+def test_calibrate_from_a_grade_log(tmp_path: Path) -> None:
+    prior = EvaluatorConfig()
+    log = JsonlGradeLog(tmp_path / "grades.jsonl")
+    for i in range(60):
+        good = i % 2 == 0  # 30 failed lists: more than the 22 recall 0.9 needs
+        log.append(
+            {
+                "v": 1,
+                "query": f"{i:064x}",
+                "profile": prior.fingerprint(),
+                "grader": "g:1",
+                "score": (0.7 if good else 0.3) + 0.001 * i,
+                "audited": True,
+                "grader_good": good,
+            }
+        )
+    out = io.StringIO()
+    args = ["calibrate", "--grade-log", str(log.path), "--out", str(tmp_path / "p.toml")]
+    assert main([*args, "--guarantee", "recall:0.1"], out=out) == EXIT_OK
+    config = EvaluatorConfig.from_file(tmp_path / "p.toml")
+    assert config.guarantee is not None and config.guarantee.n == 60
+    assert config.guarantee.grader == "g:1" and config.model == prior.model
+    # scored by another gate: refused
+    assert main([*args, "--guarantee", "recall:0.1", "--prior", "synapse"]) == EXIT_BAD_INPUT
+    assert main(args) == EXIT_BAD_INPUT  # no --guarantee
+
+
+def test_the_guarantee_section_rows(beir_folder: Path) -> None:
+    prepared = prepare(beir_folder, encode=False)
+    section = guarantee_section(
+        prepared, EvaluatorConfig(), 5, splits=3, calibrated_splits=1, learning_splits=2
+    )
+    rows = section["rows"]
+    graders = {r["grader"] for r in rows}
+    assert graders == {"qrels", "llm:noisy-grader"}
+    assert all(set(r) == ROW_KEYS for r in rows)
+    assert {r["predictor"] for r in rows} == {"gate", "top-1", "best simple", "grader-calibrated"}
+    assert {(r["target"], r["eps"]) for r in rows} == {
+        ("recall", 0.1), ("recall", 0.05), ("agreement", 0.1), ("agreement", 0.05)
+    }  # fmt: skip
+    assert {r["traffic"] for r in rows} == {"natural", "mix"}
+    for r in rows:
+        assert r["splits"] == (1 if r["predictor"] == "grader-calibrated" else 3)
+        if r["saved"] is not None:
+            assert 0.0 <= r["saved"] <= 1.0 and 0.0 <= r["violations"] <= 1.0
+    # train and test queries both (every judged split)
+    assert section["judged_splits"] == ["test", "train"] and section["queries"] > 64
+    curve = section["learning_curve"]
+    assert curve["splits"] == 2 and curve["grader"] == "qrels"
+    for row in curve["rows"].values():  # sizes the small folder allows
+        assert set(row) >= {"grader-calibrated", "gate", "queries"}
