@@ -120,7 +120,9 @@ class CRAGResult:
         counts: sizes at each step (``retrieved``, ``expanded_rankings``,
             ``fused``, ``web_results``, ``dropped``, ``parents_fetched``,
             ``parents_missing``, ``parents_over_budget``, ``parents_used``,
-            ``final``).
+            ``final``; ``duplicates``: repeated chunk ids a retriever handed back,
+            dropped; ``reconciled``: lexical results given the store's id for
+            the same text).
         notes: short human-readable remarks on what happened and why.
         refinement: the knowledge refinement, when it ran.
         cascade: what the cascade did (escalated ids and share, the grader's

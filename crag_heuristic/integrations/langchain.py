@@ -65,7 +65,7 @@ with requires("langchain", "crag_heuristic.integrations.langchain"):
     )
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import Runnable, RunnableConfig
 
     # LangChain imports its tracing machinery on a retriever's first invoke (tenacity,
     # langsmith: 18 ms measured); imported with this module, the first query is spared it.
@@ -182,18 +182,28 @@ class CRAGRetriever(BaseRetriever):
             convention), a ``BaseRetriever`` (no scores unless ``score_key``),
             or a crag-heuristic retriever (``search``/``asearch`` returning chunks,
             e.g. :class:`~crag_heuristic.integrations.qdrant.QdrantRetriever`).
-        k: documents returned per query (per call: ``invoke(query, k=3)``).
+        k: documents returned per query (per call: ``invoke(query, k=3)``); when
+            not given, a ``k`` in ``search_kwargs`` (or in a wrapped
+            ``as_retriever(search_kwargs=...)``'s), else 10.
         evaluator, expander, web, cache, config, lexical, parents, grader,
             escalation, metrics, logger: the :class:`~crag_heuristic.CRAG`
             router's options, as there (the cascade: ``grader`` and
-            ``escalation``; parent expansion: ``parents``).
+            ``escalation``; parent expansion: ``parents``). A LangChain store or
+            retriever as ``lexical`` is wrapped in :class:`LangChainRetriever`; a
+            LangChain retriever or tool as ``web`` in :class:`LangChainWebSearcher`.
         corpus_stats: document frequencies for the evaluator: a
             :class:`~crag_heuristic.text.CorpusStats` or the path of a saved
             one; by default built at construction from the store's in-process
             docstore (FAISS, ``InMemoryVectorStore``), or asked of a
             crag-heuristic ``base`` (``corpus_stats()``), never on the first query.
         score_kind, score_key, normalized, search_kwargs, require_scores: how
-            the base's scores are read (see :class:`LangChainRetriever`).
+            the base's scores are read and what every search is given (see
+            :class:`LangChainRetriever`). A call's other keywords
+            (``invoke(q, filter={...})``) are merged over ``search_kwargs`` as
+            LangChain's ``VectorStoreRetriever`` merges them; a filter among
+            them restricts the lexical retriever too
+            (:meth:`~crag_heuristic.BM25Retriever.with_filter`), or the call is
+            refused.
         name, tags, metadata: ``BaseRetriever``'s own fields.
 
     After construction the fields hold what the router uses (the
@@ -219,7 +229,10 @@ class CRAGRetriever(BaseRetriever):
 
     Raises:
         InputError: ``base`` is not a store or a retriever; an unknown keyword; a
-            bad ``k`` or option.
+            bad ``k`` or option; ``k=`` and a ``search_kwargs`` ``k`` that
+            disagree; a filter (in ``search_kwargs``, or a call's) beside a
+            lexical retriever that cannot apply it (see
+            :mod:`crag_heuristic._retrievers.scope`).
         RetrieverError: (on invoke) the first retrieval failed.
     """
 
@@ -229,10 +242,10 @@ class CRAGRetriever(BaseRetriever):
     k: SkipValidation[int] = 10
     evaluator: SkipValidation[Evaluator | EvaluatorConfig | str | None] = None
     expander: SkipValidation[QueryExpander | Literal[False] | None] = None
-    web: SkipValidation[WebSearcher | AsyncWebSearcher | None] = None
+    web: SkipValidation[WebSearcher | AsyncWebSearcher | Runnable[Any, Any] | None] = None
     cache: SkipValidation[Cache | AsyncCache | Literal[False] | None] = None
     config: SkipValidation[RouterConfig | Mapping[str, Any] | None] = None
-    lexical: SkipValidation[Retriever | AsyncRetriever | None] = None
+    lexical: SkipValidation[Retriever | AsyncRetriever | VectorStore | BaseRetriever | None] = None
     parents: SkipValidation[ParentLookup | AsyncParentLookup | None] = None
     grader: SkipValidation[Grader | AsyncGrader | None] = None
     escalation: SkipValidation[Escalation | SetEscalation | Mapping[str, Any] | None] = None
@@ -759,10 +772,17 @@ class CRAGGradeNode:
     ``crag: dict`` to the state and pass ``evaluation_key="crag",
     state_schema=GraphState``.
 
+    State: a mapping (a ``TypedDict`` state), or a Pydantic model or dataclass
+    instance (read by attribute); the update is a mapping either way. Inside a
+    graph, the decision (verdict, score, needs_correction, kept, dropped, each
+    document's grade) also goes to ``stream_mode="custom"`` as
+    ``{"crag_evaluation": {...}}``.
+
     Scores: a document from :class:`CRAGRetriever` carries its score and kind in
     ``metadata["crag"]``; otherwise ``metadata[score_key]`` is read as
     ``score_kind`` (``UNKNOWN`` unless declared: the gate then has no
-    similarity evidence, and the reasoning says so). Documents without an id
+    similarity evidence, and the reasoning says so). A score is any real
+    number, NumPy's too (LangChain's FAISS store returns ``float32``). Documents without an id
     get :func:`~crag_heuristic._retrievers.langchain.stable_document_id`;
     repeats of one id keep the first.
 

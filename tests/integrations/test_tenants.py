@@ -141,7 +141,7 @@ def faiss_parts(documents: list[Chunk], lsa: LsaEmbedder) -> tuple[Any, Any]:
 def faiss_retriever(parts: tuple[Any, Any], documents: list[Chunk], tenant: str) -> Any:
     index, lsa = parts
     ids = np.array([i for i in range(len(documents)) if tenant_of(i) == tenant], dtype=np.int64)
-    params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(ids))
+    params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(ids))  # type: ignore[call-arg]
     return FaissRetriever(index, documents, lsa, normalized=True, search_params=params)
 
 
