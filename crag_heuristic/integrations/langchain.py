@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -103,7 +104,7 @@ from .._retrievers.langchain import (
     langchain_kind,
     split_search_kwargs,
 )
-from .._retrievers.scope import SCOPE_KEYS, check_scopes, describe
+from .._retrievers.scope import SCOPE_KEYS, check_scopes
 from .._router.events import Done, Evaluated, Retrieved, StageEvent
 from .._router.flow import GradeCall, Request, Search, WebCall
 from .._router.result import CRAGResult
@@ -379,21 +380,21 @@ class CRAGRetriever(BaseRetriever):
             )
         view = retriever.with_search_kwargs(call_kwargs)
         lexical = self.router.lexical
-        if lexical is not None and view.scope != retriever.scope:
-            lexical = self._lexical_for(view.search_kwargs, lexical)
+        scoping = [key for key in SCOPE_KEYS if call_kwargs.get(key) is not None]
+        if lexical is not None and scoping:
+            lexical = self._lexical_for(call_kwargs, scoping, lexical)
         check_scopes(view, lexical)
         return view, lexical
 
-    def _lexical_for(self, kwargs: Mapping[str, Any], lexical: Any) -> Any:
-        """The lexical retriever restricted to a call's filter: ``lexical.with_filter``
-        of a LangChain metadata filter (``filter={...}``; the views of the last 32
-        filters kept).
+    def _lexical_for(self, kwargs: Mapping[str, Any], scoping: list[str], lexical: Any) -> Any:
+        """The lexical retriever restricted to a call's filter (``scoping``: the call's
+        keywords that restrict a search): ``lexical.with_filter`` of a LangChain
+        metadata filter (``filter={...}``; the views of the last 32 filters kept).
 
         Raises:
             InputError: another scoping keyword, a filter that is not a mapping, or a
                 lexical retriever without ``with_filter``.
         """
-        scoping = [key for key in SCOPE_KEYS if kwargs.get(key) is not None]
         where = kwargs.get("filter")
         if scoping != ["filter"] or not isinstance(where, Mapping):
             raise InputError(
@@ -407,7 +408,10 @@ class CRAGRetriever(BaseRetriever):
                 f"{type(lexical).__name__} (it has no with_filter, as BM25Retriever does): "
                 "its corrections would bring in documents outside the filter"
             )
-        key = f"{id(lexical)}:{describe(where)}"
+        try:  # the filter itself is the key (a digest could collide): JSON values only
+            key = f"{id(lexical)}:{json.dumps(where, sort_keys=True)}"
+        except (TypeError, ValueError):
+            return lexical.with_filter(where)  # not kept
         with self._views_lock:
             view = self._lexical_views.get(key)
             if view is not None:

@@ -279,6 +279,10 @@ def test_langchain_per_call_filters_reach_the_lexical_retriever(
                 assert leaks(texts, tenant, owner) == 0
                 again = asyncio.run(retriever.ainvoke(query, filter=where, fetch_k=64))
                 assert leaks([d.page_content for d in again], tenant, owner) == 0
+        assert len(retriever._lexical_views) == 2  # one filtered view per tenant, reused
+    for year in range(40):  # the views kept are bounded: the last 32 filters
+        retriever.invoke("roman roads", filter={"tenant": "a", "year": year})
+    assert len(retriever._lexical_views) == 32
 
 
 def test_langchain_filters_the_lexical_retriever_cannot_apply_are_refused(
