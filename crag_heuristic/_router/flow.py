@@ -569,10 +569,14 @@ def _expand(
             ctx.notes.append(f"re-retrieval for {request.query!r} failed ({failure.text})")
             continue
         found.append((request, outcome))
-    known = _by_text([first] + [chunks for request, chunks in found if not request.lexical])
+    store = _by_text([first] + [chunks for request, chunks in found if not request.lexical])
+    lexical = [chunks for request, chunks in found if request.lexical]
+    # another retriever may name the store's documents otherwise: when no id of its
+    # rankings is one of the store's, its results take the store's id for the same text
+    disjoint = not any(chunk.id in store[1] for chunks in lexical for chunk in chunks)
     for request, chunks in found:
-        if request.lexical:  # another retriever: its ids for the store's documents may differ
-            chunks = _reconciled(ctx, chunks, known)
+        if request.lexical and disjoint:
+            chunks = _reconciled(ctx, chunks, store)
         rankings.append(_unique(ctx, chunks, request.retriever))
         weights.append(lexical_weight if request.lexical else cfg.expansion_weight)
     ctx.counts["expanded_rankings"] = len(rankings) - 1
@@ -737,18 +741,19 @@ def _by_text(rankings: Iterable[Sequence[Chunk]]) -> tuple[dict[bytes, str], set
 def _reconciled(
     ctx: Context, chunks: list[Chunk], store: tuple[dict[bytes, str], set[str]]
 ) -> list[Chunk]:
-    """A lexical ranking with the store's ids: a chunk whose id the store's rankings
-    do not hold, but whose text they hold under another id, takes that id (a store
-    keyed by uuids, a lexical retriever by the corpus's ids: one document, fused
-    once; see :func:`_by_text`). ``counts["reconciled"]`` adds them up."""
-    known, ids = store
+    """A lexical ranking with the store's ids, for a lexical retriever whose rankings
+    share no id with the store's (they name documents otherwise: a store keyed by
+    uuids, a lexical retriever by the corpus's ids): a chunk whose text the store's
+    rankings hold takes the id it has there (one document, fused once; see
+    :func:`_by_text`). ``counts["reconciled"]`` adds them up. Retrievers that share
+    ids are left alone: two ids for one text are then two documents of the corpus."""
+    known, _ = store
     out = []
     for chunk in chunks:
-        if chunk.id not in ids:
-            same = known.get(text_digest(chunk.text))
-            if same is not None:
-                chunk = chunk.replace(id=same)
-                ctx.counts["reconciled"] = ctx.counts.get("reconciled", 0) + 1
+        same = known.get(text_digest(chunk.text))
+        if same is not None:
+            chunk = chunk.replace(id=same)
+            ctx.counts["reconciled"] = ctx.counts.get("reconciled", 0) + 1
         out.append(chunk)
     return out
 

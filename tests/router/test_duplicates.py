@@ -89,6 +89,17 @@ def test_two_documents_with_one_text_in_the_store_are_not_merged(
     assert [c.id for c in result.chunks] == ["s1", "s2"]  # the store's own two ids stay
 
 
+def test_retrievers_that_share_ids_are_not_reconciled(always_partial: Evaluator) -> None:
+    # the lexical ranking names c1 as the store does: one id scheme, so "z", whose text
+    # is c0's, is another document of the corpus (a duplicate text), not c0 again
+    store = [chunk(0, 0.9), chunk(1, 0.8)]
+    twin = Chunk(id="z", text=chunk(0).text, score=3.0, score_kind="bm25")
+    lexical = ListRetriever([chunk(1, 4.0, kind="bm25"), twin])
+    result = CRAG(ListRetriever(store), always_partial, lexical=lexical).retrieve(QUERY, 5)
+    assert sorted(c.id for c in result.chunks) == ["c0", "c1", "z"]
+    assert "reconciled" not in result.counts
+
+
 def test_duplicates_from_an_expanded_query(always_partial: Evaluator) -> None:
     first = Doubling([chunk(i, 0.9 - i / 10) for i in range(3)])
     crag = CRAG(first, always_partial, expander=StaticExpander(["waggle"]), cache=False)
