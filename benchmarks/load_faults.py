@@ -14,8 +14,9 @@ least 5 failures make up at least half of the calls of the last 10 s, with a
 row) and
 a shared ``httpx.AsyncClient``. Timeouts: SearXNG's engine timeout 2 s, the
 client's 6 s (one retry), the router's ``web_timeout`` 13 s. The router uses
-``k=3`` and ``web_on_partial=True``: a PARTIAL retrieval that expansion does
-not lift to RELEVANT goes to the web as well (strategy ``combined``).
+``k=3`` and ``web_on_partial=True``: it has no lexical retriever and no
+expander, so a PARTIAL retrieval has nothing to expand with and goes to the
+web (strategy ``web_search``).
 ``--queries`` calls of ``CRAG.aretrieve`` run under an
 ``asyncio.Semaphore(--concurrency)``.
 

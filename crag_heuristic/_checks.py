@@ -13,6 +13,7 @@ proves that every path to it went through the check.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, final
 
 from ._exceptions import InputError, InvalidQueryError, _short
@@ -74,6 +75,16 @@ def is_finite_number(value: Any) -> bool:
         return False
     real = as_real(value)
     return real is not None and math.isfinite(real)
+
+
+def real_number(value: Any) -> float | None:
+    """A number of any real kind as a float (``int``, ``float``, NumPy's ``float32``,
+    ``int64`` ... : what frameworks hand over as scores), ``None`` for anything
+    else (booleans, NumPy's too, strings, ``None``). It may be NaN or infinite:
+    the caller's range check decides."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return as_real(value)
 
 
 def as_real(value: Any) -> float | None:

@@ -7,7 +7,9 @@ A docstore entry may be a :class:`Chunk`, a mapping or a plain string:
   ``title`` + ``text`` as in BEIR corpora), ``id`` / ``_id``, ``source``,
   ``parent_id`` and ``metadata``; a ``source`` inside ``metadata`` is used when
   there is no top-level one (LangChain keeps it there);
-* a string is the text.
+* a string is the text;
+* a document of a framework (LangChain's ``Document``: ``page_content`` and
+  ``metadata``, its ``id`` when it has one) is read as the mapping would be.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def to_chunk(
         )
     if isinstance(entry, str):
         return Chunk(id=default_id, text=entry, score=score, score_kind=score_kind, metadata=extra)
+    if not isinstance(entry, Mapping) and isinstance(getattr(entry, "page_content", None), str):
+        metadata = getattr(entry, "metadata", None)
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        own_id = getattr(entry, "id", None) or metadata.get("id")  # as LangChain's adapter
+        entry = {
+            "page_content": entry.page_content,
+            "metadata": metadata,
+            "parent_id": None if metadata.get("parent_id") is None else str(metadata["parent_id"]),
+            **({"id": own_id} if own_id not in (None, "") else {}),
+        }
     if isinstance(entry, Mapping):
         text = entry.get("text", entry.get("page_content"))
         if not isinstance(text, str):
@@ -64,6 +76,6 @@ def to_chunk(
         )
     raise RetrieverError(
         f"docstore entry {default_id!r} is a {type(entry).__name__}; "
-        "expected a Chunk, a mapping or a string",
+        "expected a Chunk, a mapping, a string or a document (page_content)",
         retriever=retriever,
     )

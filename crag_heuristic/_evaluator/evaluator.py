@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import _evidence as evidence
 from .. import _signals as sig
-from .._checks import CheckedQuery, check_query
+from .._checks import CheckedQuery, check_query, real_number
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._exceptions import ConfigError, InputError, _short
 from .._scores import similarity
@@ -519,15 +519,12 @@ def _fixed_grades(
             raise InputError(
                 f"chunk_grades names {_short(chunk_id)}, which is not among the chunks"
             )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not 0.0 <= value <= 1.0  # NaN fails this too
-        ):
+        real = real_number(value)  # NumPy's numbers too: a model's answers often are
+        if real is None or not 0.0 <= real <= 1.0:  # NaN fails this too
             raise InputError(
                 f"chunk_grades[{_short(chunk_id)}] = {_short(value)}: must be a number in [0, 1]"
             )
-        fixed[position[chunk_id]] = float(value)
+        fixed[position[chunk_id]] = real
     if fixed:
         notes.append(f"{len(fixed)} chunk grade(s) from an outside grader")
     return fixed

@@ -35,16 +35,25 @@ Two backends compute the same scores:
   ``benchmarks/results/scale.md``).
 
 Documents with a score of 0 (no query term at all) are not returned.
+
+A filtered view (:meth:`BM25Retriever.with_filter`: a LangChain metadata
+filter, or a predicate over each chunk) searches only the documents the filter
+admits: one tenant's, beside a vector store filtered the same way. The
+weights and the corpus statistics stay those of the whole corpus (the IDF the
+evaluator uses); a document outside the filter scores 0, so it is never
+returned, and the view's ``scope`` names the filter (see
+:mod:`crag_heuristic._retrievers.scope`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +68,7 @@ from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, _log_event
 from .._text.terms import TermTable
 from .._types import Chunk, ScoreKind
+from .scope import describe, metadata_filter
 
 _VARIANTS = ("lucene", "okapi", "plus")
 _BACKENDS = ("sparse", "rank-bm25")
@@ -206,9 +216,16 @@ class BM25Retriever:
             this corpus's chunks up by id and text digest instead of
             tokenising them again.
 
+    Attributes:
+        scope: the filter a view searches within (see :meth:`with_filter`), or
+            ``None``: the whole corpus.
+
     Raises:
         InputError: an empty corpus, duplicate ids or bad parameters.
     """
+
+    scope: str | None = None
+    _mask: npt.NDArray[np.bool_] | None = None
 
     def __init__(
         self,
@@ -294,10 +311,58 @@ class BM25Retriever:
         _log_event("built", self._stats, started, by=f"bm25:{backend}")
 
     def __repr__(self) -> str:
-        return f"BM25Retriever(documents={len(self.documents)}, backend={self.backend!r})"
+        scope = "" if self.scope is None else f", scope={self.scope!r}"
+        return f"BM25Retriever(documents={len(self)}, backend={self.backend!r}{scope})"
 
     def __len__(self) -> int:
-        return len(self.documents)
+        """The documents it searches (those its filter admits, for a view)."""
+        return len(self.documents) if self._mask is None else int(self._mask.sum())
+
+    def with_filter(self, where: Mapping[str, Any] | Callable[[Chunk], bool]) -> BM25Retriever:
+        """This retriever searching only the documents ``where`` admits (a view: the
+        weights, documents and statistics are shared; a view of a view admits what
+        both filters admit).
+
+        Args:
+            where: a LangChain metadata filter over each document's metadata (the
+                form LangChain's FAISS store takes: ``{"tenant": "a"}``, see
+                :func:`~crag_heuristic._retrievers.scope.metadata_filter`), so one
+                filter serves the store and this retriever; or a predicate over
+                each document's :class:`Chunk` (``lambda c: c.id in allowed``).
+
+        Reads every document once (the admitted set is kept as a mask).
+
+        Raises:
+            InputError: neither a mapping nor a callable, an unknown operator, or
+                a predicate that raised.
+        """
+        admit: Callable[[Chunk], bool]
+        if isinstance(where, Mapping):
+            matches = metadata_filter(where)
+            admit = lambda chunk: matches(chunk.metadata)  # noqa: E731
+        elif callable(where):
+            admit = where
+        else:
+            raise InputError(
+                "where must be a metadata filter (a mapping) or a predicate over a Chunk, "
+                f"got {type(where).__name__}"
+            )
+        mask = np.empty(len(self.documents), dtype=bool)
+        for position, chunk in enumerate(self.documents):
+            try:
+                mask[position] = bool(admit(chunk))
+            except Exception as exc:
+                raise InputError(
+                    f"the filter raised {type(exc).__name__} on document {chunk.id!r}"
+                ) from exc
+        view = copy.copy(self)
+        own = f"filter {describe(where)}"
+        if self._mask is not None:
+            mask &= self._mask
+            own = f"{self.scope} and {own}"
+        view._mask = mask
+        view.scope = own
+        return view
 
     @property
     def nbytes(self) -> int | None:
@@ -312,13 +377,18 @@ class BM25Retriever:
         return float(self._bm25.idf.get(term) or 0.0)
 
     def scores(self, query: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """The BM25 score of every document for ``query`` (corpus order)."""
+        """The BM25 score of every document for ``query`` (corpus order; 0 for a
+        document outside a view's filter)."""
         terms = self.analyzer.terms(query)
         if not terms:
             return np.zeros(len(self.documents))
         if self._sparse is not None:
-            return self._sparse.scores(terms)
-        return np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+            scores = self._sparse.scores(terms)
+        else:
+            scores = np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+        if self._mask is not None:
+            scores[~self._mask] = 0.0
+        return scores
 
     def search(self, query: str, k: int) -> list[Chunk]:
         """The ``k`` best-scoring documents with a positive score, best first.
@@ -343,9 +413,12 @@ class BM25Retriever:
         return self._stats
 
     def get(self, chunk_id: str) -> Chunk | None:
-        """The document with this id, unscored, or ``None``."""
+        """The document with this id, unscored, or ``None`` (also for a document
+        outside a view's filter)."""
         index = self._index_of.get(chunk_id)
-        return None if index is None else self.documents[index]
+        if index is None or (self._mask is not None and not self._mask[index]):
+            return None
+        return self.documents[index]
 
 
 def _top_k(scores: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:

@@ -214,7 +214,9 @@ class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
         index: any ``faiss.Index`` (flat, IVF, HNSW, ID map ...), already filled.
         docstore: FAISS id -> entry, as a sequence (position = id) or a
             mapping (int keys, or str keys of the ids). Entries are chunks,
-            mappings or strings (see ``crag_heuristic._documents``).
+            mappings, strings or LangChain ``Document`` objects (see
+            ``crag_heuristic._documents``). A LangChain FAISS store (or its
+            docstore) is refused, naming :class:`LangChainFaissRetriever`.
         embed: the query embedder: a callable ``str -> vector``, or an object
             with ``embed_query`` (LangChain ``Embeddings``).
         normalized: whether the stored vectors are unit-normalised. ``None``
@@ -268,10 +270,18 @@ class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
         name: str = "faiss",
         sentences: SentenceVectors | str | os.PathLike[str] | None = None,
     ) -> None:
+        if hasattr(index, "similarity_search_with_score") or hasattr(docstore, "_dict"):
+            raise InputError(  # its docstore is keyed by uuids, through index_to_docstore_id
+                "this is a LangChain FAISS store (or its docstore): use "
+                "LangChainFaissRetriever(store), which reads its index, ids and documents"
+            )
         if not hasattr(index, "search") or not hasattr(index, "metric_type"):
             raise InputError(f"index must be a faiss.Index, got {type(index).__name__}")
         if isinstance(docstore, str | bytes) or not isinstance(docstore, Sequence | Mapping):
-            raise InputError("docstore must be a sequence or a mapping of FAISS id -> document")
+            raise InputError(
+                "docstore must be a sequence or a mapping of FAISS id -> document (a Chunk, "
+                "a mapping, a string or a LangChain Document)"
+            )
         if isinstance(docstore, Sequence) and len(docstore) < index.ntotal:
             raise InputError(
                 f"docstore holds {len(docstore)} entries but the index has {index.ntotal} vectors"
@@ -317,6 +327,13 @@ class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
             raise RetrieverError(
                 f"FAISS search failed at construction: {exc}", retriever=self.name
             ) from exc
+
+    @property
+    def scope(self) -> str | None:
+        """The filter every search is within: ``"faiss id selector"`` when the
+        retriever's ``search_params`` hold an ID selector, else ``None`` (see
+        :mod:`crag_heuristic._retrievers.scope`)."""
+        return "faiss id selector" if getattr(self.search_params, "sel", None) else None
 
     def __repr__(self) -> str:
         return (

@@ -45,19 +45,28 @@ document: the first (best-ranked) is kept.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from .._checks import check_k, check_query
-from .._exceptions import InputError, InvalidChunkError, RetrieverError
+from .._checks import check_k, check_query, real_number
+from .._exceptions import (
+    InputError,
+    InvalidChunkError,
+    RetrieverError,
+    WebSearchError,
+    WebSearchResponseError,
+)
+from .._redact import describe
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind
 from .base import ScoreConversion, ScoredAdapter
 from .faiss import FaissScores, detect_unit_vectors
+from .scope import search_scope
 
 
 class DeclaredScores(ScoreConversion):
@@ -239,10 +248,69 @@ def _unwrap(base: Any) -> tuple[Any, dict[str, Any]]:
         and getattr(base, "search_type", None) == "similarity"
         and hasattr(store, "similarity_search_with_score")
     ):
-        kwargs = dict(getattr(base, "search_kwargs", None) or {})
-        kwargs.pop("k", None)
-        return store, kwargs
+        return store, dict(getattr(base, "search_kwargs", None) or {})
     return base, {}
+
+
+def split_search_kwargs(
+    base: Any, search_kwargs: Mapping[str, Any] | None
+) -> tuple[Any, dict[str, Any], int | None]:
+    """``(what to search, its search keywords, the k they ask for)``: a
+    ``VectorStoreRetriever`` in similarity mode unwrapped to its store (see
+    :func:`_unwrap`), its ``search_kwargs`` merged under ``search_kwargs`` as
+    LangChain merges them (the later wins), and ``k`` taken out of them (the
+    router asks for its own ``k`` per search), checked.
+
+    Raises:
+        InputError: ``search_kwargs`` is not a mapping; a ``k`` that is not a
+            positive integer.
+    """
+    if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
+        raise InputError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
+    base, inherited = _unwrap(base)
+    kwargs = {**inherited, **dict(search_kwargs or {})}
+    k = kwargs.pop("k", None)
+    return base, kwargs, None if k is None else check_k(k)
+
+
+def langchain_kind(part: object) -> str | None:
+    """What LangChain object ``part`` is, by its methods (duck-typed, LangChain is not
+    imported): ``"vector store"``, ``"retriever"``, ``"tool"``, ``"document"``, or
+    ``None`` for anything else (a crag-heuristic part, say)."""
+    if hasattr(part, "similarity_search_with_score"):
+        return "vector store"
+    if isinstance(getattr(part, "page_content", None), str):
+        return "document"
+    if hasattr(part, "invoke") and hasattr(part, "_get_relevant_documents"):
+        return "retriever"
+    if hasattr(part, "invoke") and hasattr(part, "args_schema") and hasattr(part, "_run"):
+        return "tool"
+    return None
+
+
+def adapter_hint(part: object, role: str) -> str | None:
+    """Why a LangChain object cannot be the router's ``role`` part as it is (``role``:
+    ``"retriever"``, ``"lexical"`` or ``"web"``), naming the adapter that takes it;
+    ``None`` when ``part`` is no LangChain object."""
+    kind = langchain_kind(part)
+    if kind is None:
+        return None
+    what = f"{role} is a LangChain {kind} ({type(part).__name__})"
+    if role == "web":
+        if kind in ("retriever", "tool"):
+            return (
+                f"{what}: wrap it, web=LangChainWebSearcher(...) "
+                "(crag_heuristic.integrations.langchain; CRAGRetriever wraps it itself)"
+            )
+        return f"{what}, not a web searcher (search(query, max_results) returning chunks)"
+    if kind in ("vector store", "retriever"):
+        return (
+            f"{what}: wrap it, {role}=LangChainRetriever(...) (crag_heuristic.integrations"
+            ".langchain: its scores read and converted), or use CRAGRetriever, which wraps it"
+        )
+    if kind == "tool":
+        return f"{what}, not a retriever: a web search tool goes in web=LangChainWebSearcher(...)"
+    return f"{what}, not a retriever: index documents in a retriever (BM25Retriever(documents))"
 
 
 class LangChainRetriever(ScoredAdapter):
@@ -263,7 +331,12 @@ class LangChainRetriever(ScoredAdapter):
         score_key: for a plain retriever, the metadata field with each
             document's score.
         normalized: for FAISS stores, whether the stored vectors are unit-normalised.
-        search_kwargs: passed to every search (``filter``, ``fetch_k`` ...).
+        search_kwargs: passed to every search (``filter``, ``fetch_k`` ...),
+            merged over a wrapped ``VectorStoreRetriever``'s own as LangChain
+            merges them. ``k`` is not one (the router asks for its ``k`` per
+            search: ``CRAG(..., config={"k": 3})``; ``CRAGRetriever`` takes it
+            as its ``k``). A filter (:data:`~crag_heuristic._retrievers.scope.SCOPE_KEYS`)
+            is the retriever's :attr:`scope`.
         require_scores: raise instead of degrading when there are no scores.
         corpus_stats: document frequencies for the evaluator: a
             :class:`CorpusStats`, the path of a saved one (loaded now), or
@@ -277,7 +350,8 @@ class LangChainRetriever(ScoredAdapter):
     Raises:
         InputError: ``base`` is neither a store nor a retriever; an unknown
             ``score_kind``; ``require_scores`` over a retriever without
-            ``score_key``; unusable ``corpus_stats`` (see :meth:`CorpusStats.load`).
+            ``score_key``; a ``k`` in the search keywords; unusable
+            ``corpus_stats`` (see :meth:`CorpusStats.load`).
 
     Degraded results (documented, never silent): a store whose scores mean
     nothing known, a store that returns no scores and a plain retriever give
@@ -299,7 +373,12 @@ class LangChainRetriever(ScoredAdapter):
         analyzer: Analyzer | None = None,
         name: str = "langchain",
     ) -> None:
-        base, inherited = _unwrap(base)
+        base, kwargs, k = split_search_kwargs(base, search_kwargs)
+        if k is not None:
+            raise InputError(
+                f"search_kwargs k={k}: the router asks for k per search (CRAG(..., "
+                f"config={{'k': {k}}}) or retrieve(query, k={k})); CRAGRetriever takes it as its k"
+            )
         if hasattr(base, "similarity_search_with_score"):
             self.mode = "store"
         elif hasattr(base, "invoke") or hasattr(base, "ainvoke"):
@@ -309,16 +388,13 @@ class LangChainRetriever(ScoredAdapter):
                 f"base must be a LangChain VectorStore (similarity_search_with_score) or "
                 f"BaseRetriever (invoke), got {type(base).__name__}"
             )
-        if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
-            raise InputError("search_kwargs must be a mapping")
         if score_key is not None and not isinstance(score_key, str):
             raise InputError(f"score_key must be a string, got {type(score_key).__name__}")
         self.base = base
         self.name = name
         self.score_key = score_key
         self.require_scores = bool(require_scores)
-        self.search_kwargs: dict[str, Any] = {**inherited, **dict(search_kwargs or {})}
-        self.search_kwargs.pop("k", None)
+        self.search_kwargs: dict[str, Any] = kwargs
         self._declared = score_kind is not None
         if self.mode == "store":
             self.scores: ScoreConversion = store_scores(
@@ -342,7 +418,9 @@ class LangChainRetriever(ScoredAdapter):
                 what = f"metadata[{score_key!r}] declared by the caller: {kind.value}"
             self.scores = DeclaredScores(kind, what, kind.value)
         self._scoreless = False  # a store found to return no scores
-        documents = _store_documents(base, self.name) if stats_from_docstore else None
+        documents = None  # the docstore is read only to build statistics (not when given)
+        if corpus_stats is None and stats_from_docstore:
+            documents = _store_documents(base, self.name)
         # with each document's analysis: the evaluator looks the store's chunks up
         self._stats = resolve_corpus_stats(
             corpus_stats,
@@ -363,6 +441,28 @@ class LangChainRetriever(ScoredAdapter):
                 "implemented; the gate has no similarity evidence"
             )
         return super().score_semantics
+
+    @property
+    def scope(self) -> str | None:
+        """The filter in the search keywords every search is within, or ``None``
+        (see :mod:`crag_heuristic._retrievers.scope`)."""
+        return search_scope(self.search_kwargs)
+
+    def with_search_kwargs(self, search_kwargs: Mapping[str, Any]) -> LangChainRetriever:
+        """This retriever with ``search_kwargs`` merged over its own, as LangChain's
+        ``VectorStoreRetriever`` merges a call's keywords (the later wins): a view
+        sharing the store, the conversion and the statistics (a per-call ``filter``).
+
+        Raises:
+            InputError: not a mapping, or a ``k`` in it (the router asks for ``k``).
+        """
+        if not isinstance(search_kwargs, Mapping):
+            raise InputError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
+        if "k" in search_kwargs:
+            raise InputError("k is not a search keyword here: the router asks for k per search")
+        view = copy.copy(self)
+        view.search_kwargs = {**self.search_kwargs, **search_kwargs}
+        return view
 
     # -- search ---------------------------------------------------------------------------
 
@@ -517,13 +617,14 @@ class LangChainRetriever(ScoredAdapter):
                     retriever=self.name,
                 )
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        real = real_number(value)
+        if real is None:
             raise RetrieverError(
                 f"result #{position}: metadata[{self.score_key!r}] = {value!r} is not a number",
                 retriever=self.name,
             )
         try:
-            return self.scores(float(value))
+            return self.scores(real)
         except ValueError as exc:
             raise RetrieverError(f"result #{position}: {exc}", retriever=self.name) from None
 
@@ -586,3 +687,128 @@ class LangChainFaissRetriever(LangChainRetriever):
 
     def __repr__(self) -> str:
         return f"LangChainFaissRetriever(scores={self.scores.semantics!r})"
+
+
+_URL_KEYS = ("url", "link", "href", "source")
+_TEXT_KEYS = ("content", "snippet", "body", "text", "page_content")
+
+
+class LangChainWebSearcher:
+    """A LangChain retriever or tool as the router's web searcher (``web=``).
+
+    Over a retriever (``invoke(query)`` returning documents: Tavily's, Wikipedia's
+    ...) each document is one result, its URL read from its metadata
+    (``url``, ``link``, ``href`` or ``source``). Over a tool (``invoke(query)``
+    returning a list: ``TavilySearchResults``,
+    ``DuckDuckGoSearchResults(output_format="list")`` ...) each item is one: a
+    mapping with a URL (the same keys), a text (``content``, ``snippet``,
+    ``body``) and a ``title``, or a document. The first ``max_results`` are
+    kept; the router drops those without an http(s) URL (counted in
+    ``web_dropped``). Results carry no score (kind ``WEB``), as a web search's.
+
+    Args:
+        base: the LangChain retriever or tool (duck-typed: ``invoke``, and
+            ``ainvoke`` for :meth:`asearch`).
+        name: the searcher's name in errors.
+
+    Raises:
+        InputError: ``base`` has no ``invoke``.
+    """
+
+    def __init__(self, base: Any, *, name: str = "langchain-web") -> None:
+        if not hasattr(base, "invoke"):
+            raise InputError(
+                f"base must be a LangChain retriever or tool (invoke), got {type(base).__name__}"
+            )
+        self.base = base
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"LangChainWebSearcher(base={type(self.base).__name__})"
+
+    @property
+    def fingerprint(self) -> str:
+        """What identifies the searcher in web cache keys: the class and the name of
+        what it wraps."""
+        cls = type(self.base)
+        return f"langchain-web:{cls.__module__}.{cls.__qualname__}:{getattr(self.base, 'name', '')}"
+
+    def search(self, query: str, max_results: int = 5) -> list[Chunk]:
+        """The web results for ``query``, at most ``max_results``.
+
+        Raises:
+            WebSearchError: the retriever or tool failed.
+            WebSearchResponseError: it answered something else than a list of results.
+        """
+        check_query(query)
+        check_k(max_results)
+        try:
+            answer = self.base.invoke(query)
+        except Exception as exc:
+            raise self._failed(exc) from exc
+        return self._results(answer, max_results)
+
+    async def asearch(self, query: str, max_results: int = 5) -> list[Chunk]:
+        """The async :meth:`search` (the base's ``ainvoke``, else ``invoke`` in a thread)."""
+        check_query(query)
+        check_k(max_results)
+        try:
+            if hasattr(self.base, "ainvoke"):
+                answer = await self.base.ainvoke(query)
+            else:
+                answer = await asyncio.to_thread(self.base.invoke, query)
+        except Exception as exc:
+            raise self._failed(exc) from exc
+        return self._results(answer, max_results)
+
+    def _failed(self, exc: Exception) -> WebSearchError:
+        return WebSearchError(f"{type(self.base).__name__} failed: {describe(exc)}")
+
+    def _results(self, answer: Any, max_results: int) -> list[Chunk]:
+        if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
+            raise WebSearchResponseError(
+                f"{type(self.base).__name__} answered a {type(answer).__name__}, not a list of "
+                "results (a tool that answers text: ask it for a list, e.g. "
+                "DuckDuckGoSearchResults(output_format='list'))"
+            )
+        chunks: list[Chunk] = []
+        seen: set[str] = set()
+        for position, item in enumerate(answer, 1):
+            if len(chunks) == max_results:
+                break
+            chunk = self._chunk(item, position)
+            if chunk is not None and chunk.id not in seen:
+                seen.add(chunk.id)
+                chunks.append(chunk)
+        return chunks
+
+    def _chunk(self, item: Any, position: int) -> Chunk | None:
+        """One result as a chunk; ``None`` for one without text."""
+        if isinstance(getattr(item, "page_content", None), str):
+            metadata = getattr(item, "metadata", None)
+            fields = dict(metadata) if isinstance(metadata, Mapping) else {}
+            text: Any = item.page_content
+        elif isinstance(item, Mapping):
+            fields = dict(item)
+            text = next(
+                (fields[key] for key in _TEXT_KEYS if isinstance(fields.get(key), str)), None
+            )
+        else:
+            raise WebSearchResponseError(
+                f"{type(self.base).__name__} result #{position} is a {type(item).__name__}, "
+                "not a document or a mapping"
+            )
+        if not isinstance(text, str) or not text.strip():
+            return None
+        url = next((str(fields[key]) for key in _URL_KEYS if fields.get(key)), None)
+        title = fields.get("title")
+        if isinstance(title, str) and title.strip() and not text.startswith(title.strip()):
+            text = f"{title.strip()}\n{text}"
+        return Chunk(
+            id=f"web:{url}" if url else f"web:#{position}",
+            text=text,
+            score=None,
+            score_kind=ScoreKind.WEB,
+            source=url,
+            metadata={"title": title if isinstance(title, str) else None, "position": position},
+        )

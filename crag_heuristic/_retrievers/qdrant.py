@@ -68,6 +68,7 @@ from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind
 from .base import Embedder, ScoreConversion, VectorRetriever, embedder, unit_norm
+from .scope import describe
 
 if TYPE_CHECKING:  # types only (typing.Unpack is 3.11+)
     from typing_extensions import Unpack
@@ -516,6 +517,14 @@ class QdrantRetriever(VectorRetriever[list[float], models.QueryResponse]):
             return await asyncio.to_thread(self.build_corpus_stats, batch_size=batch_size)
         self._stats = self._built(await self._arun(self._documents(batch_size)))
         return self._stats
+
+    @property
+    def scope(self) -> str | None:
+        """The filter every search is within (``"qdrant filter #<digest>"``), or
+        ``None`` (see :mod:`crag_heuristic._retrievers.scope`)."""
+        if self.query_filter is None:
+            return None
+        return f"qdrant filter {describe(self.query_filter.model_dump(mode='json'))}"
 
     def with_filter(self, query_filter: models.Filter) -> QdrantRetriever:
         """This retriever with ``query_filter`` added to its own (both apply): the

@@ -24,6 +24,7 @@ before it is graded, the evaluation before the route, and so on.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -161,6 +162,7 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
     ctx.timed("retrieve", started)
     if isinstance(first, BaseException):
         raise first
+    first = _unique(ctx, first, ctx.retriever)
     retrieved = list(first[:k])
     ctx.counts["retrieved"] = len(retrieved)
     ctx.log("crag.retrieve", chunks=len(retrieved), depth=depth)
@@ -191,7 +193,8 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
     elif cfg.max_retries == 0:
         ctx.notes.append("correction is off (max_retries = 0): the retrieval is returned as is")
     elif verdict is Verdict.PARTIAL:
-        if (yield from _expand(ctx, query, k, depth, first, state)) and ctx.stream:
+        expanded = yield from _expand(ctx, query, k, depth, first, state)
+        if expanded and ctx.stream:
             yield [Emit(_corrected(ctx, state, total_start))]
         after = state.evaluation.verdict
         wants_web = after is Verdict.IRRELEVANT or (
@@ -201,7 +204,7 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
             yield from _web(ctx, query, retrieved, first_eval, state)
             if ctx.stream:
                 yield [Emit(_web_searched(ctx, state, total_start))]
-            if state.web_used:
+            if state.web_used and expanded:
                 state.strategy = Strategy.COMBINED
             elif state.web_miss is not None:
                 ctx.notes.append(f"{state.web_miss}: the chunks before it are kept")
@@ -544,11 +547,13 @@ def _expand(
     if ctx.lexical is not None:
         lexical_queries = (query, *checked) if on in ("lexical", "both") else (query,)
         requests += [Search(ctx.lexical, q, depth, lexical=True) for q in lexical_queries]
-    if not requests:
+    if not requests:  # no lexical retriever and no expanded query: nothing to correct with
         if fallback is None:
-            state.strategy = Strategy.QUERY_EXPANSION
-            state.expanded = queries
-            ctx.notes.append("no expansion or second retriever available: the retrieval is kept")
+            why = "no expander" if expander is None else "the expander gave no query"
+            ctx.notes.append(
+                f"no correction was possible ({why} and no lexical retriever: give the router "
+                "lexical= or an expander): the retrieval is kept"
+            )
         return False
     state.strategy = Strategy.QUERY_EXPANSION
     state.retries += 1
@@ -563,12 +568,22 @@ def _expand(
     lexical_weight = _lexical_weight(cfg, state.evaluation)
     rankings: list[Sequence[Chunk]] = [first]
     weights = [1.0]
+    found: list[tuple[Search, list[Chunk]]] = []
     for request, outcome in zip(requests, outcomes, strict=True):
         if isinstance(outcome, BaseException):
             failure = ctx.failed(FailureStage.RE_RETRIEVAL, outcome)
             ctx.notes.append(f"re-retrieval for {request.query!r} failed ({failure.text})")
             continue
-        rankings.append(outcome)
+        found.append((request, outcome))
+    store = _by_text([first] + [chunks for request, chunks in found if not request.lexical])
+    lexical = [chunks for request, chunks in found if request.lexical]
+    # another retriever may name the store's documents otherwise: when no id of its
+    # rankings is one of the store's, its results take the store's id for the same text
+    disjoint = not any(chunk.id in store[1] for chunks in lexical for chunk in chunks)
+    for request, chunks in found:
+        if request.lexical and disjoint:
+            chunks = _reconciled(ctx, chunks, store)
+        rankings.append(_unique(ctx, chunks, request.retriever))
         weights.append(lexical_weight if request.lexical else cfg.expansion_weight)
     ctx.counts["expanded_rankings"] = len(rankings) - 1
     if len(rankings) == 1:
@@ -632,7 +647,7 @@ def _web(
     if not results:
         state.web_miss = "the web search found nothing"
         return
-    final = _dedupe(results)
+    final, _ = _dedupe(results)
     if ctx.config.keep_partial_on_web:
         keep = set(first_eval.kept_ids(Verdict.PARTIAL))
         seen = {chunk.id for chunk in final}
@@ -678,13 +693,74 @@ def is_http_url(source: str | None) -> bool:
     return bool(sep) and scheme.lower() in ("http", "https") and rest[:1] not in ("", "/")
 
 
-def _dedupe(chunks: Sequence[Chunk]) -> list[Chunk]:
+def _dedupe(chunks: Sequence[Chunk]) -> tuple[list[Chunk], list[str]]:
+    """``chunks`` with each id once (its first, best-ranked copy), and the ids repeated."""
     seen: set[str] = set()
     out = []
+    repeated = []
     for chunk in chunks:
         if chunk.id not in seen:
             seen.add(chunk.id)
             out.append(chunk)
+        else:
+            repeated.append(chunk.id)
+    return out, repeated
+
+
+def _unique(ctx: Context, chunks: list[Chunk], retriever: object) -> list[Chunk]:
+    """What ``retriever`` returned with each chunk id once (the best-ranked copy): a
+    repeated id is the retriever's fault, not the query's. A note names the
+    retriever (once per retriever and query); ``counts["duplicates"]`` adds them up."""
+    unique, repeated = _dedupe(chunks)
+    if repeated:
+        name = type(retriever).__name__
+        ctx.counts["duplicates"] = ctx.counts.get("duplicates", 0) + len(repeated)
+        said = f"{name} returned "
+        if not any(note.startswith(said) and "duplicate chunk id" in note for note in ctx.notes):
+            shown = ", ".join(map(repr, dict.fromkeys(repeated[:3])))
+            more = ", ..." if len(set(repeated)) > 3 else ""
+            ctx.notes.append(
+                f"{said}{len(repeated)} duplicate chunk id(s) ({shown}{more}): the best-ranked "
+                "copy of each is kept"
+            )
+    return unique
+
+
+def text_digest(text: str) -> bytes:
+    """What identifies a document's text across retrievers: SHA-256 of its words
+    (whitespace runs folded into one space)."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).digest()
+
+
+def _by_text(rankings: Iterable[Sequence[Chunk]]) -> tuple[dict[bytes, str], set[str]]:
+    """The id each text has in ``rankings`` (its first, by :func:`text_digest`), and
+    every id they hold."""
+    known: dict[bytes, str] = {}
+    ids: set[str] = set()
+    for ranking in rankings:
+        for chunk in ranking:
+            known.setdefault(text_digest(chunk.text), chunk.id)
+            ids.add(chunk.id)
+    return known, ids
+
+
+def _reconciled(
+    ctx: Context, chunks: list[Chunk], store: tuple[dict[bytes, str], set[str]]
+) -> list[Chunk]:
+    """A lexical ranking with the store's ids, for a lexical retriever whose rankings
+    share no id with the store's (they name documents otherwise: a store keyed by
+    uuids, a lexical retriever by the corpus's ids): a chunk whose text the store's
+    rankings hold takes the id it has there (one document, fused once; see
+    :func:`_by_text`). ``counts["reconciled"]`` adds them up. Retrievers that share
+    ids are left alone: two ids for one text are then two documents of the corpus."""
+    known, _ = store
+    out = []
+    for chunk in chunks:
+        same = known.get(text_digest(chunk.text))
+        if same is not None:
+            chunk = chunk.replace(id=same)
+            ctx.counts["reconciled"] = ctx.counts.get("reconciled", 0) + 1
+        out.append(chunk)
     return out
 
 

@@ -98,7 +98,11 @@ class CRAGResult:
         evaluation: the evaluation of the final chunks (after correction).
         initial_evaluation: the evaluation of the first retrieval (with a
             cascade, after its grader's answers: the one the route follows).
-        strategy: the correction applied.
+        strategy: the correction applied: ``none`` on the fast path and when no
+            correction was possible (a PARTIAL retrieval with no lexical retriever
+            and no expanded query, an IRRELEVANT one with no web searcher and
+            nothing to expand with: ``notes`` says why); the one tried otherwise,
+            its failures in ``failures``.
         retrieved: the first retrieval, unchanged.
         expanded_queries: the queries the expansion re-retrieved with.
         web: what the web stage did (a :class:`WebOutcome`: the keyword query,
@@ -116,7 +120,9 @@ class CRAGResult:
         counts: sizes at each step (``retrieved``, ``expanded_rankings``,
             ``fused``, ``web_results``, ``dropped``, ``parents_fetched``,
             ``parents_missing``, ``parents_over_budget``, ``parents_used``,
-            ``final``).
+            ``final``; ``duplicates``: repeated chunk ids a retriever handed back,
+            dropped; ``reconciled``: lexical results given the store's id for
+            the same text).
         notes: short human-readable remarks on what happened and why.
         refinement: the knowledge refinement, when it ran.
         cascade: what the cascade did (escalated ids and share, the grader's

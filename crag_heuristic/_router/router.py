@@ -46,6 +46,8 @@ from .._protocols import (
     StatsProvider,
     WebSearcher,
 )
+from .._retrievers.langchain import adapter_hint
+from .._retrievers.scope import check_scopes
 from .._text.corpus import CorpusStats
 from .._types import Chunk
 from .context import Context
@@ -70,6 +72,8 @@ Call = Callable[[Request], Any]
 Observer = Callable[[Request, Call], Any]
 """Runs one request through ``call`` and returns its outcome, doing what it likes
 around it (an integration's tracing: ``crag_heuristic.integrations.langchain``)."""
+Parts = tuple[Retriever | AsyncRetriever, Retriever | AsyncRetriever | None]
+"""One query's (retriever, lexical retriever), in place of the router's."""
 AsyncCall = Callable[[Request], Awaitable[Any]]
 AsyncObserver = Callable[[Request, AsyncCall], Awaitable[Any]]
 
@@ -99,6 +103,11 @@ class CRAG:
         config: a :class:`RouterConfig` or a dict of its fields.
         lexical: a second retriever (e.g. :class:`BM25Retriever`) whose
             rankings for the original and expanded queries join the fusion.
+            Beside a retriever that searches within a filter (its ``scope``: a
+            Qdrant filter, a FAISS ID selector, a LangChain store's
+            ``search_kwargs`` filter), it must be filtered too
+            (:meth:`BM25Retriever.with_filter`): a correction never brings in
+            documents outside the filter.
         parents: where chunks' parents are found (:attr:`Chunk.parent_id`):
             anything with ``get(parent_id)`` and/or ``async aget(parent_id)``
             returning a chunk, a text or a mapping, or ``None`` (a ``dict``
@@ -130,7 +139,8 @@ class CRAG:
     object with the right methods fits, nothing needs to inherit.
 
     Raises:
-        InputError: a part without the methods it needs.
+        InputError: a part without the methods it needs; a filtered retriever
+            beside a lexical retriever that is not.
         ConfigError: a bad escalation or grader fingerprint.
     """
 
@@ -153,6 +163,10 @@ class CRAG:
     ) -> None:
         if retriever is None:
             raise InputError("retriever is required: anything with search(query, k) or asearch")
+        for role, given in (("retriever", retriever), ("lexical", lexical), ("web", web)):
+            hint = None if given is None else adapter_hint(given, role)
+            if hint is not None:  # a LangChain store has a search() of its own: not ours
+                raise InputError(hint)
         for name, part in (("retriever", retriever), ("lexical", lexical)):
             if part is not None and not (hasattr(part, "search") or hasattr(part, "asearch")):
                 raise InputError(f"{name} must have search(query, k) or asearch(query, k)")
@@ -168,6 +182,7 @@ class CRAG:
             raise InputError("escalation needs a grader")
         if monitor is not None and not callable(getattr(monitor, "observe", None)):
             raise InputError("monitor must have observe(result) (a GuaranteeMonitor)")
+        check_scopes(retriever, lexical)
         if cache is None:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
@@ -235,8 +250,12 @@ class CRAG:
         query_id = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         return self._log.bind(query_id=query_id)
 
-    def _context(self, query: str, *, stream: bool = False) -> Context:
+    def _context(self, query: str, *, stream: bool = False, parts: Parts | None = None) -> Context:
+        """One query's context; ``parts``: the (retriever, lexical retriever) of this
+        query in place of the router's (an integration's per-call view, e.g. a
+        LangChain store searched with a per-call filter)."""
         log = self._bound_log(query)
+        retriever, lexical = (self.retriever, self.lexical) if parts is None else parts
 
         def on_stage(stage: str, ms: float) -> None:
             self._metric("stage", stage, ms / 1000.0)
@@ -245,16 +264,16 @@ class CRAG:
             self._metric("cache_error", getattr(error, "kind", None) or type(error).__name__)
 
         return Context(
-            retriever=self.retriever,
+            retriever=retriever,
             evaluator=self.evaluator,
             config=self.config,
             corpus_stats=self.corpus_stats(),
             get_expander=lambda: self.expander,
-            lexical=self.lexical,
+            lexical=lexical,
             has_web=self.web is not None,
             has_cache=self.cache is not None,
             has_parents=self.parents is not None,
-            retriever_size=_size(self.retriever),
+            retriever_size=_size(retriever),
             web_fingerprint=self._web_fingerprint(),
             log=log.debug,
             on_stage=on_stage,
@@ -320,8 +339,12 @@ class CRAG:
             InputError: bad ``k``.
             RetrieverError: the first retrieval failed (nothing to correct).
         """
+        return self._retrieve(query, k)
+
+    def _retrieve(self, query: str, k: int | None = None, parts: Parts | None = None) -> CRAGResult:
+        """:meth:`retrieve` with this query's ``parts`` (see :meth:`_context`)."""
         checked = check_query(query)
-        return _result(self._steps(self._context(checked), checked, self._k(k)))
+        return _result(self._steps(self._context(checked, parts=parts), checked, self._k(k)))
 
     def stream(self, query: str, k: int | None = None) -> Iterator[StageEvent]:
         """:meth:`retrieve`, one stage event at a time as each stage ends (see
@@ -335,11 +358,17 @@ class CRAG:
         return self._stream(query, k)
 
     def _stream(
-        self, query: str, k: int | None = None, observe: Observer | None = None
+        self,
+        query: str,
+        k: int | None = None,
+        observe: Observer | None = None,
+        parts: Parts | None = None,
     ) -> Iterator[StageEvent]:
-        """:meth:`stream`, each request run through ``observe`` when given."""
+        """:meth:`stream`, each request run through ``observe`` when given, with this
+        query's ``parts`` (see :meth:`_context`)."""
         checked = check_query(query)
-        return self._steps(self._context(checked, stream=True), checked, self._k(k), observe)
+        context = self._context(checked, stream=True, parts=parts)
+        return self._steps(context, checked, self._k(k), observe)
 
     def _steps(
         self, ctx: Context, query: CheckedQuery, k: int, observe: Observer | None = None
@@ -412,8 +441,15 @@ class CRAG:
 
     async def aretrieve(self, query: str, k: int | None = None) -> CRAGResult:
         """The async :meth:`retrieve`: re-retrievals run concurrently."""
+        return await self._aretrieve(query, k)
+
+    async def _aretrieve(
+        self, query: str, k: int | None = None, parts: Parts | None = None
+    ) -> CRAGResult:
+        """:meth:`aretrieve` with this query's ``parts`` (see :meth:`_context`)."""
         checked = check_query(query)
-        return await _aresult(self._asteps(self._context(checked), checked, self._k(k)))
+        context = self._context(checked, parts=parts)
+        return await _aresult(self._asteps(context, checked, self._k(k)))
 
     def astream(self, query: str, k: int | None = None) -> AsyncIterator[StageEvent]:
         """The async :meth:`stream` (``async for event in crag.astream(query)``):
@@ -421,11 +457,17 @@ class CRAG:
         return self._astream(query, k)
 
     def _astream(
-        self, query: str, k: int | None = None, observe: AsyncObserver | None = None
+        self,
+        query: str,
+        k: int | None = None,
+        observe: AsyncObserver | None = None,
+        parts: Parts | None = None,
     ) -> AsyncIterator[StageEvent]:
-        """:meth:`astream`, each request run through ``observe`` when given."""
+        """:meth:`astream`, each request run through ``observe`` when given, with this
+        query's ``parts`` (see :meth:`_context`)."""
         checked = check_query(query)
-        return self._asteps(self._context(checked, stream=True), checked, self._k(k), observe)
+        context = self._context(checked, stream=True, parts=parts)
+        return self._asteps(context, checked, self._k(k), observe)
 
     async def _asteps(
         self, ctx: Context, query: CheckedQuery, k: int, observe: AsyncObserver | None = None

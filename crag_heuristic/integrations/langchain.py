@@ -46,7 +46,10 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -63,7 +66,7 @@ with requires("langchain", "crag_heuristic.integrations.langchain"):
     )
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import Runnable, RunnableConfig
 
     # LangChain imports its tracing machinery on a retriever's first invoke (tenacity,
     # langsmith: 18 ms measured); imported with this module, the first query is spared it.
@@ -72,7 +75,7 @@ with requires("langchain", "crag_heuristic.integrations.langchain"):
     from pydantic import ConfigDict, PrivateAttr, SkipValidation, ValidationError
     from typing_extensions import Self
 
-from .._checks import check_k
+from .._checks import check_k, real_number
 from .._config import EvaluatorConfig, RouterConfig
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError, RetrieverError
@@ -94,15 +97,28 @@ from .._protocols import (
     StatsProvider,
     WebSearcher,
 )
-from .._retrievers.langchain import LangChainRetriever, document_to_chunk
+from .._retrievers.langchain import (
+    LangChainRetriever,
+    LangChainWebSearcher,
+    document_to_chunk,
+    langchain_kind,
+    split_search_kwargs,
+)
+from .._retrievers.scope import SCOPE_KEYS, check_scopes
 from .._router.events import Done, Evaluated, Retrieved, StageEvent
 from .._router.flow import GradeCall, Request, Search, WebCall
 from .._router.result import CRAGResult
-from .._router.router import CRAG
+from .._router.router import CRAG, Parts
 from .._text.corpus import CorpusStats
 from .._types import Chunk, ChunkEvaluation, Evaluation, ScoreKind, Verdict
 
-__all__ = ["CRAGGradeNode", "CRAGRetriever", "LangChainRetriever", "result_documents"]
+__all__ = [
+    "CRAGGradeNode",
+    "CRAGRetriever",
+    "LangChainRetriever",
+    "LangChainWebSearcher",
+    "result_documents",
+]
 
 _ADAPTER_KEYS = ("raw_score", "metric")
 
@@ -167,18 +183,28 @@ class CRAGRetriever(BaseRetriever):
             convention), a ``BaseRetriever`` (no scores unless ``score_key``),
             or a crag-heuristic retriever (``search``/``asearch`` returning chunks,
             e.g. :class:`~crag_heuristic.integrations.qdrant.QdrantRetriever`).
-        k: documents returned per query (per call: ``invoke(query, k=3)``).
+        k: documents returned per query (per call: ``invoke(query, k=3)``); when
+            not given, a ``k`` in ``search_kwargs`` (or in a wrapped
+            ``as_retriever(search_kwargs=...)``'s), else 10.
         evaluator, expander, web, cache, config, lexical, parents, grader,
             escalation, metrics, logger: the :class:`~crag_heuristic.CRAG`
             router's options, as there (the cascade: ``grader`` and
-            ``escalation``; parent expansion: ``parents``).
+            ``escalation``; parent expansion: ``parents``). A LangChain store or
+            retriever as ``lexical`` is wrapped in :class:`LangChainRetriever`; a
+            LangChain retriever or tool as ``web`` in :class:`LangChainWebSearcher`.
         corpus_stats: document frequencies for the evaluator: a
             :class:`~crag_heuristic.text.CorpusStats` or the path of a saved
             one; by default built at construction from the store's in-process
             docstore (FAISS, ``InMemoryVectorStore``), or asked of a
             crag-heuristic ``base`` (``corpus_stats()``), never on the first query.
         score_kind, score_key, normalized, search_kwargs, require_scores: how
-            the base's scores are read (see :class:`LangChainRetriever`).
+            the base's scores are read and what every search is given (see
+            :class:`LangChainRetriever`). A call's other keywords
+            (``invoke(q, filter={...})``) are merged over ``search_kwargs`` as
+            LangChain's ``VectorStoreRetriever`` merges them; a filter among
+            them restricts the lexical retriever too
+            (:meth:`~crag_heuristic.BM25Retriever.with_filter`), or the call is
+            refused.
         name, tags, metadata: ``BaseRetriever``'s own fields.
 
     After construction the fields hold what the router uses (the
@@ -204,7 +230,10 @@ class CRAGRetriever(BaseRetriever):
 
     Raises:
         InputError: ``base`` is not a store or a retriever; an unknown keyword; a
-            bad ``k`` or option.
+            bad ``k`` or option; ``k=`` and a ``search_kwargs`` ``k`` that
+            disagree; a filter (in ``search_kwargs``, or a call's) beside a
+            lexical retriever that cannot apply it (see
+            :mod:`crag_heuristic._retrievers.scope`).
         RetrieverError: (on invoke) the first retrieval failed.
     """
 
@@ -214,10 +243,10 @@ class CRAGRetriever(BaseRetriever):
     k: SkipValidation[int] = 10
     evaluator: SkipValidation[Evaluator | EvaluatorConfig | str | None] = None
     expander: SkipValidation[QueryExpander | Literal[False] | None] = None
-    web: SkipValidation[WebSearcher | AsyncWebSearcher | None] = None
+    web: SkipValidation[WebSearcher | AsyncWebSearcher | Runnable[Any, Any] | None] = None
     cache: SkipValidation[Cache | AsyncCache | Literal[False] | None] = None
     config: SkipValidation[RouterConfig | Mapping[str, Any] | None] = None
-    lexical: SkipValidation[Retriever | AsyncRetriever | None] = None
+    lexical: SkipValidation[Retriever | AsyncRetriever | VectorStore | BaseRetriever | None] = None
     parents: SkipValidation[ParentLookup | AsyncParentLookup | None] = None
     grader: SkipValidation[Grader | AsyncGrader | None] = None
     escalation: SkipValidation[Escalation | SetEscalation | Mapping[str, Any] | None] = None
@@ -231,6 +260,8 @@ class CRAGRetriever(BaseRetriever):
     require_scores: SkipValidation[bool] = False
     _retriever: Retriever | AsyncRetriever | None = PrivateAttr(default=None)
     _router: CRAG | None = PrivateAttr(default=None)
+    _lexical_views: OrderedDict[str, Any] = PrivateAttr(default_factory=OrderedDict)
+    _views_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
 
@@ -249,12 +280,13 @@ class CRAGRetriever(BaseRetriever):
         retriever: Retriever | AsyncRetriever
         base = self.base
         if isinstance(base, VectorStore | BaseRetriever):
+            store, kwargs = self._search_kwargs(base)
             retriever = LangChainRetriever(
-                base,
+                store,
                 score_kind=self.score_kind,
                 score_key=self.score_key,
                 normalized=self.normalized,
-                search_kwargs=self.search_kwargs,
+                search_kwargs=kwargs,
                 require_scores=self.require_scores,
                 corpus_stats=self.corpus_stats,
                 analyzer=evaluator.analyzer,
@@ -267,14 +299,26 @@ class CRAGRetriever(BaseRetriever):
                 "base must be a LangChain VectorStore or BaseRetriever, or a crag-heuristic "
                 f"retriever (search/asearch), got {type(base).__name__}"
             )
+        lexical: Any = self.lexical  # a LangChain one is adapted, as base is
+        web: Any = self.web
+        if isinstance(lexical, VectorStore | BaseRetriever):
+            has_stats = isinstance(retriever, StatsProvider) and retriever.corpus_stats()
+            lexical = LangChainRetriever(
+                lexical,
+                analyzer=evaluator.analyzer,
+                stats_from_docstore=not has_stats,
+                name="langchain-lexical",
+            )
+        if langchain_kind(web) in ("retriever", "tool"):
+            web = LangChainWebSearcher(web)
         router = CRAG(
             retriever,
             evaluator,
             self.expander,
-            self.web,
+            web,
             self.cache,
             self.config,
-            lexical=self.lexical,
+            lexical=lexical,
             parents=self.parents,
             metrics=self.metrics,
             logger=self.logger,
@@ -287,6 +331,98 @@ class CRAGRetriever(BaseRetriever):
         self.escalation = router.escalation
         self.corpus_stats = router.corpus_stats()  # built or loaded now, not on a query
         return router
+
+    def _search_kwargs(self, base: Any) -> tuple[Any, dict[str, Any]]:
+        """What the adapter searches and its search keywords (``base``'s, as a wrapped
+        ``VectorStoreRetriever``'s, merged under ``search_kwargs``); a ``k`` among
+        them becomes this retriever's ``k`` unless ``k=`` was given (a ``k`` in
+        ``search_kwargs`` that contradicts a given ``k=`` is refused), and leaves
+        ``search_kwargs`` (so copies see the ``k`` field only).
+
+        Raises:
+            InputError: ``search_kwargs`` is not a mapping, a bad ``k``, or two
+                ``k`` that disagree.
+        """
+        own = self.search_kwargs
+        if own is not None and not isinstance(own, Mapping):
+            raise InputError(f"search_kwargs must be a mapping, got {type(own).__name__}")
+        store, kwargs, search_k = split_search_kwargs(base, own)
+        own_k = None if own is None else own.get("k")
+        if search_k is not None and "k" not in self.model_fields_set:
+            self.k = search_k  # documents per query, as LangChain's search_kwargs mean it
+        elif own_k is not None and own_k != self.k:
+            raise InputError(
+                f"k={self.k} and search_kwargs={{'k': {own_k}}} disagree: give one of them"
+            )
+        if own is not None and own_k is not None:
+            self.search_kwargs = {key: value for key, value in own.items() if key != "k"}
+        return store, kwargs
+
+    def _parts(self, call_kwargs: Mapping[str, Any]) -> Parts | None:
+        """This call's (retriever, lexical retriever) when it gives store keywords
+        (``invoke(q, filter=...)``): the store's search keywords with the call's merged
+        over them, as LangChain's ``VectorStoreRetriever`` merges them; a lexical
+        retriever filtered by the call's filter too (see :meth:`_lexical_for`).
+        ``None`` without keywords.
+
+        Raises:
+            InputError: keywords for a base that takes none per call; a per-call
+                filter the lexical retriever cannot apply.
+        """
+        if not call_kwargs:
+            return None
+        retriever = self.retriever
+        if not isinstance(retriever, LangChainRetriever):
+            raise InputError(
+                f"CRAGRetriever.invoke: unknown keyword(s) {sorted(call_kwargs)}: per-call "
+                f"search keywords go to a LangChain store or retriever; {type(retriever).__name__} "
+                "takes its options at construction (QdrantRetriever.with_filter ...)"
+            )
+        view = retriever.with_search_kwargs(call_kwargs)
+        lexical = self.router.lexical
+        scoping = [key for key in SCOPE_KEYS if call_kwargs.get(key) is not None]
+        if lexical is not None and scoping:
+            lexical = self._lexical_for(call_kwargs, scoping, lexical)
+        check_scopes(view, lexical)
+        return view, lexical
+
+    def _lexical_for(self, kwargs: Mapping[str, Any], scoping: list[str], lexical: Any) -> Any:
+        """The lexical retriever restricted to a call's filter (``scoping``: the call's
+        keywords that restrict a search): ``lexical.with_filter`` of a LangChain
+        metadata filter (``filter={...}``; the views of the last 32 filters kept).
+
+        Raises:
+            InputError: another scoping keyword, a filter that is not a mapping, or a
+                lexical retriever without ``with_filter``.
+        """
+        where = kwargs.get("filter")
+        if scoping != ["filter"] or not isinstance(where, Mapping):
+            raise InputError(
+                f"the call's {', '.join(scoping)} cannot be applied to the lexical retriever "
+                f"{type(lexical).__name__}: only a metadata filter (filter={{...}}) can; "
+                "without it, its corrections would bring in documents outside the filter"
+            )
+        if not hasattr(lexical, "with_filter"):
+            raise InputError(
+                f"the call's filter cannot be applied to the lexical retriever "
+                f"{type(lexical).__name__} (it has no with_filter, as BM25Retriever does): "
+                "its corrections would bring in documents outside the filter"
+            )
+        try:  # the filter itself is the key (a digest could collide): JSON values only
+            key = f"{id(lexical)}:{json.dumps(where, sort_keys=True)}"
+        except (TypeError, ValueError):
+            return lexical.with_filter(where)  # not kept
+        with self._views_lock:
+            view = self._lexical_views.get(key)
+            if view is not None:
+                self._lexical_views.move_to_end(key)
+                return view
+        view = lexical.with_filter(where)
+        with self._views_lock:
+            self._lexical_views[key] = view
+            while len(self._lexical_views) > _LEXICAL_VIEWS:
+                self._lexical_views.popitem(last=False)
+        return view
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         """A new retriever built from this one's fields: plain settings (``k``,
@@ -332,11 +468,13 @@ class CRAGRetriever(BaseRetriever):
         k: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        k = _call_k(self.k if k is None else k, kwargs)
+        k, store_kwargs = _call_k(self.k if k is None else k, kwargs)
+        parts = self._parts(store_kwargs)
         if not _traced(run_manager):
-            return result_documents(self.router.retrieve(query, k))
+            return result_documents(self.router._retrieve(query, k, parts))
         tracer = _Tracer(run_manager, self.router)
-        return result_documents(tracer.follow(self.router._stream(query, k, tracer.observe)))
+        events = self.router._stream(query, k, tracer.observe, parts)
+        return result_documents(tracer.follow(events))
 
     async def _aget_relevant_documents(
         self,
@@ -346,11 +484,12 @@ class CRAGRetriever(BaseRetriever):
         k: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        k = _call_k(self.k if k is None else k, kwargs)
+        k, store_kwargs = _call_k(self.k if k is None else k, kwargs)
+        parts = self._parts(store_kwargs)
         if not _traced(run_manager):
-            return result_documents(await self.router.aretrieve(query, k))
+            return result_documents(await self.router._aretrieve(query, k, parts))
         tracer = _AsyncTracer(run_manager, self.router)
-        events = self.router._astream(query, k, tracer.observe)
+        events = self.router._astream(query, k, tracer.observe, parts)
         return result_documents(await tracer.follow(events))
 
 
@@ -392,12 +531,13 @@ def _no_store_options(retriever: CRAGRetriever, base: object) -> None:
         )
 
 
-def _call_k(k: object, kwargs: Mapping[str, Any]) -> int:
-    """The per-call ``k``, checked; any other keyword but LangChain's ``verbose`` is refused."""
-    unknown = sorted(set(kwargs) - {"verbose"})
-    if unknown:
-        raise InputError(f"CRAGRetriever.invoke: unknown keyword(s) {unknown}; it takes k=")
-    return check_k(k)
+def _call_k(k: object, kwargs: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The per-call ``k``, checked, and the call's store keywords (the others but
+    LangChain's ``verbose``)."""
+    return check_k(k), {key: value for key, value in kwargs.items() if key != "verbose"}
+
+
+_LEXICAL_VIEWS = 32  # the lexical retriever's views kept for per-call filters
 
 
 # -- callbacks --------------------------------------------------------------------------------
@@ -459,8 +599,13 @@ def evaluation_event(event: Evaluated) -> dict[str, Any]:
         "verdict": evaluation.verdict.value,
         "score": evaluation.score,
         "cache_hit": event.cache_hit,
-        "grades": [{"chunk_id": g.chunk_id, **(_grade_dict(g) or {})} for g in evaluation.chunks],
+        "grades": _grades(evaluation),
     }
+
+
+def _grades(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Each chunk's ``chunk_id``, ``score``, ``verdict`` and ``similarity``."""
+    return [{"chunk_id": g.chunk_id, **(_grade_dict(g) or {})} for g in evaluation.chunks]
 
 
 def result_event(result: CRAGResult) -> dict[str, Any]:
@@ -631,10 +776,17 @@ class CRAGGradeNode:
     ``crag: dict`` to the state and pass ``evaluation_key="crag",
     state_schema=GraphState``.
 
+    State: a mapping (a ``TypedDict`` state), or a Pydantic model or dataclass
+    instance (read by attribute); the update is a mapping either way. Inside a
+    graph, the decision (verdict, score, needs_correction, kept, dropped, each
+    document's grade) also goes to ``stream_mode="custom"`` as
+    ``{"crag_evaluation": {...}}``.
+
     Scores: a document from :class:`CRAGRetriever` carries its score and kind in
     ``metadata["crag"]``; otherwise ``metadata[score_key]`` is read as
     ``score_kind`` (``UNKNOWN`` unless declared: the gate then has no
-    similarity evidence, and the reasoning says so). Documents without an id
+    similarity evidence, and the reasoning says so). A score is any real
+    number, NumPy's too (LangChain's FAISS store returns ``float32``). Documents without an id
     get :func:`~crag_heuristic._retrievers.langchain.stable_document_id`;
     repeats of one id keep the first.
 
@@ -723,8 +875,13 @@ class CRAGGradeNode:
                 ) from None
         else:
             score, kind, key = metadata.get(self.score_key), self.score_kind, self.score_key
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise InputError(f"document #{position}: metadata {key} = {score!r} is not a number")
+        if score is not None:  # NumPy's numbers too: LangChain's FAISS scores are float32
+            real = real_number(score)
+            if real is None:
+                raise InputError(
+                    f"document #{position}: metadata {key} = {score!r} is not a number"
+                )
+            score = real
         try:
             chunk = document_to_chunk(
                 document,
@@ -737,12 +894,17 @@ class CRAGGradeNode:
             raise InputError(f"state[{self.documents_key!r}]: {exc}") from None
         return chunk, document
 
-    def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        """Grade ``state``'s documents; return the state update (see the class doc)."""
-        if not isinstance(state, Mapping) or self.question_key not in state:
+    def __call__(self, state: Any) -> dict[str, Any]:
+        """Grade ``state``'s documents; return the state update (see the class doc).
+
+        ``state`` is what LangGraph hands a node: a mapping (a ``TypedDict`` state),
+        or an instance of a pydantic model or dataclass state (read by attribute).
+        Inside a graph, the decision also goes to ``stream_mode="custom"``.
+        """
+        question = _state_value(state, self.question_key)
+        if question is None:
             raise InputError(f"the graph state has no {self.question_key!r}")
-        question = state[self.question_key]
-        documents = state.get(self.documents_key) or []
+        documents = _state_value(state, self.documents_key) or []
         if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
             raise InputError(f"state[{self.documents_key!r}] must be a list of documents")
         pairs: list[tuple[Chunk, Document]] = []
@@ -779,17 +941,44 @@ class CRAGGradeNode:
             self.documents_key: kept,
             self.flag_key: "Yes" if needs_correction else "No",
         }
+        decision = {
+            "verdict": evaluation.verdict.value,
+            "score": evaluation.score,
+            "needs_correction": needs_correction,
+            "reasoning": evaluation.reasoning,
+            "kept": len(kept),
+            "dropped": len(annotated) - len(kept),
+        }
         if self.evaluation_key is not None:
-            update[self.evaluation_key] = {
-                "verdict": evaluation.verdict.value,
-                "score": evaluation.score,
-                "needs_correction": needs_correction,
-                "reasoning": evaluation.reasoning,
-                "kept": len(kept),
-                "dropped": len(annotated) - len(kept),
-                "evaluation": evaluation.to_dict(),
-            }
+            update[self.evaluation_key] = {**decision, "evaluation": evaluation.to_dict()}
+        _write_stream({EVALUATION_EVENT: {**decision, "grades": _grades(evaluation)}})
         return update
+
+
+_ABSENT = object()
+
+
+def _state_value(state: Any, key: str) -> Any:
+    """``state[key]`` of a mapping state, ``state.<key>`` of a pydantic or dataclass
+    state; ``None`` when it has none."""
+    if isinstance(state, Mapping):
+        return state.get(key)
+    if isinstance(state, str | bytes) or not hasattr(type(state), "__dict__"):
+        return None
+    value = getattr(state, key, _ABSENT)
+    return None if value is _ABSENT or callable(value) else value
+
+
+def _write_stream(data: dict[str, Any]) -> None:
+    """Hand ``data`` to LangGraph's stream writer (``stream_mode="custom"``) when the
+    node runs inside a graph; outside one (or without LangGraph) nothing happens."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        writer = get_stream_writer()
+    except (ImportError, RuntimeError, KeyError):  # not inside a graph run
+        return
+    writer(data)
 
 
 def _state_keys(schema: object) -> set[str]:

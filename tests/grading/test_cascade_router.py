@@ -131,7 +131,7 @@ def test_the_grader_can_change_the_route(retriever: Any) -> None:
     gate = Evaluator(reading.replace(thresholds={"relevant": score + 1e-9, "partial": 0.0}))
     plain = CRAG(retriever, gate, expander=False, cache=False).retrieve(QUERY, 5)
     assert plain.initial_evaluation.verdict is Verdict.PARTIAL
-    assert plain.strategy.value == "query_expansion"  # (with nothing to expand with)
+    assert plain.strategy.value == "none"  # (with nothing to expand with)
     sure = Counting(lambda texts: [1.0] * len(texts), "all-relevant")
     for result in both(
         CRAG(retriever, gate, expander=False, cache=False, grader=sure, escalation=EVERYTHING)

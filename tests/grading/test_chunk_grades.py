@@ -84,3 +84,15 @@ def test_a_fallback_gate_records_its_own_chunk_bands() -> None:
     unscored = [Chunk(id=c.id, text=c.text) for c in CHUNKS]
     ev = Evaluator(config).evaluate("text", unscored)
     assert ev.details["chunk_bands"] == {"partial": 0.1, "relevant": 0.6}
+
+
+def test_numpy_grades_are_numbers() -> None:
+    """A model's answers are often NumPy numbers (a cross-encoder's float32)."""
+    import numpy as np
+
+    plain = Evaluator(CONFIG).evaluate("text", CHUNKS, chunk_grades={"c": 0.25})
+    for value in (np.float32(0.25), np.float64(0.25)):
+        ev = Evaluator(CONFIG).evaluate("text", CHUNKS, chunk_grades={"c": value})
+        assert ev.score == plain.score and ev.chunks[2].score == 0.25
+    with pytest.raises(InputError, match="must be a number in"):
+        Evaluator(CONFIG).evaluate("text", CHUNKS, chunk_grades={"c": np.bool_(True)})  # type: ignore[dict-item]

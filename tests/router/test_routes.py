@@ -130,10 +130,30 @@ def test_no_expansion_by_default_the_partial_correction_fuses_bm25(
 def test_partial_with_nothing_to_expand_with_keeps_the_retrieval(
     retriever: Any, always_partial: Evaluator
 ) -> None:
+    # no lexical retriever and an expander with nothing to say: no correction happened,
+    # and the route says so (it said query_expansion over an unchanged list)
     result = both(CRAG(retriever, always_partial, expander=StaticExpander([])))
-    assert result.strategy is Strategy.QUERY_EXPANSION
-    assert result.chunks == result.retrieved
-    assert any("no expansion" in note for note in result.notes)
+    assert result.strategy is Strategy.NONE and result.retries == 0
+    assert result.chunks == result.retrieved and result.expanded_queries == ()
+    assert result.notes == (
+        "no correction was possible (the expander gave no query and no lexical retriever: "
+        "give the router lexical= or an expander): the retrieval is kept",
+    )
+    bare = both(CRAG(retriever, always_partial))  # the README's and the docs' snippets
+    assert bare.strategy is Strategy.NONE and bare.chunks == bare.retrieved
+    assert bare.notes[0].startswith("no correction was possible (no expander and no lexical")
+
+
+def test_partial_with_nothing_to_expand_then_web_is_a_web_search(
+    retriever: Any, always_partial: Evaluator
+) -> None:
+    crag = CRAG(
+        retriever, always_partial, web=RecordingWebSearcher(WEB), config={"web_on_partial": True}
+    )
+    result = both(crag)
+    assert result.web_search_used and result.expanded_queries == ()
+    assert result.strategy is Strategy.WEB_SEARCH  # not "combined": nothing was expanded
+    assert result.retries == 1
 
 
 def test_irrelevant_goes_to_the_web_with_a_keyword_query(
