@@ -12,6 +12,11 @@ harness and, when called, scikit-learn.
 * :func:`calibrate_self` (also at the top level): fit a gate on your corpus
   through your retriever with no labels, from simulated queries
   (:class:`QuerySimulator`, :class:`SimulatedQuery`).
+* :func:`calibrate_on_grader`: a gate refitted around the shipped one on your
+  grader's labels (:func:`examples_from_grader`), with a set cascade's band
+  chosen with a guarantee (``crag-heuristic calibrate --grader``);
+  :func:`fit_on_grader` makes one refit and a band per target
+  (:class:`GraderCalibration`).
 * :func:`run_loco`: nested leave one collection out (``crag-heuristic bench --loco``).
 * :func:`run_self_calibration`: the same with several self-calibration variants,
   and the one the library's defaults should be (``benchmarks/self_calibration.py``).
@@ -35,6 +40,12 @@ from ._bench.correction_choice import run_corrections
 from ._bench.cost import run_cost
 from ._bench.evidence_probe import run_evidence_probe
 from ._bench.failure import BASELINES
+from ._bench.grader_calibration import (
+    GraderCalibration,
+    calibrate_on_grader,
+    examples_from_grader,
+    fit_on_grader,
+)
 from ._bench.harness import run_bench
 from ._bench.loco import run_loco
 from ._bench.pipeline import calibrate
@@ -49,12 +60,16 @@ __all__ = [
     "CalibrationResult",
     "CalibrationWarning",
     "GateExample",
+    "GraderCalibration",
     "QuerySimulator",
     "SimulatedQuery",
     "alternated",
     "calibrate",
+    "calibrate_on_grader",
     "calibrate_self",
+    "examples_from_grader",
     "fit_gate",
+    "fit_on_grader",
     "percentiles",
     "run_bench",
     "run_corrections",
