@@ -137,9 +137,21 @@ class CorpusStats:
     # -- building -------------------------------------------------------------------------------
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str], analyzer: Analyzer | None = None) -> CorpusStats:
-        """Count document frequencies over ``texts`` with ``analyzer``'s terms (in process)."""
-        return cls.build(texts, analyzer=analyzer)
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        analyzer: Analyzer | None = None,
+        *,
+        ids: Iterable[str] | None = None,
+        analyses: bool = True,
+    ) -> CorpusStats:
+        """Count document frequencies over ``texts`` with ``analyzer``'s terms (in
+        process), keeping each text's analysis (``analyses=False``: the counts alone,
+        for a corpus too large to keep them): the evaluator then looks a chunk of
+        this corpus up, by its id and text or by its text alone, instead of
+        tokenising it. ``ids``: the chunks' ids, in order (optional: a chunk is found
+        by its text's digest too). See :meth:`build`."""
+        return cls.build(texts, analyzer=analyzer, ids=ids, analyses=analyses)
 
     @classmethod
     def build(
