@@ -12,7 +12,8 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
     │   │   └── DuplicateChunkError  two chunks share an id
     │   ├── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
-    │   └── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
+    │   ├── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
+    │   └── IndexDirectoryError      an unusable index directory (path, field, found, expected)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
     ├── StatsEngineError             the engine counting corpus statistics failed (engine)
     ├── ParentLookupError            the parents lookup raised (parent_id; the chunk stays)
@@ -254,6 +255,45 @@ class InsufficientLabelsError(InputError):
 
 def _rebuild_insufficient(message: str, needed: int, have: int) -> InsufficientLabelsError:
     return InsufficientLabelsError(message, needed=needed, have=have)
+
+
+class IndexDirectoryError(InputError):
+    """An index directory (``crag-heuristic index``) that cannot be used: refused whole.
+
+    Attributes:
+        path: the directory.
+        field: what does not fit: ``"manifest"`` (missing or unreadable),
+            ``"kind"`` (not an index directory), ``"format_version"`` (written in
+            another format), ``"file"`` (a file the manifest lists is missing,
+            or changed since: its size or SHA-256 differs), ``"analyzer"`` (built
+            with another analyzer than the evaluator's), ``"content"`` (its
+            parts do not agree), ``"out"`` (where an index is to be written holds
+            something else), ``"embedder"`` (its embedder cannot be loaded).
+        found: what the directory has.
+        expected: what this library needs.
+    """
+
+    _ADVICE: ClassVar[dict[str, str]] = {
+        "manifest": "build it with crag-heuristic index --docs FILE --out DIR",
+        "kind": "it is not a directory written by crag-heuristic index",
+        "format_version": "rebuild it with this version of crag-heuristic",
+        "file": "the directory changed since it was built: rebuild it",
+        "analyzer": "use the analyzer it was built with, or rebuild it with yours",
+        "content": "the directory is damaged: rebuild it",
+        "out": "choose an empty or new directory, or an index directory to replace",
+        "embedder": "install what its embedder needs, or rebuild it with another",
+    }
+
+    def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:
+        self.path = path
+        self.field = field
+        self.found = found
+        self.expected = expected
+        advice = note or self._ADVICE.get(field, "")
+        super().__init__(
+            f"index directory {path!r}: {field} is {_short(found)}, expected {_short(expected)}"
+            + (f" ({advice})" if advice else "")
+        )
 
 
 class RetrieverError(CragError):

@@ -27,6 +27,7 @@ ERRORS: list[CragError] = [
     errors.InsufficientLabelsError("recall 0.1 needs 22 failed lists; got 3", needed=22, have=3),
     errors.SynonymFormatError("syn.txt", 4, "car =>", "nothing after =>"),
     errors.CorpusStatsFileError("/stats.json", "analyzer", "english:1", "english:2"),
+    errors.IndexDirectoryError("/index", "file", "docs.jsonl changed", "sha256 0123abcd"),
     errors.RetrieverError("FaissRetriever.search gave no answer", retriever="Faiss", timeout=0.5),
     errors.StatsEngineError("the scheduler is gone", engine="dask"),
     errors.ParentLookupError("store down", parent_id="bees", cause_type="ConnectionError"),

@@ -49,8 +49,7 @@ from crag_heuristic import (
 )
 from crag_heuristic import config as sections
 from crag_heuristic._cli import main
-from crag_heuristic._cli.common import EXIT_INTERNAL, read_chunks, read_records
-from crag_heuristic._cli.retrieve import read_docs
+from crag_heuristic._cli.common import EXIT_INTERNAL, read_chunks, read_docs, read_records
 from crag_heuristic._text.corpus import CorpusStats
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 
