@@ -32,7 +32,12 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── WebSearchResponseError   a 200 whose body is not the expected JSON
     │   ├── WebSearchEnginesFailed   no results and every engine failed (engines)
     │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
-    └── CacheError                   the cache backend failed (kind; the router records it, goes on)
+    ├── CacheError                   the cache backend failed (kind; the router records it, goes on)
+    └── ServiceError                 the gate service refused or could not finish a request (status)
+        ├── UnauthorizedError        401 no valid API key; 403 a remote client and no key configured
+        ├── RequestTooLargeError     413 a body past the service's limit (limit)
+        ├── OverloadedError          503 every slot and queue place taken (retry_after)
+        └── RequestTimeoutError      504 no answer within the request's timeout (timeout)
 
 One warning category, apart from the tree (Python's ``warnings``, not raised)::
 
@@ -548,6 +553,74 @@ class CacheError(CragError):
         self.kind = kind
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class ServiceError(CragError):
+    """The gate service (``crag-heuristic serve``, :mod:`crag_heuristic.serve`) refused a
+    request or could not finish it; its JSON error names the subclass.
+
+    Attributes:
+        status: the HTTP status it is answered with.
+    """
+
+    default_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = self.default_status if status is None else status
+        super().__init__(message)
+
+
+class UnauthorizedError(ServiceError):
+    """No valid API key (401), or a client from another host while the service has no
+    key configured and so answers loopback clients only (403)."""
+
+    default_status = 401
+
+
+class RequestTooLargeError(ServiceError):
+    """A request body past the service's limit.
+
+    Attributes:
+        limit: the limit, in bytes.
+    """
+
+    default_status = 413
+
+    def __init__(self, message: str, *, limit: int | None = None, status: int | None = None):
+        self.limit = limit
+        super().__init__(message, status=status)
+
+
+class OverloadedError(ServiceError):
+    """Every request slot is busy and every queue place taken: try again later.
+
+    Attributes:
+        retry_after: seconds to wait before retrying (the ``Retry-After`` header).
+    """
+
+    default_status = 503
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status: int | None = None
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status=status)
+
+
+class RequestTimeoutError(ServiceError):
+    """No answer within the request's timeout (the work is abandoned, not the service).
+
+    Attributes:
+        timeout: the timeout, in seconds.
+    """
+
+    default_status = 504
+
+    def __init__(
+        self, message: str, *, timeout: float | None = None, status: int | None = None
+    ) -> None:
+        self.timeout = timeout
+        super().__init__(message, status=status)
 
 
 class CalibrationWarning(UserWarning):

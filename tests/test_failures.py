@@ -48,6 +48,11 @@ ERRORS: list[CragError] = [
     errors.CacheError("redis down", backend="redis", operation="get", kind="connection"),
     errors.CacheError("later", backend="redis", operation="set", kind="down", retry_after=0.25),
     errors.MissingDependencyError("redis", "redis", "RedisCache"),
+    errors.ServiceError("no route GET /v2", status=404),
+    errors.UnauthorizedError("no valid API key"),
+    errors.RequestTooLargeError("a body of 2,000,000 bytes", limit=1_048_576),
+    errors.OverloadedError("every slot busy", retry_after=1.0),
+    errors.RequestTimeoutError("no answer within 30 s", timeout=30.0),
 ]
 
 
