@@ -1,4 +1,4 @@
-"""An index directory of the bundled sample corpus, built once for the tests here."""
+"""The sample corpus as a docs file; its index directory is ``built`` (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from crag_heuristic.index import IndexDirectory
 from crag_heuristic.sample import load_sample_corpus
 
 
@@ -23,9 +22,3 @@ def docs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         encoding="utf-8",
     )
     return path
-
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> IndexDirectory:
-    """The sample corpus's index directory (LSA embedder, inner product)."""
-    return IndexDirectory.build(load_sample_corpus(), tmp_path_factory.mktemp("index") / "sample")
