@@ -201,7 +201,7 @@ SECTIONS: dict[type, list[str]] = {
     sections.FallbackModel: ["missing", "chunk", "set", "thresholds", "chunk_thresholds"],
     sections.ModelConfig: ["chunk", "set", "fitted_on", "fallbacks"],
     RouterConfig: [f.name for f in RouterConfig.__dataclass_fields__.values()],
-    EvaluatorConfig: [f.name for f in EvaluatorConfig.__dataclass_fields__.values()],
+    EvaluatorConfig: [f.name for f in EvaluatorConfig.__dataclass_fields__.values() if f.init],
 }
 
 

@@ -345,3 +345,7 @@ def test_analyzers_of_the_same_settings_share_their_term_cache() -> None:
     copy = counting_copy(first)
     assert copy._terms is not first._terms and copy._terms == {}
     assert copy.fingerprint == first.fingerprint and copy.analyze("bees") == first.analyze("bees")
+    # another cache limit, another cache (the limit bounds the cache it is given)
+    small = Analyzer()
+    small.cache_limit = 5
+    assert small._terms is not first._terms and first._terms is Analyzer()._terms

@@ -13,8 +13,8 @@ One :class:`Analyzer` turns text into comparable *terms*:
 The analyzer is thread-safe: a stemmer object keeps state while it works, so
 each thread gets its own; the word -> stem cache is a plain dict whose single
 operations are atomic. Analyzers made with the same settings (language, stop
-words, C extension or not) share that cache in a process, as the threads of one
-analyzer do: a new ``Analyzer()`` (and so a new ``Evaluator()``) starts with the
+words, C extension or not, cache limit) share that cache in a process, as the
+threads of one analyzer do: a new ``Analyzer()`` (and so a new ``Evaluator()``) starts with the
 stems the process already knows. A cache never changes a result; a subclass,
 which may stem otherwise, keeps its own.
 """
@@ -98,10 +98,10 @@ class _TermCaches:
 
 
 @functools.lru_cache(maxsize=8)
-def _shared_caches(fingerprint: str, native: bool) -> _TermCaches:
-    """The caches the analyzers of one fingerprint (and C path or not) share in this
-    process: a bounded map, so a process making analyzers of many settings keeps
-    the last few."""
+def _shared_caches(fingerprint: str, native: bool, limit: int) -> _TermCaches:
+    """The caches the analyzers of one fingerprint, C path or not and cache limit share
+    in this process: a bounded map, so a process making analyzers of many settings
+    keeps the last few."""
     return _TermCaches(native)
 
 
@@ -257,7 +257,8 @@ class Analyzer:
 
     Attributes:
         cache_limit: the term cache is emptied when it would grow past this
-            many tokens (200,000 by default: about 30 MB).
+            many tokens (200,000 by default: about 30 MB). Analyzers of the same
+            settings and limit share the cache in a process (see the module doc).
     """
 
     def __init__(
@@ -281,18 +282,31 @@ class Analyzer:
         else:
             self.stop_words, self.fingerprint = _settings(language, stop_words)
         self._local = threading.local()
-        uses_native = TermCounter is not None and native is not False
-        self._own_caches(
-            _shared_caches(self.fingerprint, uses_native)
-            if type(self) is Analyzer  # a subclass may stem otherwise: its own caches
-            else _TermCaches(uses_native)
-        )
+        self._native_path = TermCounter is not None and native is not False
+        self._shares = type(self) is Analyzer  # a subclass may stem otherwise: its own caches
+        if not self._shares:
+            self._use(_TermCaches(self._native_path))
         self.cache_limit = _STEM_CACHE_LIMIT
 
-    def _own_caches(self, caches: _TermCaches | None = None) -> None:
-        """Use ``caches`` (default: new, empty ones of this analyzer's alone)."""
-        if caches is None:
-            caches = _TermCaches(self._counter is not None)
+    @property
+    def cache_limit(self) -> int:
+        """The term cache is emptied when it would grow past this many tokens. Analyzers
+        of the same settings and the same limit share their cache; setting another
+        limit gives this analyzer the cache of that limit."""
+        return self._cache_limit
+
+    @cache_limit.setter
+    def cache_limit(self, limit: int) -> None:
+        self._cache_limit = limit
+        if self._shares:
+            self._use(_shared_caches(self.fingerprint, self._native_path, limit))
+
+    def _own_caches(self) -> None:
+        """New, empty caches of this analyzer's alone (shared with no other)."""
+        self._shares = False
+        self._use(_TermCaches(self._native_path))
+
+    def _use(self, caches: _TermCaches) -> None:
         # token -> its stem, or _STOP for a stop word
         self._terms: dict[str, str] = caches.terms
         # the same cache in C, for analyze(): None without the extension
