@@ -70,7 +70,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._exceptions import (
     ConfigError,
@@ -180,16 +180,15 @@ class _Admission:
     async def slot(self, deadline: float, timeout: float) -> AsyncIterator[None]:
         """A slot, waited for until ``deadline`` (loop time)."""
         self.check()
-        self.waiting += 1
-        self._gauge()
-        try:
-            await asyncio.wait_for(self._free.acquire(), max(0.0, deadline - _now()))
-        except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
-            raise RequestTimeoutError(
-                f"no slot free within the request timeout ({timeout:g} s)", timeout=timeout
-            ) from None
-        finally:
-            self.waiting -= 1
+        if self._free.locked():  # wait for a slot, within the deadline
+            self.waiting += 1
+            self._gauge()
+            try:
+                await within(deadline, self._free.acquire(), "no slot free", timeout)
+            finally:
+                self.waiting -= 1
+        else:  # a free slot: taken at once (no task, no timer)
+            await self._free.acquire()
         self.active += 1
         self._gauge()
         try:
@@ -207,6 +206,25 @@ class _Admission:
 
 def _now() -> float:
     return asyncio.get_running_loop().time()
+
+
+async def within(deadline: float, work: Awaitable[_T], what: str, timeout: float) -> _T:
+    """``await work``, cancelled at ``deadline`` (loop time) with a
+    :class:`RequestTimeoutError` saying ``what`` happened (``asyncio.timeout`` where
+    Python has it: no task of its own, unlike ``wait_for``)."""
+    try:
+        if _TIMEOUT is not None:
+            async with _TIMEOUT(max(0.0, deadline - _now())):
+                return await work
+        return await asyncio.wait_for(work, max(0.0, deadline - _now()))
+    except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
+        raise RequestTimeoutError(
+            f"{what} within the request timeout ({timeout:g} s)", timeout=timeout
+        ) from None
+
+
+_TIMEOUT: Any = getattr(asyncio, "timeout", None)  # Python 3.11+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -290,7 +308,9 @@ class GateService:
     def _answer(self, call: _Call, data: Any, status: int = 200) -> Response:
         from starlette.responses import Response
 
-        body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        body = json.dumps(
+            data, ensure_ascii=False, separators=(",", ":"), check_circular=False
+        ).encode("utf-8")
         call.status, call.bytes_out = status, len(body)
         return Response(
             body,
@@ -347,14 +367,8 @@ class GateService:
         self._done(call)
         return response
 
-    async def _within(self, deadline: float, work: Awaitable[Any]) -> Any:
-        timeout = self.settings.request_timeout
-        try:
-            return await asyncio.wait_for(work, max(0.0, deadline - _now()))
-        except asyncio.TimeoutError:
-            raise RequestTimeoutError(
-                f"no answer within the request timeout ({timeout:g} s)", timeout=timeout
-            ) from None
+    async def _within(self, deadline: float, work: Awaitable[_T]) -> _T:
+        return await within(deadline, work, "no answer", self.settings.request_timeout)
 
     # -- the routes ----------------------------------------------------------------------
 
