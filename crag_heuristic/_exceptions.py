@@ -294,11 +294,21 @@ class IndexDirectoryError(InputError):
         self.field = field
         self.found = found
         self.expected = expected
+        self.note = note
         advice = note or self._ADVICE.get(field, "")
         super().__init__(
             f"index directory {path!r}: {field} is {_short(found)}, expected {_short(expected)}"
             + (f" ({advice})" if advice else "")
         )
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_index_error, (self.path, self.field, self.found, self.expected, self.note))
+
+
+def _rebuild_index_error(
+    path: str, field: str, found: Any, expected: Any, note: str
+) -> IndexDirectoryError:
+    return IndexDirectoryError(path, field, found, expected, note=note)
 
 
 class RetrieverError(CragError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,8 @@ def test_the_manifest_is_checked_and_a_changed_directory_refused(
     error = refused(changed, "file")
     assert error.found.startswith("docs.jsonl with SHA-256") and "rebuild it" in str(error)
     assert IndexDirectory.load(changed, verify=False).manifest.documents == 64
+    again = pickle.loads(pickle.dumps(error))  # a worker's error, sent back whole
+    assert (type(again), str(again), vars(again)) == (type(error), str(error), vars(error))
     refused(built.path, "analyzer", analyzer=Analyzer(stop_words=["the"]))
     with pytest.raises(IndexDirectoryError, match="analyzer"):
         CRAG.from_index_dir(built.path, Evaluator(analyzer=Analyzer(stop_words=["the"])))

@@ -165,6 +165,28 @@ def test_the_limits_hold_at_their_bounds(url: str) -> None:
     _error(httpx.post(f"{url}/v2/retrieve", json={}), 404, "ServiceError")
 
 
+def test_the_service_errors_pickle_whole() -> None:
+    import pickle
+
+    from crag_heuristic.serve import (
+        OverloadedError,
+        RequestTimeoutError,
+        RequestTooLargeError,
+        ServiceError,
+        UnauthorizedError,
+    )
+
+    for error in (
+        ServiceError("no route", status=404),
+        UnauthorizedError("no key", status=403),
+        RequestTooLargeError("big", limit=1024),
+        OverloadedError("busy", retry_after=2.0),
+        RequestTimeoutError("late", timeout=0.5),
+    ):
+        again = pickle.loads(pickle.dumps(error))
+        assert (type(again), str(again), vars(again)) == (type(error), str(error), vars(error))
+
+
 def test_health_and_metrics(url: str) -> None:
     health = httpx.get(f"{url}/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
