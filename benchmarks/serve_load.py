@@ -64,6 +64,8 @@ from typing import Any
 import httpx
 import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
 from crag_testkit import RedisServer
+from load_faults_report import latency as latency_of
+from load_faults_run import Timeline
 
 from crag_heuristic import CRAG, CragError, RedisCache, RouterConfig
 from crag_heuristic.index import IndexDirectory
@@ -154,20 +156,6 @@ class Answer:
     @property
     def latency_ms(self) -> float:
         return (self.ended - self.started) * 1000.0
-
-
-@dataclass
-class Timeline:
-    """When Redis went down and came back (clock seconds)."""
-
-    started: float = 0.0
-    ended: float = 0.0
-    kill_done: float | None = None
-    restart_started: float | None = None
-    restart_ready: float | None = None
-    error: str | None = None
-    answered_at_kill: int = 0
-    answered_at_restart: int = 0
 
 
 def plan(settings: LoadSettings) -> list[Planned]:
@@ -315,11 +303,11 @@ async def _drive(
         async def faults() -> None:
             try:
                 await kill_now.wait()
-                timeline.answered_at_kill = len(answers)
+                timeline.completed_at_kill = len(answers)
                 await asyncio.to_thread(redis.kill)
                 timeline.kill_done = clock()
                 await restart_now.wait()
-                timeline.answered_at_restart = len(answers)
+                timeline.completed_at_restart = len(answers)
                 timeline.restart_started = clock()
                 await asyncio.to_thread(redis.restart)
                 timeline.restart_ready = clock()
@@ -331,18 +319,6 @@ async def _drive(
         timeline.ended = clock()
         await fault_task
     return sorted(answers, key=lambda a: a.planned.index), timeline
-
-
-def _percentiles(values: list[float]) -> dict[str, float]:
-    """Nearest-rank p50 / p99 and the maximum (ms)."""
-    ordered = sorted(values)
-    if not ordered:
-        return {"n": 0, "p50": 0.0, "p99": 0.0, "max": 0.0}
-
-    def rank(p: float) -> float:
-        return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-    return {"n": len(ordered), "p50": rank(50), "p99": rank(99), "max": ordered[-1]}
 
 
 def analyse(
@@ -397,7 +373,7 @@ def analyse(
         "cache failures happened": cache_failures > 0,
     }
     latency = {
-        route: _percentiles(
+        route: latency_of(
             [a.latency_ms for a in answers if a.planned.route == route and a.status == 200]
         )
         for route in ("retrieve", "stream", "evaluate")
@@ -432,8 +408,8 @@ def analyse(
         "redis": {
             "killed_at_s": _since(timeline.kill_done, timeline.started),
             "restarted_at_s": _since(timeline.restart_ready, timeline.started),
-            "answered_at_kill": timeline.answered_at_kill,
-            "answered_at_restart": timeline.answered_at_restart,
+            "completed_at_kill": timeline.completed_at_kill,
+            "completed_at_restart": timeline.completed_at_restart,
             "error": timeline.error,
         },
         "latency_ms": latency,
@@ -498,8 +474,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"{report['seconds']} s, to the service (uvicorn in a thread of the benchmark's "
         f"process, {settings['max_concurrency']} requests at work at once) over the bundled "
         "sample's index directory, with a real Redis cache SIGKILLed after "
-        f"{redis['answered_at_kill']} answers ({redis['killed_at_s']} s) and restarted after "
-        f"{redis['answered_at_restart']} ({redis['restarted_at_s']} s). Load average "
+        f"{redis['completed_at_kill']} answers ({redis['killed_at_s']} s) and restarted after "
+        f"{redis['completed_at_restart']} ({redis['restarted_at_s']} s). Load average "
         f"{report['load_average'][0]:.1f} (2 shared cores).",
         "",
         "| check | |",
@@ -530,7 +506,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         "| route | n | p50 | p99 | max |",
         "|---|---:|---:|---:|---:|",
         *(
-            f"| {route} | {cell['n']} | {cell['p50']:.1f} | {cell['p99']:.1f} | {cell['max']:.1f} |"
+            f"| {route} | {cell['n']} | {cell.get('p50', '')} | {cell.get('p99', '')} | "
+            f"{cell.get('max', '')} |"
             for route, cell in report["latency_ms"].items()
         ),
     ]
