@@ -44,6 +44,11 @@ end.
    ``python -c pass``, whole processes timed from outside (wall clock around
    ``subprocess.run``), alternated run by run, and the heavy modules it
    imported (none should be).
+
+5. ``paths``: the calls a user makes against their fast twins (see
+   :func:`paths_section`): a new ``Evaluator()`` per call against a reused one,
+   statistics from ``CorpusStats.from_texts`` against statistics built with ids
+   and analyses, and the first call of a process against its later ones.
 """
 
 from __future__ import annotations
@@ -382,6 +387,94 @@ def startup_section(runs: int) -> dict[str, Any]:
     return out
 
 
+# -- 5. the paths a user calls --------------------------------------------------------------
+
+FIRST_CALL = """
+import json, sys, time
+from crag_heuristic import Chunk, Evaluator, ScoreKind
+sets = json.loads(sys.stdin.read())
+chunks = [[Chunk(id=c[0], text=c[1], score=c[2], score_kind=ScoreKind.COSINE) for c in s]
+          for s in sets]
+times = []
+for i, these in enumerate(chunks):  # the README's call: a new Evaluator, chunks it never saw
+    started = time.perf_counter()
+    Evaluator().evaluate(QUERY, these)
+    times.append((time.perf_counter() - started) * 1e3)
+print(json.dumps(times))
+"""
+
+
+def paths_section(
+    rng: random.Random, vocabulary: list[str], n_words: int, iterations: int, processes: int
+) -> dict[str, Any]:
+    """The calls a user makes, each against its fast twin, alternated call by call (k = 10,
+    chunks never seen before):
+
+    * ``Evaluator().evaluate(query, chunks)`` (the README's, a new evaluator per call)
+      against one evaluator reused, both without statistics;
+    * an evaluation with ``CorpusStats.from_texts(texts)`` against one with
+      ``CorpusStats.build(texts, ids=ids, analyses=True)`` (each cold: its evaluator's
+      cache emptied before the call);
+    * the first call of a process against its later ones (``processes`` processes,
+      21 calls each, new chunks each call).
+    """
+    k, n = 10, max(50, iterations // 4)
+    sets = [make_chunks(rng, vocabulary, k, n_words, f"path{i}") for i in range(n + 5)]
+    reused = Evaluator()
+    for chunks in sets[:5]:
+        reused.evaluate(QUERY, chunks)
+        Evaluator().evaluate(QUERY, chunks)
+    construction = alternated(
+        {
+            "reused_us": lambda i: reused.evaluate(QUERY, sets[i + 5]),
+            "fresh_us": lambda i: Evaluator().evaluate(QUERY, sets[i + 5]),
+        },
+        n,
+    )
+    texts = [c.text for chunks in sets for c in chunks]
+    with_ids = CorpusStats.build(
+        texts, ids=[c.id for chunks in sets for c in chunks], analyses=True
+    )
+    from_texts = CorpusStats.from_texts(texts)
+    by_ids, by_texts = Evaluator(), Evaluator()
+
+    def cold(evaluator: Evaluator, stats: CorpusStats) -> Callable[[int], object]:
+        def run(i: int) -> object:
+            evaluator.clear_cache()
+            return evaluator.evaluate(QUERY, sets[i + 5], stats)
+
+        return run
+
+    statistics = alternated(
+        {"with_ids_us": cold(by_ids, with_ids), "from_texts_us": cold(by_texts, from_texts)}, n
+    )
+    out: dict[str, Any] = {"k": k, "iterations": n}
+    for name, values in {**construction, **statistics}.items():
+        out[name] = percentiles(values)
+    out["fresh_over_reused_p50"] = _p50(out["fresh_us"]) / _p50(out["reused_us"])
+    out["from_texts_over_with_ids_p50"] = _p50(out["from_texts_us"]) / _p50(out["with_ids_us"])
+    payload = json.dumps([[[c.id, c.text, c.score] for c in chunks] for chunks in sets[:21]])
+    script = f"QUERY = {QUERY!r}\n" + FIRST_CALL
+    first, later, ratios = [], [], []
+    for _ in range(processes):
+        done = subprocess.run(
+            [sys.executable, "-c", script], input=payload, capture_output=True, text=True,
+            check=True,
+        )  # fmt: skip
+        times = json.loads(done.stdout)
+        first.append(times[0])
+        rest = sorted(times[1:])[len(times[1:]) // 2]
+        later.append(rest)
+        ratios.append(times[0] / rest)
+    out["first_call"] = {
+        "processes": processes,
+        "first_ms": percentiles(first),
+        "later_ms": percentiles(later),
+        "first_over_later_median": sorted(ratios)[len(ratios) // 2],
+    }
+    return out
+
+
 # -- the report -----------------------------------------------------------------------------
 
 
@@ -399,6 +492,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "load_average_start": os.getloadavg(),
     }
     report["results"] = [measure(rng, vocabulary, k, args.words, args.iterations) for k in args.k]
+    report["paths"] = paths_section(
+        rng, vocabulary, args.words, args.iterations, args.first_call_processes
+    )
     if args.data_dir and (args.data_dir / "corpus.jsonl").exists():
         report["scifact"] = scifact_section(args.data_dir, args.scifact_queries)
     report["cache"] = cache_section(args.cache_repeats)
@@ -437,6 +533,22 @@ def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
         out += [
             ("evaluator cold, k = 1000, corpus chunks <= 20 ms", f"{corpus:.1f} ms", corpus <= 20),
             ("evaluator cold, k = 1000, new text <= 20 ms", f"{new:.1f} ms", new <= 20),
+        ]
+    paths = report.get("paths")
+    if paths:
+        first = paths["first_call"]["first_over_later_median"]
+        out += [
+            (
+                "a new Evaluator() per call <= 1.2x a reused one (k = 10, new chunks)",
+                f"{paths['fresh_over_reused_p50']:.2f}x",
+                paths["fresh_over_reused_p50"] <= 1.2,
+            ),
+            (
+                "statistics from texts <= 1.1x statistics built with ids and analyses",
+                f"{paths['from_texts_over_with_ids_p50']:.2f}x",
+                paths["from_texts_over_with_ids_p50"] <= 1.1,
+            ),
+            ("the first call of a process <= 2x a later one", f"{first:.1f}x", first <= 2.0),
         ]
     if "scifact" in report:
         fast = report["scifact"]["cost"]["router_ms"].get("fast path")
@@ -501,6 +613,29 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{row['reference_over_cold_p50']:.2f} | {_cell(row, 'cold_analyzer_us')} | "
             f"{_cell(row, 'seed_design_us')} | {row['warm_over_seed_p50']:.2f} |"
         )
+    paths = report.get("paths")
+    if paths:
+        first = paths["first_call"]
+        lines += [
+            "",
+            f"## The paths a user calls (k = {paths['k']}, chunks never seen before; us, "
+            "p50 / p99, alternated)",
+            "",
+            "| call | p50 / p99 us | against its fast twin |",
+            "|---|---:|---:|",
+            f"| `Evaluator().evaluate(query, chunks)`, a new evaluator per call | "
+            f"{_cell(paths, 'fresh_us')} | {paths['fresh_over_reused_p50']:.2f}x |",
+            f"| the same evaluator reused | {_cell(paths, 'reused_us')} | 1.00x |",
+            f"| statistics from `CorpusStats.from_texts(texts)` (cold) | "
+            f"{_cell(paths, 'from_texts_us')} | {paths['from_texts_over_with_ids_p50']:.2f}x |",
+            f"| statistics from `build(texts, ids=ids, analyses=True)` (cold) | "
+            f"{_cell(paths, 'with_ids_us')} | 1.00x |",
+            "",
+            f"The first call of a process, `Evaluator().evaluate(query, chunks)`: "
+            f"{first['first_ms']['p50']:.2f} ms (median of {first['processes']} processes) "
+            f"against {first['later_ms']['p50']:.2f} ms for its later calls (new chunks, a new "
+            f"evaluator each); median ratio {first['first_over_later_median']:.1f}x.",
+        ]
     if "scifact" in report:
         sf = report["scifact"]
         cost = sf["cost"]
@@ -520,7 +655,9 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"({sf['cold_tokenised_over_cold_corpus_p50']:.2f}x from the analyses) |",
             "",
             f"Router against the bare retrieval ({cost['query_encoder']} + FAISS, "
-            f"{cost['bare_retrieval_ms']['p50']:.2f} ms p50), alternated query by query:",
+            f"{cost['bare_retrieval_ms']['p50']:.2f} ms p50), alternated query by query, "
+            "which goes first alternating too; torch on "
+            f"{cost.get('torch_threads') or 'its default'} thread(s):",
             "",
             "| route | queries | p50 / p99 ms | bare p50, same queries | over it | "
             "over every query's bare p50 |",
@@ -592,6 +729,9 @@ def main() -> None:
     parser.add_argument("--scifact-queries", type=int, default=300)
     parser.add_argument("--cache-repeats", type=int, default=20)
     parser.add_argument("--startup-runs", type=int, default=20)
+    parser.add_argument(
+        "--first-call-processes", type=int, default=10, help="processes timing a first call"
+    )
     parser.add_argument("--out", type=Path, help="write the report as JSON here (and .md beside)")
     args = parser.parse_args()
     report = run(args)

@@ -39,6 +39,8 @@ FILES = {
     "scale": RESULTS / "scale.json",
     "tokens": RESULTS / "tokens_check.json",
     "load": RESULTS / "load_faults" / "load_faults.json",
+    "own": RESULTS / "own_corpus" / "own_corpus.json",
+    "serve_load": RESULTS / "serve_load" / "serve_load.json",
     "cascade": RESULTS / "llmjudge" / "results.json",
     "vs_ref": RESULTS / "evaluator_vs_ref.md",  # Markdown: read as {"text": ...}
 }
@@ -147,6 +149,57 @@ def _micro_startup(r: dict[str, Any]) -> str:
         f"(median of {s['runs']}) against {f(s['python_s']['p50'], 3)} s for `python -c pass` "
         f"(goal 1 s on the loaded machine: {_verdict(s['retrieve_s']['p50'] <= 1.0)}); heavy "
         f"modules it imported: {heavy}"
+    )
+
+
+def _micro_paths(r: dict[str, Any]) -> str:
+    p = r["paths"]
+    first = p["first_call"]
+    return (
+        f"a new `Evaluator()` per call costs {f(p['fresh_over_reused_p50'], 2)} x a reused one "
+        f"(goal 1.2 x: {_verdict(p['fresh_over_reused_p50'] <= 1.2)}), an evaluation with "
+        f"statistics from `CorpusStats.from_texts(texts)` {f(p['from_texts_over_with_ids_p50'], 2)}"
+        f" x one with statistics built with ids and analyses (goal 1.1 x: "
+        f"{_verdict(p['from_texts_over_with_ids_p50'] <= 1.1)}), and the first call of a process "
+        f"{f(first['first_ms']['p50'], 2)} ms against {f(first['later_ms']['p50'], 2)} ms for its "
+        f"later ones ({f(first['first_over_later_median'], 1)} x; goal 2 x: "
+        f"{_verdict(first['first_over_later_median'] <= 2.0)})"
+    )
+
+
+def _own_index(r: dict[str, Any]) -> str:
+    i, d = r["index"], r["retrieve"]
+    return (
+        f"On SciFact's {thousands(i['documents'])} documents `crag-heuristic index` takes "
+        f"{f(i['process_s']['p50'], 1)} s, of which {f(i['embedding_s']['p50'], 1)} s fit and "
+        f"apply the LSA embedder (goal: 5 s plus the embedding's own time, "
+        f"{f(i['without_embedding_s']['p50'], 1)} s: "
+        f"{_verdict(i['without_embedding_s']['p50'] <= 5.0)}); `retrieve --index DIR` then takes "
+        f"{f(d['index_dir_s']['p50'], 2)} s a process against {f(d['sample_s']['p50'], 2)} s for "
+        f"the bundled sample ({f(d['index_dir_over_sample_p50'], 2)} x; goals 1 s and 2 x: "
+        f"{_verdict(d['index_dir_s']['p50'] <= 1.0 and d['index_dir_over_sample_p50'] <= 2.0)})"
+    )
+
+
+def _own_serve(r: dict[str, Any]) -> str:
+    s = r["serve"]
+    return (
+        f"over HTTP from another process a retrieval (k = {s['k']}) takes "
+        f"{f(s['http_ms']['p50'], 2)} ms p50 against {f(s['library_ms']['p50'], 2)} ms for the "
+        f"library call ({s['http_minus_library_p50_ms']:+.2f} ms; goal 2 ms: "
+        f"{_verdict(s['http_minus_library_p50_ms'] <= 2.0)}): "
+        f"{s['server_minus_library_p50_ms']:+.2f} ms in the server's process and "
+        f"{s['http_minus_server_p50_ms']:+.2f} ms on the way"
+    )
+
+
+def _serve_load(r: dict[str, Any]) -> str:
+    c = r["cache"]
+    return (
+        f"sends {thousands(r['requests'])} requests, {r['settings']['concurrency']} at a time, "
+        f"while the service's Redis is killed and restarted: {r['lost']} lost, {r['untyped']} "
+        f"untyped, {c['requests_with_a_failure']} requests with a cache failure, all flagged "
+        f"({c['unflagged']} unflagged)"
     )
 
 
@@ -679,6 +732,11 @@ QUOTES: list[Quote] = [
     Quote("micro", _micro_scifact),
     Quote("micro", _micro_cache),
     Quote("micro", _micro_startup),
+    Quote("micro", _micro_paths),
+    # a corpus of one's own: index, retrieve --index, serve; the service under load
+    Quote("own", _own_index),
+    Quote("own", _own_serve),
+    Quote("serve_load", _serve_load),
     Quote("tokens", _tokens),
     # a million documents
     Quote("scale", _scale_goals),

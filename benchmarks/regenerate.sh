@@ -31,6 +31,12 @@ python benchmarks/evaluator_micro.py --data-dir "$DATA/scifact" \
 nice -n 10 python benchmarks/scale.py --docs 1000000 --out benchmarks/results/scale \
     > /dev/null
 python benchmarks/load_faults.py --queries 1000 --concurrency 50 --out benchmarks/results/load_faults
+# a corpus of one's own: index, retrieve --index DIR (whole processes) and serve (HTTP)
+python benchmarks/own_corpus.py --data-dir "$DATA/scifact" --out benchmarks/results/own_corpus \
+    > /dev/null
+# the service under load while its Redis is killed: nothing lost, every failure typed
+python benchmarks/serve_load.py --requests 1000 --concurrency 50 --out benchmarks/results/serve_load \
+    > /dev/null
 # Every number the README quotes, against the files just written: a stale one is printed
 # with the text it should now read (and the script exits 1).
 python benchmarks/readme_numbers.py

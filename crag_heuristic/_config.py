@@ -520,6 +520,11 @@ class EvaluatorConfig:
     model: ModelConfig | None = field(default_factory=_from_default("model"))
     description: str = field(default_factory=_from_default("description"))
     guarantee: Guarantee | None = field(default_factory=_from_default("guarantee"))
+    # the fingerprint, made on first use (a digest of every setting costs more than an
+    # evaluation): not a setting, so neither compared, hashed, shown nor exported
+    _digest: list[str] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -599,17 +604,19 @@ class EvaluatorConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON/TOML-ready dict that :meth:`from_dict` turns back into this config."""
-        return dataclasses.asdict(self)
+        return {name: _as_plain(getattr(self, name)) for name in _init_fields(EvaluatorConfig)}
 
     def fingerprint(self) -> str:
         """A stable hex digest of the settings (``name`` and ``description``
-        excluded), for cache keys."""
-        payload = self.to_dict()
-        payload.pop("name")
-        payload.pop("description")
-        payload.pop("guarantee", None)  # it changes no evaluation
-        text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        excluded), for cache keys; computed once per configuration object."""
+        if not self._digest:
+            payload = self.to_dict()
+            payload.pop("name")
+            payload.pop("description")
+            payload.pop("guarantee", None)  # it changes no evaluation
+            text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+            self._digest.append(hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
+        return self._digest[0]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -795,7 +802,9 @@ def _definition(name: str, data: Mapping[str, Any]) -> EvaluatorConfig:
     return _build(EvaluatorConfig, _deep_merge(_bare_profile(name), data, ""), "")
 
 
+@functools.cache
 def _bundled_profile_files() -> dict[str, Path]:
+    """The bundled profile files by name (listed once: package data does not change)."""
     folder = resources.files("crag_heuristic") / "profiles"
     if not folder.is_dir():
         return {}
@@ -827,8 +836,8 @@ def load_config(
     TOML/JSON/YAML file, a profile name, or ``None`` for the default profile
     (:data:`DEFAULT_PROFILE`).
     """
-    if source is None:
-        config = EvaluatorConfig()
+    if source is None:  # the default profile, built once (configurations are immutable)
+        config = _default_config(DEFAULT_PROFILE)
     elif isinstance(source, EvaluatorConfig):
         config = source
     elif isinstance(source, Mapping):
@@ -892,8 +901,8 @@ def _build(cls: type[_T], data: Mapping[str, Any], path: str) -> _T:
     """Build dataclass ``cls`` from ``data``, naming bad fields by dotted path."""
     if not isinstance(data, Mapping):
         raise ConfigError(path.rstrip(".") or "<root>", data, "must be a mapping")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    hints = get_type_hints(cls)
+    fields = _init_fields(cls)  # type: ignore[arg-type]  # a class is hashable
+    hints = _type_hints(cls)  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key not in fields:
@@ -918,6 +927,25 @@ def _build(cls: type[_T], data: Mapping[str, Any], path: str) -> _T:
         if path and not exc.field.startswith(path):
             raise ConfigError(f"{path}{exc.field}", exc.value, exc.reason) from None
         raise
+
+
+def _as_plain(value: Any) -> Any:
+    """A section as a dict (``dataclasses.asdict``); any other value as it is."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+@functools.cache
+def _init_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    """The fields a configuration class takes (made once per class)."""
+    return {f.name: f for f in dataclasses.fields(cls) if f.init}
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``get_type_hints(cls)``, resolved once per class (it evaluates every annotation)."""
+    return get_type_hints(cls)
 
 
 def _is_tuple(hint: Any) -> bool:

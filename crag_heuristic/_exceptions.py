@@ -12,7 +12,8 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
     │   │   └── DuplicateChunkError  two chunks share an id
     │   ├── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
-    │   └── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
+    │   ├── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
+    │   └── IndexDirectoryError      an unusable index directory (path, field, found, expected)
     ├── RetrieverError               the wrapped retriever failed or answered nonsense
     ├── StatsEngineError             the engine counting corpus statistics failed (engine)
     ├── ParentLookupError            the parents lookup raised (parent_id; the chunk stays)
@@ -31,7 +32,12 @@ caller can catch the whole family with one ``except``. The tree::
     │   ├── WebSearchResponseError   a 200 whose body is not the expected JSON
     │   ├── WebSearchEnginesFailed   no results and every engine failed (engines)
     │   └── CircuitOpenError         calls suspended after repeated failures (retry_after)
-    └── CacheError                   the cache backend failed (kind; the router records it, goes on)
+    ├── CacheError                   the cache backend failed (kind; the router records it, goes on)
+    └── ServiceError                 the gate service refused or could not finish a request (status)
+        ├── UnauthorizedError        401 no valid API key; 403 a remote client and no key configured
+        ├── RequestTooLargeError     413 a body past the service's limit (limit)
+        ├── OverloadedError          503 every slot and queue place taken (retry_after)
+        └── RequestTimeoutError      504 no answer within the request's timeout (timeout)
 
 One warning category, apart from the tree (Python's ``warnings``, not raised)::
 
@@ -254,6 +260,55 @@ class InsufficientLabelsError(InputError):
 
 def _rebuild_insufficient(message: str, needed: int, have: int) -> InsufficientLabelsError:
     return InsufficientLabelsError(message, needed=needed, have=have)
+
+
+class IndexDirectoryError(InputError):
+    """An index directory (``crag-heuristic index``) that cannot be used: refused whole.
+
+    Attributes:
+        path: the directory.
+        field: what does not fit: ``"manifest"`` (missing or unreadable),
+            ``"kind"`` (not an index directory), ``"format_version"`` (written in
+            another format), ``"file"`` (a file the manifest lists is missing,
+            or changed since: its size or SHA-256 differs), ``"analyzer"`` (built
+            with another analyzer than the evaluator's), ``"content"`` (its
+            parts do not agree), ``"out"`` (where an index is to be written holds
+            something else), ``"embedder"`` (its embedder cannot be loaded).
+        found: what the directory has.
+        expected: what this library needs.
+    """
+
+    _ADVICE: ClassVar[dict[str, str]] = {
+        "manifest": "build it with crag-heuristic index --docs FILE --out DIR",
+        "kind": "it is not a directory written by crag-heuristic index",
+        "format_version": "rebuild it with this version of crag-heuristic",
+        "file": "the directory changed since it was built: rebuild it",
+        "analyzer": "use the analyzer it was built with, or rebuild it with yours",
+        "content": "the directory is damaged: rebuild it",
+        "out": "choose an empty or new directory, or an index directory to replace",
+        "embedder": "install what its embedder needs, or rebuild it with another",
+    }
+
+    def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:
+        self.path = path
+        self.field = field
+        self.found = found
+        self.expected = expected
+        self.note = note
+        advice = note or self._ADVICE.get(field, "")
+        super().__init__(
+            f"index directory {path!r}: {field} is {_short(found)}, expected {_short(expected)}"
+            + (f" ({advice})" if advice else "")
+        )
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_index_error, (self.path, self.field, self.found, self.expected, self.note))
+
+
+def _rebuild_index_error(
+    path: str, field: str, found: Any, expected: Any, note: str
+) -> IndexDirectoryError:
+    return IndexDirectoryError(path, field, found, expected, note=note)
 
 
 class RetrieverError(CragError):
@@ -508,6 +563,74 @@ class CacheError(CragError):
         self.kind = kind
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class ServiceError(CragError):
+    """The gate service (``crag-heuristic serve``, :mod:`crag_heuristic.serve`) refused a
+    request or could not finish it; its JSON error names the subclass.
+
+    Attributes:
+        status: the HTTP status it is answered with.
+    """
+
+    default_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = self.default_status if status is None else status
+        super().__init__(message)
+
+
+class UnauthorizedError(ServiceError):
+    """No valid API key (401), or a client from another host while the service has no
+    key configured and so answers loopback clients only (403)."""
+
+    default_status = 401
+
+
+class RequestTooLargeError(ServiceError):
+    """A request body past the service's limit.
+
+    Attributes:
+        limit: the limit, in bytes.
+    """
+
+    default_status = 413
+
+    def __init__(self, message: str, *, limit: int | None = None, status: int | None = None):
+        self.limit = limit
+        super().__init__(message, status=status)
+
+
+class OverloadedError(ServiceError):
+    """Every request slot is busy and every queue place taken: try again later.
+
+    Attributes:
+        retry_after: seconds to wait before retrying (the ``Retry-After`` header).
+    """
+
+    default_status = 503
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status: int | None = None
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status=status)
+
+
+class RequestTimeoutError(ServiceError):
+    """No answer within the request's timeout (the work is abandoned, not the service).
+
+    Attributes:
+        timeout: the timeout, in seconds.
+    """
+
+    default_status = 504
+
+    def __init__(
+        self, message: str, *, timeout: float | None = None, status: int | None = None
+    ) -> None:
+        self.timeout = timeout
+        super().__init__(message, status=status)
 
 
 class CalibrationWarning(UserWarning):

@@ -4,7 +4,7 @@ The core install (numpy, structlog, PyStemmer, faiss-cpu) runs the gate, the
 router and the bundled demo. Every other third-party package belongs to an
 extra named after what it enables (``web``, ``llm``, ``redis``, ``calibrate``, ``bm25``,
 ``yaml``, ``metrics``, ``dask``, ``langchain``, ``llamaindex``, ``qdrant``,
-``bench``; setup.cfg) and is imported where a feature first needs it, inside
+``serve``, ``bench``; setup.cfg) and is imported where a feature first needs it, inside
 :func:`requires`::
 
     with requires("redis", "RedisCache"):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -137,6 +137,37 @@ class LsaProjection:
         self.components = np.asarray(components, dtype=np.float64)
         self.dimension = int(self.components.shape[0])
 
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The projection as numpy arrays (what :meth:`from_arrays` reads back): the
+        format, the analyzer's fingerprint, the vocabulary in column order, the IDF
+        and the components (float32: half the bytes, ~1e-7 apart)."""
+        return {
+            "format": np.asarray(_LSA_FORMAT),
+            "analyzer": np.asarray(self.analyzer.fingerprint),
+            "vocabulary": np.asarray(sorted(self.columns, key=self.columns.__getitem__)),
+            "idf": self.idf,
+            "components": self.components.astype(np.float32),
+        }
+
+    @classmethod
+    def from_arrays(
+        cls, data: Mapping[str, npt.NDArray[Any]], analyzer: Analyzer | None = None
+    ) -> LsaProjection:
+        """The projection :meth:`arrays` wrote (a mapping such as an opened ``.npz``).
+
+        Raises:
+            ValueError: another format, or fitted with another analyzer than ``analyzer``.
+            KeyError: an array is missing.
+        """
+        analyzer = analyzer or Analyzer()
+        if int(data["format"]) != _LSA_FORMAT or str(data["analyzer"]) != analyzer.fingerprint:
+            raise ValueError(
+                f"an LSA projection of format {int(data['format'])} fitted with analyzer "
+                f"{str(data['analyzer'])!r}; this library reads format {_LSA_FORMAT} and the "
+                f"analyzer is {analyzer.fingerprint!r}"
+            )
+        return cls(data["vocabulary"].tolist(), data["idf"], data["components"], analyzer=analyzer)
+
     @classmethod
     def from_embedder(cls, embedder: LsaEmbedder) -> LsaProjection:
         """The projection an :class:`LsaEmbedder` fitted."""
@@ -177,18 +208,13 @@ def save_sample_lsa(
     projection: LsaProjection, vectors: npt.NDArray[np.float32], ids: Sequence[str]
 ) -> bytes:
     """The ``sample_lsa.npz`` bytes (see ``tools/build_sample_vectors.py``)."""
-    vocabulary = sorted(projection.columns, key=projection.columns.__getitem__)
+    arrays: dict[str, Any] = {
+        **projection.arrays(),
+        "vectors": np.asarray(vectors, dtype=np.float32),
+        "ids": np.asarray(list(ids)),
+    }
     buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        format=np.asarray(_LSA_FORMAT),
-        analyzer=np.asarray(projection.analyzer.fingerprint),
-        vocabulary=np.asarray(vocabulary),
-        idf=projection.idf,
-        components=projection.components.astype(np.float32),  # half the bytes; ~1e-7 apart
-        vectors=np.asarray(vectors, dtype=np.float32),
-        ids=np.asarray(list(ids)),
-    )
+    np.savez(buffer, **arrays)
     return buffer.getvalue()
 
 
@@ -199,11 +225,11 @@ def load_sample_lsa(
     analyzer = analyzer or Analyzer()
     raw = (resources.files("crag_heuristic") / "data" / SAMPLE_LSA).read_bytes()
     with np.load(io.BytesIO(raw), allow_pickle=False) as data:
-        if int(data["format"]) != _LSA_FORMAT or str(data["analyzer"]) != analyzer.fingerprint:
-            raise ValueError("stale data/sample_lsa.npz: run tools/build_sample_vectors.py")
-        projection = LsaProjection(
-            data["vocabulary"].tolist(), data["idf"], data["components"], analyzer=analyzer
-        )
+        try:
+            projection = LsaProjection.from_arrays(data, analyzer)
+        except ValueError:
+            stale = "stale data/sample_lsa.npz: run tools/build_sample_vectors.py"
+            raise ValueError(stale) from None
         return projection, np.asarray(data["vectors"], np.float32), data["ids"].tolist()
 
 

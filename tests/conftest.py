@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from crag_testkit import SearxngUnavailable, find_searxng_python
@@ -45,3 +46,13 @@ def solar_chunks() -> list[Chunk]:
             source="s2",
         ),
     ]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The bundled sample's index directory (LSA embedder, inner product), built once for
+    the index, service and load tests."""
+    from crag_heuristic.index import IndexDirectory
+    from crag_heuristic.sample import load_sample_corpus
+
+    return IndexDirectory.build(load_sample_corpus(), tmp_path_factory.mktemp("index") / "sample")

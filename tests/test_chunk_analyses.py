@@ -43,14 +43,38 @@ def test_a_stored_analysis_is_the_analyzers() -> None:
         assert _fields(analyzer.analyze_lazily(text)) == _fields(analyzer.analyze(text))
 
 
-def test_a_changed_text_or_an_unknown_id_is_never_served() -> None:
+def test_a_changed_text_is_never_served_and_a_known_text_whatever_its_id() -> None:
     stats = CorpusStats.build(TEXTS, ids=[f"doc-{i}" for i in range(len(TEXTS))], analyses=True)
     assert stats.analyses is not None
+    analyzer = Analyzer()
     assert stats.analyses.get("doc-0", TEXTS[0]) is not None
     assert stats.analyses.get("doc-0", TEXTS[0] + " and more") is None  # stale: tokenise
-    assert stats.analyses.get("doc-0", TEXTS[1]) is None  # another document's text
-    assert stats.analyses.get("0", TEXTS[0]) is None  # not its id
+    assert stats.analyses.get("new", "a text the corpus never held") is None
+    # the digest decides: another document's text under this id, a known text under
+    # another id, are that text's analysis
+    assert stats.analyses.get("doc-0", TEXTS[1]) == analyzer.analyze(TEXTS[1])
+    assert stats.analyses.get("0", TEXTS[0]) == analyzer.analyze(TEXTS[0])
     assert stats.analyses.get_many([]) == []
+
+
+def test_statistics_built_without_ids_find_the_chunks_by_their_text() -> None:
+    """``build(texts, analyses=True)`` without ids keys the rows by position; a chunk of
+    another id is found by its text's digest (it was not: 0 of 10 real ids found)."""
+    stats = CorpusStats.from_texts(TEXTS)
+    assert stats.analyses is not None  # from_texts keeps the analyses by default
+    analyzer = Analyzer()
+    found = stats.analyses.get_many([(f"real-{i}", text) for i, text in enumerate(TEXTS)])
+    assert [_fields(f) for f in found] == [_fields(analyzer.analyze(t)) for t in TEXTS]
+    # rows sharing their digest's first 8 bytes (the index's key) are told apart by the
+    # whole digest
+    arrays = dict(stats.analyses.arrays())
+    digests = arrays["digests"].copy()
+    digests[1, :8] = digests[0, :8]
+    arrays["digests"] = digests
+    forged = ChunkAnalyses(arrays, stats.analyses.stop_words, stats.analyses.terms)
+    wanted = [bytes(digests[1]), bytes(digests[0]), bytes(digests[0, :8]) + b"\x00" * 8]
+    assert forged._rows_of_digests(wanted) == [1, 0, None]
+    assert CorpusStats.from_texts(TEXTS, analyses=False).analyses is None
 
 
 def test_integer_ids_are_their_decimal_strings() -> None:
@@ -58,7 +82,7 @@ def test_integer_ids_are_their_decimal_strings() -> None:
     assert stats.analyses is not None
     assert stats.analyses.get("7", "alpha text") is not None
     assert stats.analyses.get("3", "beta text") is not None
-    assert stats.analyses.get("0", "alpha text") is None
+    assert stats.analyses.get("0", "beta text") is not None  # found by its text
 
 
 def test_repeated_ids_are_told_apart_by_their_texts() -> None:

@@ -27,6 +27,7 @@ ERRORS: list[CragError] = [
     errors.InsufficientLabelsError("recall 0.1 needs 22 failed lists; got 3", needed=22, have=3),
     errors.SynonymFormatError("syn.txt", 4, "car =>", "nothing after =>"),
     errors.CorpusStatsFileError("/stats.json", "analyzer", "english:1", "english:2"),
+    errors.IndexDirectoryError("/index", "file", "docs.jsonl changed", "sha256 0123abcd"),
     errors.RetrieverError("FaissRetriever.search gave no answer", retriever="Faiss", timeout=0.5),
     errors.StatsEngineError("the scheduler is gone", engine="dask"),
     errors.ParentLookupError("store down", parent_id="bees", cause_type="ConnectionError"),
@@ -47,6 +48,11 @@ ERRORS: list[CragError] = [
     errors.CacheError("redis down", backend="redis", operation="get", kind="connection"),
     errors.CacheError("later", backend="redis", operation="set", kind="down", retry_after=0.25),
     errors.MissingDependencyError("redis", "redis", "RedisCache"),
+    errors.ServiceError("no route GET /v2", status=404),
+    errors.UnauthorizedError("no valid API key"),
+    errors.RequestTooLargeError("a body of 2,000,000 bytes", limit=1_048_576),
+    errors.OverloadedError("every slot busy", retry_after=1.0),
+    errors.RequestTimeoutError("no answer within 30 s", timeout=30.0),
 ]
 
 

@@ -49,8 +49,7 @@ from crag_heuristic import (
 )
 from crag_heuristic import config as sections
 from crag_heuristic._cli import main
-from crag_heuristic._cli.common import EXIT_INTERNAL, read_chunks, read_records
-from crag_heuristic._cli.retrieve import read_docs
+from crag_heuristic._cli.common import EXIT_INTERNAL, read_chunks, read_docs, read_records
 from crag_heuristic._text.corpus import CorpusStats
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 
@@ -202,7 +201,7 @@ SECTIONS: dict[type, list[str]] = {
     sections.FallbackModel: ["missing", "chunk", "set", "thresholds", "chunk_thresholds"],
     sections.ModelConfig: ["chunk", "set", "fitted_on", "fallbacks"],
     RouterConfig: [f.name for f in RouterConfig.__dataclass_fields__.values()],
-    EvaluatorConfig: [f.name for f in EvaluatorConfig.__dataclass_fields__.values()],
+    EvaluatorConfig: [f.name for f in EvaluatorConfig.__dataclass_fields__.values() if f.init],
 }
 
 

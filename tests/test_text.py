@@ -323,3 +323,29 @@ def test_an_analyzer_asked_for_the_c_extension_says_when_it_is_not_built(
         Analyzer(native=True)
     assert not Analyzer().native
     assert Analyzer().analyze("Running cats") == Analyzer(native=False).analyze("Running cats")
+
+
+def test_analyzers_of_the_same_settings_share_their_term_cache() -> None:
+    """A new ``Analyzer()`` (a new ``Evaluator()``) starts with the stems the process
+    knows: analyzers of the same settings share the cache; other settings, a subclass
+    (it may stem otherwise) and a build's counting copy have their own."""
+    from crag_heuristic._text.counting import counting_copy
+
+    first, second = Analyzer(), Analyzer()
+    assert first._terms is second._terms and first._counter is second._counter
+    first.terms("photovoltaic efficiency")
+    assert second._terms["photovoltaic"] == "photovolta"
+    assert Analyzer(stop_words=["the"])._terms is not first._terms
+    assert Analyzer(native=False)._terms is not first._terms  # another path, another cache
+
+    class Sub(Analyzer):
+        pass
+
+    assert Sub()._terms is not first._terms
+    copy = counting_copy(first)
+    assert copy._terms is not first._terms and copy._terms == {}
+    assert copy.fingerprint == first.fingerprint and copy.analyze("bees") == first.analyze("bees")
+    # another cache limit, another cache (the limit bounds the cache it is given)
+    small = Analyzer()
+    small.cache_limit = 5
+    assert small._terms is not first._terms and first._terms is Analyzer()._terms

@@ -10,8 +10,12 @@ All in the same run, on the same machine, with ``time.perf_counter``:
 * the router (the library's defaults) on the fast path (RELEVANT) and on the
   corrected path (PARTIAL and, web off, IRRELEVANT: its correction, BM25
   re-retrieval, fusion, re-evaluation), each including its own query encoding
-  and search, so the overhead is router minus bare. Bare
-  and router calls alternate query by query, so load drift hits both alike.
+  and search, so the overhead is router minus bare. Bare and router calls
+  alternate query by query, and which of the two goes first alternates too (a
+  call right after an encode runs on colder caches), so load drift and
+  ordering hit both alike. torch runs on one thread for the section
+  (``torch.set_num_threads(1)``, restored after): its default of one thread a
+  core made encoding on two busy cores seven times slower and the ratio noise.
 
 Ratios are against the bare retrieval's median measured in this run; a route's against the
 bare retrieval of the same queries (each route's queries are not the others': their length,
@@ -21,9 +25,11 @@ it (``over_all_bare_p50``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +52,32 @@ def _timed(fn: Callable[..., object], *args: Any) -> float:
     started = time.perf_counter()
     fn(*args)
     return (time.perf_counter() - started) * 1e3
+
+
+TORCH_THREADS = 1  # torch's threads while the cost section times (None: not pinned)
+
+
+@contextlib.contextmanager
+def pinned_torch_threads(threads: int | None) -> Iterator[int | None]:
+    """torch on ``threads`` threads while the block runs (restored after); yields the
+    number in use, ``None`` when torch is not loaded (no encoder) or not pinned."""
+    torch: Any = sys.modules.get("torch")
+    if torch is None or threads is None:
+        yield None
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        torch.set_num_threads(before)
+
+
+def _routed(crag: CRAG, query: str) -> tuple[float, Any]:
+    """One routed call: its time (ms) and its result."""
+    started = time.perf_counter()
+    result = crag.retrieve(query, 10)
+    return (time.perf_counter() - started) * 1e3, result
 
 
 class _EncodingRetriever:
@@ -77,9 +109,17 @@ def cost_section(
     *,
     limit: int = 300,
 ) -> dict[str, Any]:
-    """Latencies (ms) and ratios to the bare retrieval, on natural retrievals."""
-    natural = [r for r in retrievals if r.kind == "natural"][:limit]
+    """Latencies (ms) and ratios to the bare retrieval, on natural retrievals; torch
+    pinned to :data:`TORCH_THREADS` threads throughout (the model's warm-up included)."""
     prepared.load_encoder()
+    with pinned_torch_threads(TORCH_THREADS) as threads:
+        out = _cost(prepared, profile, [r for r in retrievals if r.kind == "natural"][:limit])
+    return {"torch_threads": threads, **out}
+
+
+def _cost(
+    prepared: Prepared, profile: EvaluatorConfig, natural: list[GateExample]
+) -> dict[str, Any]:
     by_qid = prepared.vectors({r.group: r.query for r in natural})
     known = {r.query: by_qid[r.group] for r in natural}
     retriever = _EncodingRetriever(prepared, known)
@@ -105,13 +145,15 @@ def cost_section(
     by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
     bare_by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
     bare = []
-    for r in natural:  # interleaved, so drift in machine load hits both alike
-        bare.append(_timed(retriever.search, r.query, 10))
-        started = time.perf_counter()
-        result = crag.retrieve(r.query, 10)
-        elapsed = (time.perf_counter() - started) * 1e3
+    for i, r in enumerate(natural):  # interleaved, and which goes first alternates
+        if i % 2:
+            routed, result = _routed(crag, r.query)
+            bare.append(_timed(retriever.search, r.query, 10))
+        else:
+            bare.append(_timed(retriever.search, r.query, 10))
+            routed, result = _routed(crag, r.query)
         route = "fast path" if result.strategy.value == "none" else "corrected"
-        by_route[route].append(elapsed)
+        by_route[route].append(routed)
         bare_by_route[route].append(bare[-1])
 
     base = percentiles(bare)["p50"]

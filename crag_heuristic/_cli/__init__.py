@@ -30,7 +30,7 @@ from typing import TextIO
 from .._exceptions import ConfigError, CragError, InputError, MissingDependencyError
 from .._logging import LOGGER_NAME
 from .._version import __version__
-from . import bench, evaluate, retrieve, stats
+from . import bench, evaluate, index, retrieve, serve, stats
 from .common import EPILOG, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_SERVICE
 from .verbose import EventFormatter
 
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(parser, default=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     retrieve.register(commands)
+    index.register(commands)
+    serve.register(commands)
     evaluate.register(commands)
     bench.register(commands)
     stats.register(commands)

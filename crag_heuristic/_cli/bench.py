@@ -7,6 +7,7 @@ import json
 import shlex
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -14,6 +15,8 @@ from .._config import DEFAULT_PROFILE
 from .._exceptions import CalibrationWarning, InputError
 from .common import EPILOG, EXIT_OK
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
+from .index import is_index_dir, open_index
+from .progress import Progress, add_progress_option
 
 DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
 
@@ -94,6 +97,8 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(f"--{option.replace('_', '-')} needs --grader or --grade-log")
     if args.self:
         return _calibrate_self(args, out)
+    if args.index is not None:
+        raise InputError("calibrate --index goes with --self (no labels: simulated queries)")
     if not args.data_dir:
         raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
     from .._bench.pipeline import calibrate
@@ -152,7 +157,7 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError("calibrate --self takes one --data-dir")
         args.data_dir = args.data_dir[0]
         if args.index is not None or args.docs is not None:
-            raise InputError("--self takes either --data-dir or --index with --docs, not both")
+            raise InputError("--self takes either --data-dir or --index, not both")
         from .._bench.pipeline import HarnessRetriever, prepare
         from .._bench.retrievals import chunks_of
 
@@ -162,14 +167,26 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
         harness = HarnessRetriever(prepared)
         retriever: Any = harness
         collection = prepared.collection
-        docs: list[Any] = list(chunks_of(collection, [(d, 0.0) for d in collection.doc_ids]))
+        docs: Sequence[Any] = list(chunks_of(collection, [(d, 0.0) for d in collection.doc_ids]))
         neighbours, stats, analyzer = harness.neighbours, prepared.stats, prepared.analyzer
         where = f"the BEIR folder {collection.name} (corpus and vectors; qrels not read)"
+    elif is_index_dir(args.index):
+        if args.docs is not None:
+            raise InputError(f"--docs does not go with an index directory: {args.index} holds them")
+        with Progress.for_command(args, "calibrate") as progress:
+            index = open_index(args.index, progress)
+            with progress.stage("loading its parts"):
+                retriever = index.retriever()
+        docs = index.docs
+        stats, analyzer = index.corpus_stats, index.analyzer
+        where = f"the index directory {args.index}"
     else:
         from .retrieve import faiss_retriever
 
         if args.index is None or args.docs is None:
-            raise InputError("calibrate --self needs --data-dir, or --index with --docs")
+            raise InputError(
+                "calibrate --self needs --data-dir, --index DIR, or --index FILE.faiss with --docs"
+            )
         retriever, docs = faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
         where = f"{args.index} with {args.docs}"
     with warnings.catch_warnings():  # said below, in the CLI's words
@@ -336,8 +353,15 @@ def register(commands: Any) -> None:
             "(--data-dir: corpus + vectors, qrels never read; or --index/--docs/--embedder)"
         ),
     )
-    calibrate.add_argument("--index", help="with --self: a FAISS index file")
-    calibrate.add_argument("--docs", help="with --self: the index's documents (JSON Lines)")
+    calibrate.add_argument(
+        "--index",
+        metavar="DIR|FILE.faiss",
+        help="with --self: an index directory (crag-heuristic index), or a FAISS index file "
+        "with --docs",
+    )
+    calibrate.add_argument(
+        "--docs", help="with --self --index FILE.faiss: its documents (JSON Lines)"
+    )
     calibrate.add_argument(
         "--embedder", default="lsa", help="with --self --index: lsa or package.module:callable"
     )
@@ -364,6 +388,7 @@ def register(commands: Any) -> None:
         ),
     )
     calibrate.add_argument("--seed", type=int, default=0, help="with --self: the random seed")
+    add_progress_option(calibrate)
     calibrate.add_argument(
         "--strict",
         action="store_true",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from .._config import DEFAULT_PROFILE, EvaluatorConfig, available_profiles, load_config
+from .._documents import to_chunk
 from .._exceptions import InputError, InvalidChunkError
 from .._types import Chunk, ScoreKind
 
@@ -186,3 +187,25 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 def dump(data: Any, out: TextIO, pretty: bool) -> None:
     json.dump(data, out, indent=2 if pretty else None, ensure_ascii=False)
     out.write("\n")
+
+
+def read_docs(path: str | Path) -> list[Chunk]:
+    """A docs file (JSON Lines: ``id``/``_id``, ``text``, optional ``title``,
+    ``source``, ``metadata``) as chunks; line ``i`` is FAISS id ``i``."""
+    chunks = []
+    for position, (number, record) in enumerate(read_records(path)):
+        try:
+            chunks.append(
+                to_chunk(
+                    record,
+                    default_id=str(position),
+                    score=None,
+                    score_kind=ScoreKind.UNKNOWN,
+                    retriever="docs",
+                )
+            )
+        except Exception as exc:
+            raise InputError(f"{path}:{number}: {exc}") from exc
+    if not chunks:
+        raise InputError(f"{path}: no documents")
+    return chunks

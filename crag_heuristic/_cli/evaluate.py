@@ -7,8 +7,11 @@ from typing import Any, TextIO
 
 from .._config import EvaluatorConfig, available_profiles
 from .._evaluator.evaluator import Evaluator
+from .._exceptions import InputError
 from .._types import ScoreKind
 from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_chunks
+from .index import is_index_dir, open_index
+from .progress import Progress, add_progress_option
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
@@ -16,10 +19,16 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
     kind = ScoreKind(args.score_kind) if args.score_kind else None
     chunks = read_chunks(args.chunks, default_kind=kind)
     evaluator = Evaluator(config)
-    payload = evaluator.evaluate(args.query, chunks).to_dict()
+    stats = None
+    if args.index is not None:  # the corpus's statistics: IDF, and its chunks' analyses
+        if not is_index_dir(args.index):
+            raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
+        with Progress.for_command(args, "evaluate") as progress:
+            stats = open_index(args.index, progress, evaluator.analyzer).corpus_stats
+    payload = evaluator.evaluate(args.query, chunks, stats).to_dict()
     if args.refine:
         payload["refinement"] = evaluator.refine(
-            args.query, chunks, token_budget=args.token_budget
+            args.query, chunks, stats, token_budget=args.token_budget
         ).to_dict()
     dump(payload, out, args.pretty)
     return EXIT_OK
@@ -64,10 +73,17 @@ def register(commands: Any) -> None:
         choices=[k.value for k in ScoreKind],
         help="score kind for chunks that do not declare one",
     )
+    evaluate.add_argument(
+        "--index",
+        metavar="DIR",
+        help="an index directory (crag-heuristic index): its corpus statistics weight the "
+        "query terms (IDF) and its documents' analyses are read instead of tokenising",
+    )
     evaluate.add_argument("--refine", action="store_true", help="also run knowledge refinement")
     evaluate.add_argument("--token-budget", type=int, help="token budget for --refine")
     evaluate.add_argument("--pretty", action="store_true", help="indent the JSON")
     add_config_options(evaluate)
+    add_progress_option(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
     profiles = commands.add_parser("profiles", help="list profiles, or print one as JSON")

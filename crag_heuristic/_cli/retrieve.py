@@ -1,20 +1,17 @@
-"""``crag-heuristic retrieve`` (the router end to end) and ``crag-heuristic index``."""
+"""``crag-heuristic retrieve``: the router end to end."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import sys
 import textwrap
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
-from .._documents import to_chunk
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
 from .._failures import FailureStage
+from .._index.embedders import import_embedder
 from .._logging import get_logger
 from .._retrievers.bm25 import BM25Retriever
 from .._retrievers.faiss import FaissRetriever
@@ -22,7 +19,7 @@ from .._router.events import Done
 from .._router.result import CRAGResult
 from .._router.router import CRAG
 from .._sample import LsaEmbedder, load_sample_corpus, sample_retriever
-from .._types import Chunk, ScoreKind
+from .._types import Chunk
 from .common import (
     EPILOG,
     EXIT_OK,
@@ -30,48 +27,17 @@ from .common import (
     add_config_options,
     config_from_args,
     dump,
-    read_records,
+    read_docs,
 )
-
-
-def read_docs(path: str | Path) -> list[Chunk]:
-    """A docs file (JSON Lines: ``id``/``_id``, ``text``, optional ``title``,
-    ``source``, ``metadata``) as chunks; line ``i`` is FAISS id ``i``."""
-    chunks = []
-    for position, (number, record) in enumerate(read_records(path)):
-        try:
-            chunks.append(
-                to_chunk(
-                    record,
-                    default_id=str(position),
-                    score=None,
-                    score_kind=ScoreKind.UNKNOWN,
-                    retriever="docs",
-                )
-            )
-        except Exception as exc:
-            raise InputError(f"{path}:{number}: {exc}") from exc
-    if not chunks:
-        raise InputError(f"{path}: no documents")
-    return chunks
+from .index import is_index_dir, open_index
+from .progress import Progress, add_progress_option
 
 
 def load_embedder(spec: str, docs: list[Chunk]) -> Callable[[str], Any]:
-    """``lsa`` (fitted on the docs: deterministic) or ``package.module:callable``."""
+    """``lsa`` (fitted on the docs: deterministic) or ``package.module:attribute``."""
     if spec == "lsa":
         return LsaEmbedder([d.text for d in docs])
-    module_name, sep, attribute = spec.partition(":")
-    if not sep:
-        raise InputError(f"--embedder must be 'lsa' or 'package.module:callable', got {spec!r}")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"cannot load embedder {spec!r}: {exc}") from exc
-    if not callable(target):
-        raise InputError(f"embedder {spec!r} is not callable")
-    return target  # type: ignore[no-any-return]
+    return import_embedder(spec)  # type: ignore[no-any-return]
 
 
 def faiss_retriever(
@@ -89,18 +55,48 @@ def faiss_retriever(
     return FaissRetriever(index, docs, load_embedder(embedder, docs), normalized=unit), docs
 
 
-def _retriever(args: argparse.Namespace) -> tuple[FaissRetriever, list[Chunk]]:
+def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, Any]:
+    """The retriever, the lexical one (``--lexical``) and the evaluator: over an index
+    directory, over a FAISS file and its docs file (refitted and recounted on every
+    call), or over the bundled sample."""
+    evaluator = Evaluator(config_from_args(args))
+    if is_index_dir(args.index):
+        for option in ("docs", "embedder", "normalized"):
+            if getattr(args, option) is not None:
+                raise InputError(
+                    f"--{option} does not go with an index directory: {args.index} holds its "
+                    "documents, embedder and vectors"
+                )
+        index = open_index(args.index, progress, evaluator.analyzer)
+        with progress.stage("loading its parts"):
+            retriever = index.retriever()
+            lexical = index.lexical() if args.lexical else None
+        return retriever, lexical, evaluator
     if (args.index is None) != (args.docs is None):
-        raise InputError("--index and --docs go together (neither: the bundled sample)")
+        raise InputError(
+            "--index FILE.faiss goes with --docs (an index directory, --index DIR, alone; "
+            "neither: the bundled sample)"
+        )
     if args.index is None:
-        return sample_retriever(), load_sample_corpus()
-    return faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
+        retriever, docs = sample_retriever(), load_sample_corpus()
+    else:
+        if not args.quiet:
+            sys.stderr.write(
+                "crag-heuristic: note: --index FILE --docs FILE refits the embedder and "
+                "rebuilds BM25 and the statistics on every call; build an index directory "
+                "once (crag-heuristic index --docs FILE --out DIR) and use --index DIR\n"
+            )
+        with progress.stage("reading the documents"):
+            retriever, docs = faiss_retriever(
+                args.index, args.docs, args.embedder or "lsa", args.normalized or "auto"
+            )
+    lexical = BM25Retriever(docs, analyzer=evaluator.analyzer) if args.lexical else None
+    return retriever, lexical, evaluator
 
 
 def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
-    retriever, docs = _retriever(args)
-    evaluator = Evaluator(config_from_args(args))
-    lexical = BM25Retriever(docs, analyzer=evaluator.analyzer) if args.lexical else None
+    with Progress.for_command(args, "retrieve") as progress:
+        retriever, lexical, evaluator = _retriever(args, progress)
     router_config = {"k": args.k, "refine": args.refine, "max_retries": args.max_retries}
     if args.fetch_k:
         router_config["fetch_k"] = args.fetch_k
@@ -195,62 +191,41 @@ def render_table(result: CRAGResult, score_semantics: str = "") -> str:
     return "\n".join(lines)
 
 
-def _index(args: argparse.Namespace, out: TextIO) -> int:
-    import faiss
-    import numpy as np
-
-    docs = read_docs(args.docs)
-    embedder = load_embedder(args.embedder, docs)
-
-    vectors = np.asarray([np.asarray(embedder(d.text), dtype="float32") for d in docs])
-    faiss.normalize_L2(vectors)
-    index = (
-        faiss.IndexFlatIP(vectors.shape[1])
-        if args.metric == "ip"
-        else faiss.IndexFlatL2(vectors.shape[1])
-    )
-    index.add(vectors)
-    faiss.write_index(index, str(args.out))
-    summary = {
-        "index": str(args.out),
-        "documents": len(docs),
-        "dimension": int(vectors.shape[1]),
-        "metric": args.metric,
-        "unit_vectors": True,
-        "embedder": args.embedder,
-    }
-    out.write(json.dumps(summary) + "\n")
-    return EXIT_OK
-
-
 def register(commands: Any) -> None:
-    """Add the ``retrieve`` and ``index`` sub-commands."""
+    """Add the ``retrieve`` sub-command."""
     retrieve = commands.add_parser(
         "retrieve",
         help="retrieve, grade and correct (the bundled sample by default)",
         description=(
             "Run the CRAG router: retrieve from a FAISS index, grade the chunks, correct the "
             "retrieval (query expansion + RRF on PARTIAL, web search on IRRELEVANT) and print "
-            "the result as JSON, or as a table with --pretty. Without --index/--docs it runs on "
-            "the bundled sample corpus with LSA embeddings: no model, no network."
+            "the result as JSON, or as a table with --pretty. --index DIR loads an index directory "
+            "(crag-heuristic index); without --index it runs on the bundled sample corpus with "
+            "LSA embeddings: no model, no network."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     retrieve.add_argument("--query", "-q", required=True, help="the query")
     retrieve.add_argument("--k", type=int, default=5, help="chunks to return (default 5)")
-    retrieve.add_argument("--index", metavar="FILE.faiss", help="a FAISS index file")
-    retrieve.add_argument("--docs", metavar="FILE.jsonl", help="its documents, line i = FAISS id i")
+    retrieve.add_argument(
+        "--index",
+        metavar="DIR|FILE.faiss",
+        help="an index directory (crag-heuristic index), or a FAISS index file of your own "
+        "with --docs",
+    )
+    retrieve.add_argument(
+        "--docs", metavar="FILE.jsonl", help="with --index FILE.faiss: its documents, line i = id i"
+    )
     retrieve.add_argument(
         "--embedder",
-        default="lsa",
-        help="query embedder: 'lsa' (fitted on --docs) or 'pkg.module:callable' (str -> vector)",
+        help="with --index FILE.faiss: 'lsa' (fitted on --docs, the default) or "
+        "'pkg.module:attribute' (str -> vector)",
     )
     retrieve.add_argument(
         "--normalized",
         choices=["auto", "yes", "no"],
-        default="auto",
-        help="are the index vectors unit length? (default: detect)",
+        help="with --index FILE.faiss: are its vectors unit length? (default: detect)",
     )
     retrieve.add_argument(
         "--no-lexical",
@@ -269,15 +244,5 @@ def register(commands: Any) -> None:
     )
     retrieve.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
     add_config_options(retrieve)
+    add_progress_option(retrieve)
     retrieve.set_defaults(handler=_retrieve)
-
-    index = commands.add_parser(
-        "index",
-        help="build a FAISS index of a docs file (unit vectors)",
-        description="Embed a docs file and write a flat FAISS index (unit vectors).",
-    )
-    index.add_argument("--docs", required=True, metavar="FILE.jsonl")
-    index.add_argument("--out", required=True, metavar="FILE.faiss")
-    index.add_argument("--embedder", default="lsa", help="as for retrieve")
-    index.add_argument("--metric", choices=["ip", "l2"], default="ip")
-    index.set_defaults(handler=_index)

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from .._exceptions import InputError
 from .._text.corpus import CorpusStats
 from .._text.engines import DaskEngine, LocalEngine
-from .common import EPILOG, EXIT_OK
+from .common import EPILOG, EXIT_OK, read_docs
 
 
 def _stats(args: argparse.Namespace, out: TextIO) -> int:
@@ -24,8 +24,6 @@ def _stats(args: argparse.Namespace, out: TextIO) -> int:
     )
     started = time.perf_counter()
     if _is_json_array(args.docs):  # one JSON array: read here, then partitioned in memory
-        from .retrieve import read_docs
-
         docs = read_docs(args.docs)
         stats = CorpusStats.build(
             [d.text for d in docs],

@@ -18,6 +18,7 @@ from .. import _signals as sig
 from .._checks import CheckedQuery, check_query, real_number
 from .._config import EvaluatorConfig, LogisticStage, Thresholds, load_config
 from .._exceptions import ConfigError, InputError, _short
+from .._logging import get_logger
 from .._scores import similarity
 from .._text.analyzer import Analyzer, QueryTerms, TextStats
 from .._text.corpus import CorpusStats
@@ -25,6 +26,16 @@ from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check
 from . import model
 from .refine import Refinement, refine
 
+_TOLD_LIMIT = 64  # (statistics, reason) pairs remembered as said
+_ANALYSES_HINTS = {
+    "no_analyses": "build the statistics with analyses=True (CorpusStats.from_texts keeps "
+    "them) to read each corpus chunk's analysis instead of tokenising it",
+    "other_analyzer": "the statistics were built with another analyzer: their analyses are "
+    "not used; build them with the evaluator's",
+    "not_in_corpus": "texts the statistics never counted (web results, or texts changed "
+    "since) are tokenised; corpus chunks whose text differs from what was counted "
+    "(a title joined to the text, say) are too",
+}
 _SIGNAL_LABELS = {
     "keyword_overlap": "keyword overlap",
     "semantic_coherence": "semantic coherence",
@@ -125,20 +136,17 @@ class Evaluator:
         self.all_evidence = all_evidence
         self.analyzer = analyzer or Analyzer()
         self._cache = _LRU(cache_size)
-        self._fingerprint = (self.config, self.config.fingerprint())
+        self._told: set[tuple[int, str]] = set()  # (statistics, reason) said once
 
     def __repr__(self) -> str:
         return f"Evaluator(config={self.config.name!r}, analyzer={self.analyzer!r})"
 
     @property
     def fingerprint(self) -> str:
-        """``config.fingerprint()``, computed once per configuration object (a digest
-        of the whole configuration costs more than an evaluation)."""
-        config, digest = self._fingerprint
-        if config is not self.config:  # the attribute was reassigned
-            digest = self.config.fingerprint()
-            self._fingerprint = (self.config, digest)
-        return digest
+        """``config.fingerprint()``: computed on first use, once per configuration
+        object (a digest of the whole configuration costs more than an evaluation),
+        so that making an evaluator costs next to nothing."""
+        return self.config.fingerprint()
 
     def clear_cache(self) -> None:
         """Forget the analysed chunks (for cold-start measurements)."""
@@ -168,12 +176,16 @@ class Evaluator:
         if not missing:
             return found  # type: ignore[return-value]  # no None left
         looked_up: list[TextStats | None] = [None] * len(missing)
-        if (
-            corpus_stats is not None
-            and corpus_stats.analyses is not None
-            and corpus_stats.analyzer == self.analyzer.fingerprint
-        ):
-            looked_up = corpus_stats.analyses.get_many([keys[i] for i in missing], terms)
+        if corpus_stats is not None:
+            if corpus_stats.analyses is None:
+                self._tell(corpus_stats, "no_analyses", len(missing), len(chunks))
+            elif corpus_stats.analyzer != self.analyzer.fingerprint:
+                self._tell(corpus_stats, "other_analyzer", len(missing), len(chunks))
+            else:
+                looked_up = corpus_stats.analyses.get_many([keys[i] for i in missing], terms)
+                missed = looked_up.count(None)
+                if missed:
+                    self._tell(corpus_stats, "not_in_corpus", missed, len(chunks))
         analyze: Callable[[str], TextStats] = self.analyzer.analyze
         if type(self.analyzer).analyze is Analyzer.analyze:  # a subclass's own: called as it is
             analyze = self.analyzer.analyze_lazily  # the text is kept (the cache's key)
@@ -181,6 +193,27 @@ class Evaluator:
             found[i] = stats if stats is not None else analyze(chunks[i].text)
         self._cache.put_many([(keys[i], found[i]) for i in missing])  # type: ignore[misc]
         return found  # type: ignore[return-value]  # every None replaced
+
+    def _tell(self, stats: CorpusStats, reason: str, tokenised: int, chunks: int) -> None:
+        """Say once per statistics object and reason (a debug event, ``crag.chunk_analyses``)
+        why chunks were tokenised instead of read from the corpus's analyses: the
+        statistics hold none (``no_analyses``), were built with another analyzer
+        (``other_analyzer``), or hold no row of these texts (``not_in_corpus``: texts
+        the corpus never held, as web results, or changed since it was counted)."""
+        told = (id(stats), reason)
+        if told in self._told:
+            return
+        if len(self._told) >= _TOLD_LIMIT:
+            self._told.clear()
+        self._told.add(told)
+        get_logger().debug(
+            "crag.chunk_analyses",
+            reason=reason,
+            tokenised=tokenised,
+            chunks=chunks,
+            n_docs=stats.n_docs,
+            hint=_ANALYSES_HINTS[reason],
+        )
 
     def term_weights(
         self, terms: QueryTerms, corpus_stats: CorpusStats | None, config: EvaluatorConfig

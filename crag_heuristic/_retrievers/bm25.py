@@ -50,11 +50,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
+import os
 import time
+import zipfile
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -65,9 +68,10 @@ from .._exceptions import InputError, _short
 from .._optional import requires
 from .._text.analyses import AnalysesPart, ChunkAnalyses
 from .._text.analyzer import Analyzer
-from .._text.corpus import CorpusStats, _log_event
+from .._text.corpus import CorpusStats, _log_event, write_npz
 from .._text.terms import TermTable
 from .._types import Chunk, ScoreKind
+from .._version import __version__
 from .scope import describe, metadata_filter
 
 _VARIANTS = ("lucene", "okapi", "plus")
@@ -76,6 +80,8 @@ _PLACEHOLDER = "\x00"  # the one token of an empty document (never a term: not a
 _OKAPI_EPSILON = 0.25  # rank-bm25's BM25Okapi floor: epsilon x mean idf
 _PLUS_DELTA = 1.0  # rank-bm25's BM25Plus delta
 _BLOCK = 1 << 22  # postings per block of the vectorised weight computation
+_KIND = "crag_heuristic.BM25Retriever"
+_FORMAT_VERSION = 1  # of the file BM25Retriever.save writes
 
 
 def _rank_bm25_model(variant: str) -> type:
@@ -159,6 +165,59 @@ class _SparseIndex:
             self.term_ids._blob,
             df[self.term_ids._counts],
         )
+
+    _ARRAYS = ("indptr", "indices", "data", "idf")
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """Everything a search needs, as arrays (:meth:`from_arrays` reads them back)."""
+        table = self.term_ids
+        return {
+            **{name: getattr(self, name) for name in self._ARRAYS},
+            "term_keys": table._keys,
+            "term_offsets": table._offsets,
+            "term_blob": np.frombuffer(table._blob, dtype=np.uint8),
+            "term_rows": table._counts,
+            "term_df": self.doc_freq._counts,
+        }
+
+    @classmethod
+    def from_arrays(
+        cls, arrays: Mapping[str, npt.NDArray[Any]], *, n_docs: int, variant: str
+    ) -> _SparseIndex:
+        """The index :meth:`arrays` gave, checked for consistency.
+
+        Raises:
+            ValueError: arrays of the wrong types or lengths, or that do not agree.
+        """
+        index = cls.__new__(cls)
+        index.indptr = np.ascontiguousarray(arrays["indptr"], dtype=np.int64)
+        index.indices = np.ascontiguousarray(arrays["indices"], dtype=np.int32)
+        index.data = np.ascontiguousarray(arrays["data"], dtype=np.float32)
+        index.idf = np.ascontiguousarray(arrays["idf"], dtype=np.float64)
+        keys = np.ascontiguousarray(arrays["term_keys"], dtype=np.uint64)
+        offsets = np.ascontiguousarray(arrays["term_offsets"], dtype=np.int64)
+        blob = np.ascontiguousarray(arrays["term_blob"], dtype=np.uint8).tobytes()
+        rows = np.ascontiguousarray(arrays["term_rows"], dtype=np.int64)
+        df = np.ascontiguousarray(arrays["term_df"], dtype=np.int64)
+        n_rows, postings = len(index.idf), index.indices
+        if (
+            index.indptr.shape != (n_rows + 1,)
+            or postings.shape != index.data.shape
+            or (n_rows and (index.indptr[0] != 0 or index.indptr[-1] != len(postings)))
+            or bool(np.any(np.diff(index.indptr) < 0))
+            or (len(postings) and not 0 <= int(postings.min()) <= int(postings.max()) < n_docs)
+            or rows.shape != keys.shape
+            or df.shape != keys.shape
+            or offsets.shape != (len(keys) + 1,)
+            or (len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < n_rows)
+        ):
+            raise ValueError("BM25 arrays of mismatched lengths or out of range")
+        index.term_ids = TermTable(keys, offsets, blob, rows)
+        index.doc_freq = TermTable(keys, offsets, blob, df)
+        index.n_docs = n_docs
+        index.variant = variant
+        index._constant = index.idf * _PLUS_DELTA if variant == "plus" else None
+        return index
 
     @property
     def nbytes(self) -> int:
@@ -255,8 +314,9 @@ class BM25Retriever:
         self.name = name
         self.backend = backend
         self.variant = variant
+        self.k1, self.b = float(k1), float(b)
         self.analyzer = analyzer or Analyzer()
-        self.documents = [
+        self.documents: Sequence[Chunk] = [
             to_chunk(d, default_id=str(i), score=None, score_kind=ScoreKind.BM25, retriever=name)
             for i, d in enumerate(documents)
         ]
@@ -264,7 +324,7 @@ class BM25Retriever:
         if len(set(ids)) != len(ids):
             dup = next(i for i, n in Counter(ids).items() if n > 1)
             raise InputError(f"duplicate document id {dup!r} in the BM25 corpus")
-        self._index_of = {chunk_id: i for i, chunk_id in enumerate(ids)}
+        self._index_of: dict[str, int] | None = {chunk_id: i for i, chunk_id in enumerate(ids)}
         self._sparse: _SparseIndex | None = None
         self._bm25: Any = None
         n_terms = 0
@@ -415,10 +475,150 @@ class BM25Retriever:
     def get(self, chunk_id: str) -> Chunk | None:
         """The document with this id, unscored, or ``None`` (also for a document
         outside a view's filter)."""
-        index = self._index_of.get(chunk_id)
+        positions = self._index_of
+        if positions is None:  # loaded: the ids read on first use
+            ids = getattr(self.documents, "ids", None)
+            if ids is None:
+                ids = [chunk.id for chunk in self.documents]
+            positions = self._index_of = {chunk_id: i for i, chunk_id in enumerate(ids)}
+        index = positions.get(chunk_id)
         if index is None or (self._mask is not None and not self._mask[index]):
             return None
         return self.documents[index]
+
+    # -- the file ---------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write what a search needs to one ``.npz`` file (atomically), for :meth:`load`.
+
+        The file holds the BM25 weights (the sparse backend's term-major matrix:
+        ``indptr``, ``indices``, ``data``), the IDF, the term -> row table and the
+        document frequencies, the parameters (``variant``, ``k1``, ``b``), the
+        corpus size and mean length, and the analyzer's fingerprint; not the
+        documents (give them to :meth:`load`), nor their analyses (those are the
+        statistics': :meth:`CorpusStats.save`). Loading it computes nothing.
+
+        Raises:
+            InputError: the ``rank-bm25`` backend (only the sparse one is saved).
+        """
+        if self._sparse is None:
+            raise InputError("only the sparse backend can be saved (backend='sparse')")
+        arrays = {
+            "kind": np.asarray(_KIND),
+            "format_version": np.asarray(_FORMAT_VERSION, dtype=np.int64),
+            "library_version": np.asarray(__version__),
+            "analyzer": np.asarray(self.analyzer.fingerprint),
+            "variant": np.asarray(self.variant),
+            "k1": np.asarray(self.k1, dtype=np.float64),
+            "b": np.asarray(self.b, dtype=np.float64),
+            "n_docs": np.asarray(len(self), dtype=np.int64),
+            "avg_doc_len": np.asarray(self._stats.avg_doc_len or 0.0, dtype=np.float64),
+            **self._sparse.arrays(),
+        }
+        return write_npz(path, arrays)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        documents: Sequence[Any],
+        *,
+        analyzer: Analyzer | None = None,
+        corpus_stats: CorpusStats | None = None,
+        name: str = "bm25",
+    ) -> BM25Retriever:
+        """A retriever from a file :meth:`save` wrote and its documents, ready at once.
+
+        Args:
+            path: the file.
+            documents: the corpus it was built on, in the same order (a
+                sequence read item by item, when a search returns it: a list,
+                or an index directory's lazy docstore).
+            analyzer: the analyzer it was built with (default :class:`Analyzer`);
+                another is refused.
+            corpus_stats: the corpus's statistics (with their chunk analyses,
+                say), kept as :meth:`corpus_stats`; default: made from the
+                file's document frequencies.
+            name: the retriever's name in chunks.
+
+        Raises:
+            InputError: an unreadable file, not a BM25 file, another format
+                version or analyzer, damaged arrays, or documents of another size.
+        """
+        analyzer = analyzer or Analyzer()
+        where = os.fspath(path)
+        try:
+            with np.load(where, allow_pickle=False) as data:
+                fields = {key: data[key] for key in data.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"cannot read the BM25 file {where!r}: {exc}") from exc
+        try:
+            kind, version = str(fields["kind"]), int(fields["format_version"])
+            if kind != _KIND or version != _FORMAT_VERSION:
+                raise ValueError(
+                    f"a {kind!r} file of format {version}; this library reads {_KIND!r} "
+                    f"format {_FORMAT_VERSION}"
+                )
+            if str(fields["analyzer"]) != analyzer.fingerprint:
+                raise ValueError(
+                    f"built with analyzer {str(fields['analyzer'])!r}, not {analyzer.fingerprint!r}"
+                )
+            n_docs, variant = int(fields["n_docs"]), str(fields["variant"])
+            if variant not in _VARIANTS or n_docs < 1:
+                raise ValueError(f"variant {variant!r}, {n_docs} documents")
+            sparse = _SparseIndex.from_arrays(fields, n_docs=n_docs, variant=variant)
+            k1, b, avg = float(fields["k1"]), float(fields["b"]), float(fields["avg_doc_len"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"unusable BM25 file {where!r}: {exc}") from exc
+        if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
+            raise InputError("documents must be a sequence of chunks, mappings or strings")
+        if len(documents) != n_docs:
+            raise InputError(
+                f"the BM25 file {where!r} was built on {n_docs} documents; {len(documents)} given"
+            )
+        self = cls.__new__(cls)
+        self.name = name
+        self.backend = "sparse"
+        self.variant = variant
+        self.k1, self.b = k1, b
+        self.analyzer = analyzer
+        self.documents = _Documents(documents, name)
+        self._index_of = None
+        self._sparse = sparse
+        self._bm25 = None
+        self._stats = corpus_stats or CorpusStats(
+            n_docs=n_docs, doc_freq=sparse.doc_freq, avg_doc_len=avg, analyzer=analyzer.fingerprint
+        )
+        return self
+
+
+class _Documents(Sequence[Chunk]):
+    """A loaded retriever's documents: each entry made a chunk when it is read (a
+    search reads ``k`` of them), so that loading reads none."""
+
+    def __init__(self, entries: Sequence[Any], name: str) -> None:
+        self._entries = entries
+        self._name = name
+        self.ids = getattr(entries, "ids", None)  # a docstore's, read without its texts
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Chunk]: ...
+    def __getitem__(self, index: int | slice) -> Chunk | Sequence[Chunk]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        entry = self._entries[index]
+        return to_chunk(
+            entry,
+            default_id=str(index % len(self)),
+            score=None,
+            score_kind=ScoreKind.BM25,
+            retriever=self._name,
+        )
 
 
 def _top_k(scores: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:

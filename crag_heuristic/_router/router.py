@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -217,6 +218,42 @@ class CRAG:
             self.escalation = escalation_policy(escalation)
             self._grader_fingerprint = grader_fingerprint(grader)
         self.monitor = monitor
+
+    @classmethod
+    def from_index_dir(
+        cls,
+        path: str | os.PathLike[str],
+        evaluator: Evaluator | EvaluatorConfig | str | None = None,
+        *,
+        lexical: bool = True,
+        verify: bool = True,
+        **options: Any,
+    ) -> CRAG:
+        """A router over an index directory (``crag-heuristic index``), ready at once.
+
+        The directory's FAISS index, documents and query embedder are the
+        retriever, its statistics (with each document's analysis) the
+        evaluator's, and its BM25 side the lexical retriever of the
+        corrections; nothing is refitted or recounted
+        (:class:`~crag_heuristic.index.IndexDirectory`).
+
+        Args:
+            path: the directory.
+            evaluator: as for the constructor; its analyzer must be the one the
+                directory was built with.
+            lexical: fuse the directory's BM25 ranking into corrections.
+            verify: check each file's SHA-256 against the manifest (else sizes).
+            options: the constructor's other keywords (``web``, ``cache``,
+                ``config`` ...).
+
+        Raises:
+            IndexDirectoryError: the directory does not match its manifest.
+        """
+        from .._index.directory import IndexDirectory
+
+        gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+        index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify)
+        return cls(index.retriever(), gate, lexical=index.lexical() if lexical else None, **options)
 
     def __repr__(self) -> str:
         return (

@@ -27,7 +27,11 @@ bytes, ties in build order)::
 
 The id only finds the row; the text's digest decides: two texts with one
 digest are (to 2^-128) one text, and an analysis depends on the text alone.
-Rows whose ids share a key (a repeated id, or a collision) are all tried.
+Rows whose ids share a key (a repeated id, or a collision) are all tried. A
+chunk whose id finds no row of its text (statistics built without the chunks'
+ids, so keyed by position; or ids given otherwise) is then looked up by its
+text's digest alone, in an index of the digests made on the first such miss
+(16 bytes a row): the same text, whatever its id, is the same analysis.
 Term strings are decoded from the TermTable on first use and kept in a
 bounded cache (the vocabulary a service meets is far smaller than the
 corpus's).
@@ -276,7 +280,16 @@ class ChunkAnalyses:
     thread-safe.
     """
 
-    __slots__ = ("_arrays", "_digests", "_positions", "_strings", "_table", "stop_words", "terms")
+    __slots__ = (
+        "_arrays",
+        "_by_digest",
+        "_digests",
+        "_positions",
+        "_strings",
+        "_table",
+        "stop_words",
+        "terms",
+    )
 
     def __init__(
         self, arrays: Mapping[str, npt.NDArray[Any]], stop_words: Sequence[str], terms: TermTable
@@ -288,6 +301,9 @@ class ChunkAnalyses:
         self._strings: dict[int, str] = {}
         self._positions: dict[str, int] = {}
         self._table: npt.NDArray[np.int64] | None = None
+        # the rows in order of their digest's first 8 bytes, and those 8 bytes (made on
+        # the first chunk its id does not find)
+        self._by_digest: tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]] | None = None
 
     @classmethod
     def assemble(
@@ -433,23 +449,57 @@ class ChunkAnalyses:
         at = stored.searchsorted(keys)
         starts = at.tolist()
         np.minimum(at, n - 1, out=at)
-        held = np.flatnonzero(stored[at] == keys).tolist()  # the others: ids never held
+        held = set(np.flatnonzero(stored[at] == keys).tolist())  # the others: ids never held
         positions, rows = [], []
         digests = self._digests
-        for position in held:
-            row = starts[position]
-            digest = text_digest16(chunks[position][1])
-            if digests[16 * row : 16 * row + 16] != digest:  # another text under the key?
-                found_row = self._row(row + 1, int(keys[position]), digest)
-                if found_row is None:
+        unplaced: list[tuple[int, bytes]] = []  # found by no id: looked up by their digest
+        for position, (_, text) in enumerate(chunks):
+            digest = text_digest16(text)
+            if position in held:
+                start = starts[position]
+                row: int | None = start
+                if digests[16 * start : 16 * start + 16] != digest:  # another text, same key?
+                    row = self._row(start + 1, int(keys[position]), digest)
+                if row is not None:
+                    positions.append(position)
+                    rows.append(row)
                     continue
-                row = found_row
-            positions.append(position)
-            rows.append(row)
+            unplaced.append((position, digest))
+        if unplaced:
+            for (position, _), row in zip(
+                unplaced, self._rows_of_digests([d for _, d in unplaced]), strict=True
+            ):
+                if row is not None:
+                    positions.append(position)
+                    rows.append(row)
         if rows:
             for position, stats in zip(positions, self._stored(rows, tuple(terms)), strict=True):
                 found[position] = stats
         return found
+
+    def _rows_of_digests(self, wanted: Sequence[bytes]) -> list[int | None]:
+        """The row holding each text digest of ``wanted`` (``None``: no row does), by the
+        digest index (made on first use)."""
+        index = self._by_digest
+        if index is None:
+            firsts = np.frombuffer(self._digests, dtype=np.uint64)[::2]  # bytes 0-7 of each
+            order = np.argsort(firsts, kind="stable")
+            index = self._by_digest = (order, firsts[order])
+        order, sorted_firsts = index
+        firsts = np.frombuffer(b"".join(d[:8] for d in wanted), dtype=np.uint64)
+        at = sorted_firsts.searchsorted(firsts).tolist()
+        digests, n = self._digests, len(order)
+        out: list[int | None] = []
+        for i, digest in enumerate(wanted):
+            first, j, row = int(firsts[i]), at[i], None
+            while j < n and int(sorted_firsts[j]) == first:  # rows sharing the first bytes
+                candidate = int(order[j])
+                if digests[16 * candidate : 16 * candidate + 16] == digest:
+                    row = candidate
+                    break
+                j += 1
+            out.append(row)
+        return out
 
     def _row(self, row: int, key: int, digest: bytes) -> int | None:
         """The row of the text with ``digest`` among the rows from ``row`` on whose id

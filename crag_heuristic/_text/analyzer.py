@@ -12,11 +12,16 @@ One :class:`Analyzer` turns text into comparable *terms*:
 
 The analyzer is thread-safe: a stemmer object keeps state while it works, so
 each thread gets its own; the word -> stem cache is a plain dict whose single
-operations are atomic. It holds no global state.
+operations are atomic. Analyzers made with the same settings (language, stop
+words, C extension or not, cache limit) share that cache in a process, as the
+threads of one analyzer do: a new ``Analyzer()`` (and so a new ``Evaluator()``) starts with the
+stems the process already knows. A cache never changes a result; a subclass,
+which may stem otherwise, keeps its own.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -77,6 +82,43 @@ _STOP = " "
 _EMPTY: frozenset[str] = frozenset()
 _STEM_CACHE_LIMIT = 200_000
 _CHAR_FOLDS_LIMIT = 65_536
+
+
+class _TermCaches:
+    """An analyzer's caches: token -> stem (or :data:`_STOP`), the same in C for
+    :meth:`Analyzer.analyze` (``None`` without the extension) and character ->
+    folding."""
+
+    __slots__ = ("char_folds", "counter", "terms")
+
+    def __init__(self, native: bool) -> None:
+        self.terms: dict[str, str] = {}
+        self.counter: TermCounter | None = TermCounter() if native else None
+        self.char_folds: dict[str, str] = {}
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_caches(fingerprint: str, native: bool, limit: int) -> _TermCaches:
+    """The caches the analyzers of one fingerprint, C path or not and cache limit share
+    in this process: a bounded map, so a process making analyzers of many settings
+    keeps the last few."""
+    return _TermCaches(native)
+
+
+@functools.lru_cache(maxsize=8)
+def _default_settings(language: str) -> tuple[frozenset[str], str]:
+    """The default stop words and the fingerprint of an analyzer of ``language`` with
+    them (the language checked), made once per language."""
+    return _settings(language, DEFAULT_STOP_WORDS)
+
+
+def _settings(language: str, words: Iterable[str]) -> tuple[frozenset[str], str]:
+    """The case-folded stop words and the analyzer's fingerprint; a bad language
+    name fails here, not in a worker thread."""
+    Stemmer.Stemmer(language)
+    stop_words = frozenset(w.casefold() for w in words)
+    digest = hashlib.sha256("\n".join([language, *sorted(stop_words)]).encode("utf-8")).hexdigest()
+    return stop_words, f"{language}:{digest[:16]}"
 
 
 class TextStats:
@@ -215,7 +257,8 @@ class Analyzer:
 
     Attributes:
         cache_limit: the term cache is emptied when it would grow past this
-            many tokens (200,000 by default: about 30 MB).
+            many tokens (200,000 by default: about 30 MB). Analyzers of the same
+            settings and limit share the cache in a process (see the module doc).
     """
 
     def __init__(
@@ -233,22 +276,42 @@ class Analyzer:
             )
         self.language = language
         self._native_option = native  # as asked (pickled so): None, True or False
-        Stemmer.Stemmer(language)  # fail here, not in a worker thread, on a bad name
-        words = DEFAULT_STOP_WORDS if stop_words is None else stop_words
-        self.stop_words: frozenset[str] = frozenset(w.casefold() for w in words)
+        self.stop_words: frozenset[str]
+        if stop_words is None:
+            self.stop_words, self.fingerprint = _default_settings(language)
+        else:
+            self.stop_words, self.fingerprint = _settings(language, stop_words)
         self._local = threading.local()
-        # token -> its stem, or _STOP for a stop word
-        self._terms: dict[str, str] = {}
-        # the same cache in C, for analyze(): None without the extension
-        self._counter: TermCounter | None = (
-            None if TermCounter is None or native is False else TermCounter()
-        )
-        self._char_folds: dict[str, str] = {}  # character -> _fold_of (for the extension)
+        self._native_path = TermCounter is not None and native is not False
+        self._shares = type(self) is Analyzer  # a subclass may stem otherwise: its own caches
+        if not self._shares:
+            self._use(_TermCaches(self._native_path))
         self.cache_limit = _STEM_CACHE_LIMIT
-        digest = hashlib.sha256(
-            "\n".join([language, *sorted(self.stop_words)]).encode("utf-8")
-        ).hexdigest()
-        self.fingerprint = f"{language}:{digest[:16]}"
+
+    @property
+    def cache_limit(self) -> int:
+        """The term cache is emptied when it would grow past this many tokens. Analyzers
+        of the same settings and the same limit share their cache; setting another
+        limit gives this analyzer the cache of that limit."""
+        return self._cache_limit
+
+    @cache_limit.setter
+    def cache_limit(self, limit: int) -> None:
+        self._cache_limit = limit
+        if self._shares:
+            self._use(_shared_caches(self.fingerprint, self._native_path, limit))
+
+    def _own_caches(self) -> None:
+        """New, empty caches of this analyzer's alone (shared with no other)."""
+        self._shares = False
+        self._use(_TermCaches(self._native_path))
+
+    def _use(self, caches: _TermCaches) -> None:
+        # token -> its stem, or _STOP for a stop word
+        self._terms: dict[str, str] = caches.terms
+        # the same cache in C, for analyze(): None without the extension
+        self._counter: TermCounter | None = caches.counter
+        self._char_folds: dict[str, str] = caches.char_folds  # character -> _fold_of
 
     @property
     def native(self) -> bool:

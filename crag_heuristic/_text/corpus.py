@@ -137,9 +137,21 @@ class CorpusStats:
     # -- building -------------------------------------------------------------------------------
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str], analyzer: Analyzer | None = None) -> CorpusStats:
-        """Count document frequencies over ``texts`` with ``analyzer``'s terms (in process)."""
-        return cls.build(texts, analyzer=analyzer)
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        analyzer: Analyzer | None = None,
+        *,
+        ids: Iterable[str] | None = None,
+        analyses: bool = True,
+    ) -> CorpusStats:
+        """Count document frequencies over ``texts`` with ``analyzer``'s terms (in
+        process), keeping each text's analysis (``analyses=False``: the counts alone,
+        for a corpus too large to keep them): the evaluator then looks a chunk of
+        this corpus up, by its id and text or by its text alone, instead of
+        tokenising it. ``ids``: the chunks' ids, in order (optional: a chunk is found
+        by its text's digest too). See :meth:`build`."""
+        return cls.build(texts, analyzer=analyzer, ids=ids, analyses=analyses)
 
     @classmethod
     def build(
@@ -343,16 +355,7 @@ class CorpusStats:
                 analyses_stop_words=np.asarray("\n".join(self.analyses.stop_words)),
                 analyses_fingerprint=np.asarray(self.analyses.digest()),
             )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                np.savez(out, **arrays)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_npz(target, arrays)
 
     @classmethod
     def load(
@@ -479,6 +482,22 @@ def resolve_corpus_stats(
     if stats is not None:
         stats.fingerprint()
     return stats
+
+
+def write_npz(path: str | os.PathLike[str], arrays: Mapping[str, Any]) -> Path:
+    """Write ``arrays`` to one ``.npz`` file at ``path`` (as given, no suffix added)
+    atomically: a temporary file beside it, renamed over it. Returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            np.savez(out, **arrays)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def _check_size(name: str, value: Any) -> None:

@@ -50,6 +50,7 @@ def counting_copy(analyzer: Analyzer) -> Analyzer:
     cache, as sending it to a worker does).
     """
     clone = copy.copy(analyzer)
+    clone._own_caches()  # not the caches it shares with the process's other analyzers
     clone.cache_limit = _BUILD_CACHE
     return clone
 

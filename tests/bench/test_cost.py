@@ -20,3 +20,30 @@ def test_a_limit_of_one_is_taken(tmp_path: Path) -> None:
     # past the limit check: the empty folder is what is refused now
     with pytest.raises(InputError, match="not in BEIR layout"):
         run_cost(tmp_path, limit=1)
+
+
+def test_torch_runs_on_the_pinned_threads_and_gets_its_own_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cost section pins torch's threads while it times and restores them after
+    (a stand-in module: importing torch here would cost seconds of the suite)."""
+    import sys
+    import types
+
+    from crag_heuristic._bench.cost import pinned_torch_threads
+
+    stand_in = types.SimpleNamespace(threads=2)
+    stand_in.get_num_threads = lambda: stand_in.threads
+    stand_in.set_num_threads = lambda n: setattr(stand_in, "threads", n)
+    monkeypatch.setitem(sys.modules, "torch", stand_in)
+    with pinned_torch_threads(1) as threads:
+        assert threads == 1 and stand_in.threads == 1
+    assert stand_in.threads == 2
+    with pytest.raises(RuntimeError), pinned_torch_threads(1):
+        raise RuntimeError("a failed timing")
+    assert stand_in.threads == 2
+    with pinned_torch_threads(None) as threads:
+        assert threads is None and stand_in.threads == 2
+    monkeypatch.delitem(sys.modules, "torch")
+    with pinned_torch_threads(1) as threads:  # no torch loaded: nothing to pin
+        assert threads is None

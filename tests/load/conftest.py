@@ -36,3 +36,8 @@ def load_faults() -> ModuleType:
 @pytest.fixture(scope="session")
 def load_faults_report() -> ModuleType:
     return import_benchmark("load_faults_report")
+
+
+@pytest.fixture(scope="session")
+def serve_load() -> ModuleType:
+    return import_benchmark("serve_load")

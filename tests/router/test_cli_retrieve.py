@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import faiss
+import pytest
 
 from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVICE
@@ -40,7 +41,7 @@ def test_pretty_table() -> None:
     assert len(rows) == 3 and "rome-" in rows[0]
 
 
-def test_index_then_retrieve_on_user_files(tmp_path: Path) -> None:
+def _docs_file(tmp_path: Path) -> Path:
     docs = tmp_path / "docs.jsonl"
     docs.write_text(
         "\n".join(
@@ -49,24 +50,24 @@ def test_index_then_retrieve_on_user_files(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
+    return docs
+
+
+def test_index_then_retrieve_on_user_files(tmp_path: Path, capsys: Any) -> None:
+    docs = _docs_file(tmp_path)
     for metric in ("ip", "l2"):
-        index = tmp_path / f"{metric}.faiss"
+        index = tmp_path / metric
         code, out = run(["index", "--docs", str(docs), "--out", str(index), "--metric", metric])
-        assert code == EXIT_OK and json.loads(out)["documents"] == 64
-        assert faiss.read_index(str(index)).ntotal == 64
+        summary = json.loads(out)
+        assert code == EXIT_OK and summary["documents"] == 64 and summary["metric"] == metric
+        assert set(summary["seconds"]) == {
+            "reading", "analysing", "fitting", "embedding", "writing", "total",
+        }  # fmt: skip
+        assert faiss.read_index(str(index / "vectors.faiss")).ntotal == 64
     results = {}
+    query = ["retrieve", "-q", "queen honeybee colony", "--quiet"]
     for metric in ("ip", "l2"):
-        code, out = run(
-            [
-                "retrieve",
-                "-q",
-                "queen honeybee colony",
-                "--index",
-                str(tmp_path / f"{metric}.faiss"),
-                "--docs",
-                str(docs),
-            ]
-        )
+        code, out = run([*query, "--index", str(tmp_path / metric)])
         assert code == EXIT_OK
         results[metric] = json.loads(out)["retrieved"]
     # the same cosines whether FAISS returned inner products or squared L2 distances
@@ -77,6 +78,36 @@ def test_index_then_retrieve_on_user_files(tmp_path: Path) -> None:
             b["metadata"]["metric"] == "l2"
             and abs(b["metadata"]["raw_score"] - (2 - 2 * b["score"])) < 1e-4
         )
+    capsys.readouterr()
+    # the old form (a FAISS file of one's own with its docs) still works, refitting the
+    # same LSA on every call: the same chunks as the index directory, and a note saying so
+    vectors = str(tmp_path / "ip" / "vectors.faiss")
+    code, out = run(
+        ["retrieve", "-q", "queen honeybee colony", "--index", vectors, "--docs", str(docs)]
+    )
+    assert code == EXIT_OK
+    old = json.loads(out)["retrieved"]
+    assert [c["id"] for c in old] == [c["id"] for c in results["ip"]]
+    assert [c["score"] for c in old] == pytest.approx([c["score"] for c in results["ip"]], abs=1e-5)
+    assert "build an index directory once" in capsys.readouterr().err
+
+
+def test_index_refuses_to_write_over_something_else(tmp_path: Path, capsys: Any) -> None:
+    docs = _docs_file(tmp_path)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    (tmp_path / "file").write_text("mine")
+    for out in ("notes", "file", "old.faiss"):
+        code, _ = run(["index", "--docs", str(docs), "--out", str(tmp_path / out)])
+        assert code == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "IndexDirectory" not in err and "holding other files" in err and "a file" in err
+    assert "index writes a directory now" in err
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+    # an index directory is replaced whole; nothing is left beside it
+    assert run(["index", "--docs", str(docs), "--out", str(tmp_path / "idx")])[0] == EXIT_OK
+    assert run(["index", "--docs", str(docs), "--out", str(tmp_path / "idx")])[0] == EXIT_OK
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "file", "idx", "notes"]
 
 
 def test_retrieve_bad_input(tmp_path: Path, capsys: object) -> None:

@@ -1,0 +1,133 @@
+"""Progress of a long command on stderr: which stage, how far, how long.
+
+One line per stage, rewritten in place as the stage advances and ended with
+the stage's time::
+
+    crag-heuristic index: embedding 2,048/5,183 (40 %) 3.1 s
+    crag-heuristic index: embedding 5,183/5,183 (100 %) done in 7.6 s
+
+Shown only where someone watches: when stderr is a terminal (never into a pipe,
+a log file or a test's captured output), and never with ``--quiet``. Any long
+command uses it the same way: :meth:`Progress.for_command` from its parsed
+arguments, then the object as the library's progress callback
+(``progress(stage, done, total)``, what ``IndexDirectory.build`` takes), or
+``with progress.stage("loading the index"):`` around a step, and
+:meth:`Progress.close` at the end (or ``with`` the object).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import TextIO
+
+_INTERVAL = 0.1  # seconds between two rewrites of a stage's line
+
+
+def add_progress_option(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress on stderr (it is shown only on a terminal anyway)."""
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (shown only when stderr is a terminal)",
+    )
+
+
+class Progress:
+    """A command's progress line on ``stream`` (default stderr); see the module doc.
+
+    Args:
+        command: the command's name, the start of each line.
+        stream: where to write (default ``sys.stderr``).
+        enabled: show it (default: when ``stream`` is a terminal).
+        interval: the least time between two rewrites of a line.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        *,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        interval: float = _INTERVAL,
+    ) -> None:
+        self.command = command
+        self.stream = stream if stream is not None else sys.stderr
+        if enabled is None:
+            isatty = getattr(self.stream, "isatty", None)
+            enabled = bool(isatty and isatty())
+        self.enabled = enabled
+        self.interval = interval
+        self._stage: str | None = None
+        self._started = 0.0
+        self._shown = 0.0
+        self._last = ""
+        self.seconds: dict[str, float] = {}  # each ended stage's time
+
+    @classmethod
+    def for_command(cls, args: argparse.Namespace, command: str) -> Progress:
+        """The progress of ``command``, off with ``--quiet``."""
+        return cls(f"crag-heuristic {command}", enabled=False if args.quiet else None)
+
+    def __call__(self, stage: str, done: int = 0, total: int | None = None) -> None:
+        """Report that ``stage`` has done ``done`` of ``total`` (``None``: unknown)."""
+        now = time.perf_counter()
+        if stage != self._stage:
+            self._end()
+            self._stage, self._started, self._shown = stage, now, 0.0
+        elif now - self._shown < self.interval and done != total:
+            return
+        self._shown = now
+        self._last = _counts(done, total)
+        self._write(f"{self._last} {now - self._started:.1f} s", end="")
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """A step of unknown length: shown when it starts, ended with its time."""
+        self(name)
+        try:
+            yield
+        finally:
+            self._end()
+
+    def close(self) -> None:
+        """End the current stage's line."""
+        self._end()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._end(failed=error is not None)
+
+    def _end(self, *, failed: bool = False) -> None:
+        if self._stage is None:
+            return
+        seconds = time.perf_counter() - self._started
+        self.seconds[self._stage] = seconds
+        outcome = "failed after" if failed else "done in"
+        self._write(f"{self._last} {outcome} {seconds:.1f} s".lstrip(), end="\n")
+        self._stage, self._last = None, ""
+
+    def _write(self, text: str, *, end: str) -> None:
+        if not self.enabled or self._stage is None:
+            return
+        line = f"{self.command}: {self._stage} {text}".rstrip()
+        self.stream.write(f"\r{line}\x1b[K{end}")
+        self.stream.flush()
+
+
+def _counts(done: int, total: int | None) -> str:
+    if total is None:
+        return f"{done:,}" if done else ""
+    share = 100 * done // total if total else 100
+    return f"{done:,}/{total:,} ({share} %)"

@@ -1,0 +1,180 @@
+"""``crag-heuristic serve``: the gate as an HTTP service over an index directory."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from .._evaluator.evaluator import Evaluator
+from .._exceptions import InputError, MissingDependencyError
+from .._logging import LOGGER_NAME
+from .._router.router import CRAG
+from .._sample import load_sample_corpus, sample_retriever
+from .common import EPILOG, EXIT_OK, add_config_options, config_from_args
+from .index import is_index_dir, open_index
+from .progress import Progress, add_progress_option
+
+KEYS_VARIABLE = "CRAG_HEURISTIC_API_KEYS"
+
+
+def read_api_keys(path: str | None) -> tuple[str, ...]:
+    """The API keys: one a line of ``path`` (blank lines and ``#`` comments skipped),
+    and the comma-separated ones of the ``CRAG_HEURISTIC_API_KEYS`` variable.
+
+    Raises:
+        InputError: an unreadable file.
+    """
+    keys: list[str] = []
+    if path is not None:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the API key file {path!r}: {exc}") from None
+        keys += [
+            line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")
+        ]
+    keys += [key.strip() for key in os.environ.get(KEYS_VARIABLE, "").split(",") if key.strip()]
+    return tuple(dict.fromkeys(keys))
+
+
+def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[str, Any]]:
+    metrics: Any = None
+    try:
+        from .._metrics import PrometheusMetrics
+
+        metrics = PrometheusMetrics()
+    except MissingDependencyError:  # /metrics answers 501, naming the extra
+        pass
+    cache: Any = None
+    if args.redis:
+        from .._cache.redis import RedisCache
+
+        cache = RedisCache(url=args.redis)
+    web = None
+    if args.searxng:
+        from .._web.searxng import SearxngClient
+
+        web = SearxngClient(args.searxng)
+    evaluator = Evaluator(config_from_args(args))
+    options: dict[str, Any] = {"web": web, "cache": cache, "metrics": metrics}
+    if args.index is None:
+        crag = CRAG(sample_retriever(), evaluator, **options)
+        return crag, {"index": "the bundled sample", "documents": len(load_sample_corpus())}
+    if not is_index_dir(args.index):
+        raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
+    index = open_index(args.index, progress, evaluator.analyzer)
+    with progress.stage("loading its parts"):
+        crag = CRAG(index.retriever(), evaluator, lexical=index.lexical(), **options)
+    info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
+    return crag, info
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from .._serve.server import check_address, run_server
+    from .._serve.settings import ServeSettings
+
+    settings = ServeSettings(
+        api_keys=read_api_keys(args.api_key_file),
+        max_body_bytes=args.max_body_bytes,
+        max_k=args.max_k,
+        max_query_chars=args.max_query_chars,
+        max_concurrency=args.max_concurrency,
+        max_queue=args.max_queue,
+        request_timeout=args.timeout,
+    )
+    check_address(args.host, settings)  # before loading anything
+    with Progress.for_command(args, "serve") as progress:
+        crag, info = _router(args, progress)
+    if not args.quiet:  # one access event a request (crag.http), as key=value lines
+        library = logging.getLogger(LOGGER_NAME)
+        library.setLevel(min(logging.INFO, library.getEffectiveLevel()))
+
+    def listening(url: str) -> None:
+        keys = f"{len(settings.api_keys)} API key(s)" if settings.api_keys else "no API key"
+        sys.stderr.write(
+            f"crag-heuristic serve: {info.get('documents')} documents on {url} ({keys}); "
+            "Ctrl-C or SIGTERM stops it\n"
+        )
+        sys.stderr.flush()
+
+    run_server(
+        crag,
+        host=args.host,
+        port=args.port,
+        settings=settings,
+        info=info,
+        graceful_timeout=args.graceful_timeout,
+        on_listening=listening,
+    )
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    """Add the ``serve`` sub-command."""
+    from .._serve.settings import REQUEST_OPTIONS, ServeSettings
+
+    defaults = ServeSettings()
+    serve = commands.add_parser(
+        "serve",
+        help="serve the gate over HTTP (the serve extra): retrieve, evaluate, stream",
+        description=(
+            "Serve the router over an index directory (crag-heuristic index) as an HTTP "
+            "service: POST /v1/retrieve {query, k, options} -> the result as JSON; POST "
+            "/v1/evaluate {query, chunks} -> the evaluation of your own chunks; POST /v1/stream "
+            "-> the stages as Server-Sent Events; GET /healthz; GET /metrics (Prometheus, the "
+            "metrics extra). Errors are JSON naming their type. Without an API key the "
+            f"service listens on 127.0.0.1 only; keys come from --api-key-file and the "
+            f"{KEYS_VARIABLE} variable (comma-separated), sent in the X-API-Key header. "
+            f"Request options: {', '.join(REQUEST_OPTIONS)}. One crag.http event a request "
+            "on stderr (never the query text); --quiet turns them off."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--index", metavar="DIR", help="an index directory (default: the bundled sample)"
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default loopback)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port (0: a free one, said on stderr)"
+    )
+    serve.add_argument("--api-key-file", metavar="FILE", help="API keys, one a line")
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=defaults.max_body_bytes, help="largest request body"
+    )
+    serve.add_argument("--max-k", type=int, default=defaults.max_k, help="largest k a request asks")
+    serve.add_argument(
+        "--max-query-chars", type=int, default=defaults.max_query_chars, help="longest query"
+    )
+    serve.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=defaults.max_concurrency,
+        help="requests worked on at once",
+    )
+    serve.add_argument(
+        "--max-queue", type=int, default=defaults.max_queue, help="requests waiting for a slot"
+    )
+    serve.add_argument(
+        "--timeout",
+        type=float,
+        default=defaults.request_timeout,
+        help="seconds from a request's arrival to its answer",
+    )
+    serve.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=10.0,
+        help="seconds the requests in flight get to finish on SIGTERM",
+    )
+    serve.add_argument("--redis", metavar="URL", help="cache evaluations and web results here")
+    serve.add_argument("--searxng", metavar="URL", help="a SearXNG for the web fallback")
+    add_config_options(serve)
+    add_progress_option(serve)
+    serve.set_defaults(handler=_serve)

@@ -1,0 +1,17 @@
+"""Index directories: a corpus made ready for the gate once, loaded in milliseconds.
+
+``crag-heuristic index --docs FILE --out DIR`` or :meth:`IndexDirectory.build`
+writes the FAISS index, the documents, the corpus statistics with each
+document's analysis, the BM25 side and the embedder (a fitted LSA projection,
+or the spec of yours) with a manifest; ``crag-heuristic retrieve --index DIR``
+and ``CRAG.from_index_dir(DIR)`` load them, nothing refitted or recounted. A
+directory that does not match its manifest (another format version, a file
+missing or changed, another analyzer) is an :class:`IndexDirectoryError`.
+"""
+
+from ._exceptions import IndexDirectoryError
+from ._index.directory import IndexDirectory
+from ._index.docstore import DocStore
+from ._index.manifest import IndexManifest
+
+__all__ = ["DocStore", "IndexDirectory", "IndexDirectoryError", "IndexManifest"]
