@@ -83,7 +83,8 @@ def run_bench(
     with a gate fitted on the folder's train split when it has one.
     ``relevant_min`` overrides the folder's relevance threshold.
     ``guarantee_splits``: the guarantee section's random halvings (200 in the
-    committed reports; a tenth of them, at least 2, refit the grader-calibrated gate).
+    committed reports; a tenth of them, at least 2, refit the grader-calibrated gate, and
+    a twentieth, at least 2, make its learning curve).
 
     Raises:
         InputError: ``agreement_splits`` is not an integer >= 0.
@@ -207,6 +208,7 @@ def run_bench(
             k,
             splits=guarantee_splits,
             calibrated_splits=max(2, guarantee_splits // 10),
+            learning_splits=max(2, guarantee_splits // 20),
             log=progress,
         )
     if "quality" in sections:

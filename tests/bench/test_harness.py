@@ -78,6 +78,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         profile=profile,
         encode=False,
         agreement_splits=2,  # the reports use 20; each split refits the chunk stage twice
+        guarantee_splits=2,  # the reports use 200
         progress=lambda message: None,
     )
     sections = results["sections"]
@@ -86,6 +87,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         "agreement",
         "cascade",
         "set-cascade",
+        "guarantee",
         "quality",
         "cost",
         "context",
@@ -97,6 +99,9 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         failure["auc"]
     )
     assert "LLM as gate: noisy-grader" in failure["auc"]
+    assert "seed 004 design" in failure["auc"]
+    assert {r["grader"] for r in sections["guarantee"]["rows"]} == {"qrels", "llm:noisy-grader"}
+    assert "## Guarantee: grader calls saved" in (tmp_path / "out" / "report.md").read_text()
     set_cascade = sections["set-cascade"]
     assert set_cascade["label_sets"] == 1 and set_cascade["best_label_set"] == "noisy-grader"
     assert set(set_cascade["cascade_auc_at_30pct"]) == {"threshold", "youden"}
