@@ -40,7 +40,7 @@ import numpy as np
 
 from .._config import DEFAULT_PROFILE, EvaluatorConfig, Guarantee, load_config
 from .._evaluator.evaluator import Evaluator
-from .._exceptions import InputError, InsufficientLabelsError
+from .._exceptions import CragError, GraderError, InputError, InsufficientLabelsError
 from .._grading.graders import checked_grades, grader_fingerprint
 from .._grading.guarantee import guaranteed_band
 from .._protocols import Grader
@@ -121,6 +121,7 @@ def examples_from_grader(
 
     Raises:
         GraderOutputError: an answer that is not one grade in [0, 1] per chunk.
+        GraderError: the grader raised (its own error, or any other wrapped in one).
     """
     name = grader_fingerprint(grader)
     items = progress(retrievals, "grading") if progress is not None else retrievals

@@ -92,7 +92,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         if args.min_refit is None:
             args.min_refit = DEFAULT_MIN_REFIT
         return calibrate_grader(args, out, _command_line())
-    for option in ("window", "min_refit", "max_queries"):
+    for option in ("window", "min_refit", "max_queries", "query_file", "simulated"):
         if getattr(args, option) is not None:
             raise InputError(f"--{option.replace('_', '-')} needs --grader or --grade-log")
     if args.self:
@@ -461,6 +461,20 @@ def register(commands: Any) -> None:
         default=None,
         metavar="N",
         help="with --grader: grade at most N queries (a seeded sample)",
+    )
+    calibrate.add_argument(
+        "--query-file",
+        metavar="FILE",
+        help="with --grader: your queries (one a line, or JSON lines with a text), retrieved "
+        "through --index DIR or the --data-dir folder's vectors",
+    )
+    calibrate.add_argument(
+        "--simulated",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --grader: N simulated queries from the corpus (as --self makes them), "
+        "graded by the grader",
     )
     calibrate.add_argument(
         "--api-key-env",

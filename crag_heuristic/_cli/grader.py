@@ -4,11 +4,14 @@ a set cascade's band with a guarantee, from the user's own grader."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
 import random
 import re
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from .._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
@@ -91,8 +94,8 @@ def grader_from_spec(
         found = getattr(module, attribute)
     except (ImportError, AttributeError) as exc:
         raise InputError(f"--grader {spec}: {type(exc).__name__}: {exc}") from None
-    if not hasattr(found, "grade") and callable(found):
-        found = found()
+    if isinstance(found, type) or (not hasattr(found, "grade") and callable(found)):
+        found = found()  # a class, or a function that makes the grader
     if not hasattr(found, "grade"):
         raise InputError(f"--grader {spec} is not a grader (no grade(query, chunks))")
     return found  # type: ignore[no-any-return]
@@ -147,61 +150,156 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
     return EXIT_OK
 
 
+def read_query_file(path: str) -> list[str]:
+    """Queries from a file: one per line, or JSON lines with a ``text`` field (a
+    BEIR ``queries.jsonl``); blank lines skipped, repeats kept once.
+
+    Raises:
+        InputError: no such file, a JSON line without a text, or no query.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"--query-file {path}: {exc.strerror}") from None
+    out: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            try:
+                text = json.loads(text).get("text", "")
+            except (json.JSONDecodeError, AttributeError):
+                text = ""
+            if not isinstance(text, str) or not text.strip():
+                raise InputError(f"--query-file {path}:{number}: a JSON line without a text")
+            text = text.strip()
+        if text not in out:
+            out.append(text)
+    if not out:
+        raise InputError(f"--query-file {path} holds no query")
+    return out
+
+
+def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader]:
+    """The natural retrievals to grade, the corpus statistics, what they are, and the
+    grader: a folder's queries, a query file or simulated queries, through a folder's
+    vectors or an index directory."""
+    from .._bench.calibration import GateExample
+    from .._bench.pipeline import HarnessRetriever, _folder_and_split, prepare
+    from .._bench.self_calibration import simulate
+    from .index import is_index_dir, open_index
+    from .progress import Progress
+
+    sources = sum(x is not None for x in (args.data_dir or None, args.index))
+    if sources != 1 or (args.data_dir and len(args.data_dir) != 1):
+        raise InputError("calibrate --grader takes one --data-dir DIR[:SPLIT] or --index DIR")
+    if args.query_file is not None and args.simulated is not None:
+        raise InputError("give --query-file or --simulated, not both")
+    docs: Sequence[Any]
+    if args.index is not None:
+        if not is_index_dir(args.index):
+            raise InputError(
+                f"--index {args.index} is not an index directory (crag-heuristic index)"
+            )
+        if args.query_file is None and args.simulated is None:
+            raise InputError(
+                "--grader on an index directory needs --query-file FILE or --simulated N"
+            )
+        with Progress.for_command(args, "calibrate") as progress:
+            index = open_index(args.index, progress)
+            with progress.stage("loading its parts"):
+                retriever: Any = index.retriever()
+        stats, analyzer, docs, folder, split = (
+            index.corpus_stats,
+            index.analyzer,
+            index.docs,
+            None,
+            "",
+        )
+        neighbours = None
+        name = Path(args.index).name
+    else:
+        path, split = _folder_and_split(args.data_dir[0], args.split or "")
+        prepared = prepare(
+            path,
+            cache_dir=args.cache_dir,
+            encode=not args.no_encode,
+            corpus_only=args.query_file is not None or args.simulated is not None,
+        )
+        folder = prepared.collection
+        retriever = HarnessRetriever(prepared)
+        stats, analyzer, name = prepared.stats, prepared.analyzer, folder.name
+        neighbours = retriever.neighbours
+        from .._bench.retrievals import chunks_of
+
+        docs = list(chunks_of(folder, [(d, 0.0) for d in folder.doc_ids]))
+    if args.simulated is not None:
+        simulation = simulate(
+            retriever,
+            docs,
+            k=args.k,
+            queries=args.simulated,
+            corpus_stats=stats,
+            analyzer=analyzer,
+            neighbours=neighbours,
+            seed=args.seed,
+        )
+        lists = [dataclasses.replace(ex, relevant=frozenset()) for ex in simulation.natural]
+        what = f"{len(lists)} simulated queries' retrievals (k={args.k}) on {name}"
+        texts = {ex.group: ex.query for ex in lists}
+    else:
+        if args.query_file is not None:
+            queries = read_query_file(args.query_file)
+            texts = {f"q{i}": text for i, text in enumerate(queries)}
+            what_queries = f"the queries of {args.query_file}"
+        else:
+            assert folder is not None
+            qids = (
+                list(folder.split_queries(split)) if split in folder.qrels else list(folder.queries)
+            )
+            texts, seen = {}, set()
+            for q in qids:  # a text asked under two ids is graded once
+                if folder.queries[q].strip() not in seen:
+                    seen.add(folder.queries[q].strip())
+                    texts[q] = folder.queries[q]
+            what_queries = f"{name} {split or 'queries'}"
+        if args.max_queries is not None and len(texts) > args.max_queries:
+            keep = sorted(random.Random(args.seed).sample(list(texts), args.max_queries))
+            texts = {q: texts[q] for q in keep}
+        if isinstance(retriever, HarnessRetriever):
+            if args.query_file is None:  # the folder's own queries: their vectors ship
+                retriever = HarnessRetriever(retriever.prepared, texts)
+            found = retriever.search_many(list(texts.values()), args.k)
+        else:
+            found = [retriever.search(text, args.k) for text in texts.values()]
+        lists = [
+            GateExample(group=q, kind="natural", query=text, chunks=tuple(chunks),
+                        relevant=frozenset(), corpus_stats=stats, collection=name)
+            for (q, text), chunks in zip(texts.items(), found, strict=True)
+        ]  # fmt: skip
+        what = f"{len(lists)} natural retrievals (k={args.k}) of {what_queries}"
+    grader = grader_from_spec(
+        args.grader, folder=folder, split=split or "test", queries=texts,
+        api_key_env=args.api_key_env,
+    )  # fmt: skip
+    return lists, stats, what, grader
+
+
 def calibrate_grader(args: argparse.Namespace, out: TextIO, command: str) -> int:
     """The gate refitted on a grader's labels of a folder's queries, with a band."""
-    from .._bench.calibration import GateExample
     from .._bench.grader_calibration import calibrate_on_grader, examples_from_grader
-    from .._bench.pipeline import HarnessRetriever, _folder_and_split, prepare
 
-    if not args.data_dir or len(args.data_dir) != 1:
-        raise InputError("calibrate --grader takes one --data-dir DIR[:SPLIT] (its queries)")
-    folder, split = _folder_and_split(args.data_dir[0], args.split or "")
-    prepared = prepare(folder, cache_dir=args.cache_dir, encode=not args.no_encode)
-    collection = prepared.collection
-    qids = (
-        list(collection.split_queries(split))
-        if split in collection.qrels
-        else list(collection.queries)
-    )
-    if args.max_queries is not None and len(qids) > args.max_queries:
-        qids = sorted(random.Random(args.seed).sample(qids, args.max_queries))
-    texts: dict[str, str] = {}
-    seen: set[str] = set()
-    for q in qids:  # a text asked under two ids is graded once
-        text = collection.queries[q]
-        if text.strip() not in seen:
-            seen.add(text.strip())
-            texts[q] = text
-    qids = list(texts)
-    grader = grader_from_spec(
-        args.grader,
-        folder=collection,
-        split=split or "test",
-        queries=texts,
-        api_key_env=args.api_key_env,
-    )
+    lists, stats, what, grader = _grader_lists(args)
     name = grader_fingerprint(grader)
-    retriever = HarnessRetriever(prepared, texts)
-    found = retriever.search_many([texts[q] for q in qids], args.k)
-    retrievals = [
-        GateExample(
-            group=q,
-            kind="natural",
-            query=texts[q],
-            chunks=tuple(chunks),
-            relevant=frozenset(),
-            corpus_stats=prepared.stats,
-            collection=collection.name,
-        )
-        for q, chunks in zip(qids, found, strict=True)
-    ]
-    examples = examples_from_grader(retrievals, grader)
+    examples = examples_from_grader(lists, grader)
     chosen = parse_guarantee(args.guarantee)
     try:
         result = calibrate_on_grader(
             examples,
             grader=name,
             prior=args.prior or DEFAULT_PROFILE,
+            corpus_stats=stats,
             target=None if chosen is None else chosen[0],
             eps=0.1 if chosen is None else chosen[1],
             delta=args.delta,
@@ -209,7 +307,7 @@ def calibrate_grader(args: argparse.Namespace, out: TextIO, command: str) -> int
             min_refit=args.min_refit,
             seed=args.seed,
             name=args.name or "grader-calibrated",
-            labels=f"{len(examples)} natural retrievals (k={args.k}) of {collection.name} {split}",
+            labels=what,
         )
     except ConfigError as exc:
         raise InputError(str(exc)) from None

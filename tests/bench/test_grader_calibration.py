@@ -177,3 +177,48 @@ def test_the_guarantee_section_rows(beir_folder: Path) -> None:
     assert curve["splits"] == 2 and curve["grader"] == "qrels"
     for row in curve["rows"].values():  # sizes the small folder allows
         assert set(row) >= {"grader-calibrated", "gate", "queries"}
+
+
+GRADER_MODULE = '''
+class WordGrader:
+    """Relevant when the chunk's title holds a word of four letters or more of the query."""
+
+    fingerprint = "words:v1"
+
+    def grade(self, query, chunks):
+        words = {w.lower().strip("?.,") for w in query.split() if len(w) >= 4}
+        return [1.0 if words & set(c.text.lower().split()[:8]) else 0.0 for c in chunks]
+'''
+
+
+def test_calibrate_grader_on_an_index_directory(
+    built: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Your own queries or simulated ones, through an index directory, graded by a grader
+    object of yours (MODULE:NAME)."""
+    (tmp_path / "my_grader.py").write_text(GRADER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    queries = tmp_path / "queries.txt"
+    queries.write_text(
+        "how do honeybees communicate\n\n"
+        + "\n".join(json.dumps({"text": f"solar panel efficiency {i}"}) for i in range(3))
+        + "\nhow do honeybees communicate\n"
+    )
+    base = ["calibrate", "--grader", "my_grader:WordGrader", "--index", str(built.path)]  # type: ignore[attr-defined]
+    out = io.StringIO()
+    code = main([*base, "--query-file", str(queries), "--out", str(tmp_path / "q.toml")], out=out)
+    assert code == EXIT_OK
+    report = json.loads(out.getvalue())
+    assert report["lists"] == 4 and report["grader"] == "words:v1"  # the repeat kept once
+    out = io.StringIO()
+    simulated = [*base, "--simulated", "80", "--guarantee", "agreement:0.2"]
+    assert main([*simulated, "--out", str(tmp_path / "s.toml")], out=out) == EXIT_OK
+    config = EvaluatorConfig.from_file(tmp_path / "s.toml")
+    # one simulated query per document at most: the sample has 64
+    assert config.guarantee is not None and config.guarantee.n == 64
+    assert "simulated" in config.guarantee.labels
+    # an index directory needs queries; a folder's labels need a folder
+    assert main([*base, "--out", str(tmp_path / "x.toml")]) == EXIT_BAD_INPUT
+    qrels = ["calibrate", "--grader", "qrels", "--index", str(built.path), "--simulated", "5"]  # type: ignore[attr-defined]
+    assert main([*qrels, "--out", str(tmp_path / "x.toml")]) == EXIT_BAD_INPUT
+    assert main([*base, "--query-file", str(tmp_path / "none.txt"), "--out", "x.toml"]) == 2
