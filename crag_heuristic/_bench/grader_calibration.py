@@ -127,9 +127,16 @@ def examples_from_grader(
     items = progress(retrievals, "grading") if progress is not None else retrievals
     out = []
     for ex in items:
-        grades = checked_grades(
-            grader.grade(ex.query, list(ex.chunks)), len(ex.chunks), grader=name
-        )
+        try:
+            answer = grader.grade(ex.query, list(ex.chunks))
+        except CragError:
+            raise
+        except Exception as exc:  # a grader of the user's: its failure, typed and named
+            raise GraderError(
+                f"the grader raised {type(exc).__name__} on a list of {len(ex.chunks)} chunk(s)",
+                grader=name,
+            ) from exc
+        grades = checked_grades(answer, len(ex.chunks), grader=name)
         relevant = frozenset(c.id for c, g in zip(ex.chunks, grades, strict=True) if g >= threshold)
         out.append(dataclasses.replace(ex, relevant=relevant))
     return out

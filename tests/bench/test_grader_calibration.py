@@ -222,3 +222,17 @@ def test_calibrate_grader_on_an_index_directory(
     qrels = ["calibrate", "--grader", "qrels", "--index", str(built.path), "--simulated", "5"]  # type: ignore[attr-defined]
     assert main([*qrels, "--out", str(tmp_path / "x.toml")]) == EXIT_BAD_INPUT
     assert main([*base, "--query-file", str(tmp_path / "none.txt"), "--out", "x.toml"]) == 2
+
+
+def test_a_grader_that_raises_is_a_grader_error(title_retrievals: list[GateExample]) -> None:
+    from crag_heuristic.grading import GraderError
+
+    class Broken:
+        fingerprint = "broken:v1"
+
+        def grade(self, query: str, chunks: Sequence[Chunk]) -> list[float]:
+            raise KeyError("no such query")
+
+    with pytest.raises(GraderError, match="raised KeyError") as caught:
+        examples_from_grader(title_retrievals[:3], Broken())
+    assert caught.value.grader == "broken:v1"
