@@ -197,7 +197,7 @@ class FitCache:
         self.base = bases[0]
         self._fits: dict[tuple[str, frozenset[str]], EvaluatorConfig] = {}
         self._chunk_stages: dict[tuple[tuple[str, ...], frozenset[str]], ChunkStage] = {}
-        self._scores: dict[tuple[str, frozenset[str], str], np.ndarray] = {}
+        self._scores: dict[tuple[str, frozenset[str], str], tuple[np.ndarray, list[str]]] = {}
 
     def fit(self, variant: GateVariant, names: Sequence[str]) -> EvaluatorConfig:
         """``variant`` fitted on the collections ``names`` (each weighing the same)."""
@@ -233,9 +233,16 @@ class FitCache:
 
     def scores(self, variant: GateVariant, names: Sequence[str], held_out: str) -> np.ndarray:
         """P(good) on ``held_out`` of ``variant`` fitted on ``names``."""
+        return self.graded(variant, names, held_out)[0]
+
+    def graded(
+        self, variant: GateVariant, names: Sequence[str], held_out: str
+    ) -> tuple[np.ndarray, list[str]]:
+        """P(good) and verdicts on ``held_out`` of ``variant`` fitted on ``names``, made
+        once (every nested run over the same collections shares them)."""
         key = (variant.label, frozenset(names), held_out)
         if key not in self._scores:
-            self._scores[key] = gate_scores(self.fit(variant, names), self.datasets[held_out])[0]
+            self._scores[key] = gate_scores(self.fit(variant, names), self.datasets[held_out])
         return self._scores[key]
 
 
@@ -308,8 +315,7 @@ def nested_loco(
         if key not in done:
             train = [n for n in names if n not in (outer, held)]
             data = cache.datasets[held]
-            config = cache.fit(variant, train)
-            scores, verdicts = gate_scores(config, data)
+            scores, verdicts = cache.graded(variant, train, held)
             auc = data.auc(scores)[0]
             done[key] = Inner(
                 float("nan") if auc is None else auc,
@@ -349,7 +355,7 @@ def nested_loco(
         others = [n for n in names if n != outer]
         picks[outer], inner[outer] = choose(outer)
         configs[outer] = cache.fit(picks[outer], others)
-        scores[outer], verdicts[outer] = gate_scores(configs[outer], cache.datasets[outer])
+        scores[outer], verdicts[outer] = cache.graded(picks[outer], others, outer)
         log(f"{outer}: picked {picks[outer].label!r}")
     on_all, on_all_keys = choose("")
     log(f"on every collection: {on_all.label!r} (the shipped default's rule)")
