@@ -366,28 +366,42 @@ def run_loco(
     return results
 
 
+def shipped_recipe(profile: str | None = None) -> dict[str, Any]:
+    """How the shipped default profile (or ``profile``, a bundled one) was fitted, read
+    from its header (what ``crag-heuristic calibrate`` wrote there): its evidence, band
+    targets, within-collection fit and shrinkage."""
+    import ast
+
+    from .._config import DEFAULT_PROFILE, _bundled_profile_files
+
+    path = _bundled_profile_files()[profile or DEFAULT_PROFILE]
+    header: dict[str, Any] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("# ") or ": " not in line:
+            continue
+        key, _, value = line[2:].partition(": ")
+        try:
+            header[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            header[key] = value
+    targets = header.get("targets", {})
+    shrink = header.get("shrink")
+    return {
+        "chunk_features": tuple(header.get("chunk_features", ())),
+        "set_features": tuple(header.get("set_features", ())),
+        "target_precision": targets.get("fast_path_precision"),
+        "min_failure_recall": targets.get("failure_recall"),
+        "max_good_irrelevant": targets.get("good_natural_in_irrelevant"),
+        "within_collection": bool(header.get("within_collection", False)),
+        "shrink": None if not shrink else shrink.get("amount"),
+    }
+
+
 def _library_default_is(variant: GateVariant) -> bool:
-    """Whether :func:`~crag_heuristic._bench.calibration.fit_gate`'s defaults (the shipped
-    default's evidence and band targets) are ``variant``'s."""
-    import inspect
-
-    from .calibration import fit_gate
-
-    defaults = {name: p.default for name, p in inspect.signature(fit_gate).parameters.items()}
-    return all(
-        tuple(defaults[f]) == getattr(variant, f)
-        if f.endswith("features")
-        else defaults[f] == getattr(variant, f)
-        for f in (
-            "chunk_features",
-            "set_features",
-            "target_precision",
-            "min_failure_recall",
-            "max_good_irrelevant",
-            "within_collection",
-            "shrink",
-        )
-    )
+    """Whether the shipped default profile was fitted as ``variant`` says (its header:
+    :func:`shipped_recipe`)."""
+    recipe = shipped_recipe()
+    return all(recipe[key] == getattr(variant, key) for key in recipe)
 
 
 def _mean(values: Any) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -273,3 +274,22 @@ def test_the_worst_rule_reads_the_smallest_gain_over_top1() -> None:
     assert evidence_key("mean", numbers) == pytest.approx((0.70,))
     with pytest.raises(ValueError, match="unknown rule"):
         evidence_key("median", numbers)
+
+
+def test_the_shipped_recipe_is_read_from_the_default_profile() -> None:
+    """The ledger's "the library's defaults are this pick" compares the pick with how the
+    shipped profile was fitted, as its header records it."""
+    from crag_heuristic._bench.loco import _library_default_is, shipped_recipe
+    from crag_heuristic._bench.selection import GateVariant
+
+    recipe = shipped_recipe()
+    assert recipe["set_features"] and recipe["chunk_features"]
+    shipped = GateVariant(label="shipped", **recipe)
+    assert _library_default_is(shipped)
+    for change in (
+        {"within_collection": not recipe["within_collection"]},
+        {"shrink": 0.25 if recipe["shrink"] != 0.25 else 0.75},
+        {"max_good_irrelevant": 0.11},
+        {"set_features": ("similarity_top",)},
+    ):
+        assert not _library_default_is(dataclasses.replace(shipped, **change))
