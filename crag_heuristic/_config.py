@@ -84,6 +84,7 @@ def _check_number(
     low: float | None = None,
     high: float | None = None,
     low_open: bool = False,
+    high_open: bool = False,
     integer: bool = False,
 ) -> None:
     """Raise ConfigError unless ``value`` is a finite number within the bounds."""
@@ -94,8 +95,26 @@ def _check_number(
         raise ConfigError(name, value, "must be finite (not NaN, inf or beyond the float range)")
     if low is not None and (value <= low if low_open else value < low):
         raise ConfigError(name, value, f"must be {'>' if low_open else '>='} {low}")
-    if high is not None and value > high:
-        raise ConfigError(name, value, f"must be <= {high}")
+    if high is not None and (value >= high if high_open else value > high):
+        raise ConfigError(name, value, f"must be {'<' if high_open else '<='} {high}")
+
+
+def checked_band(band: Any) -> tuple[float, float] | None:
+    """A policy's ``band``: ``(low, high)`` within [0, 1], ``low <= high``, as floats
+    (a list is taken as a pair); ``None`` stays ``None``.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if band is None:
+        return None
+    if not isinstance(band, tuple | list) or len(band) != 2:
+        raise ConfigError("band", band, "must be (low, high) or None")
+    _check_number("band.low", band[0], low=0.0, high=1.0)
+    _check_number("band.high", band[1], low=0.0, high=1.0)
+    if band[0] > band[1]:
+        raise ConfigError("band", band, "low must be <= high")
+    return float(band[0]), float(band[1])
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -424,16 +443,13 @@ class Guarantee:
         if self.target not in ("recall", "agreement"):
             raise ConfigError("target", self.target, "must be 'recall' or 'agreement'")
         for name in ("eps", "delta"):
-            _check_number(name, getattr(self, name), low=0.0, high=1.0, low_open=True)
-        band = self.band
-        if (
-            not isinstance(band, list | tuple)
-            or len(band) != 2
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in band)
-            or not 0.0 <= band[0] <= band[1] <= 1.0
-        ):
-            raise ConfigError("band", band, "must be (low, high) with 0 <= low <= high <= 1")
-        object.__setattr__(self, "band", (float(band[0]), float(band[1])))
+            _check_number(
+                name, getattr(self, name), low=0.0, high=1.0, low_open=True, high_open=True
+            )
+        band = checked_band(self.band)
+        if band is None:
+            raise ConfigError("band", band, "must be (low, high)")
+        object.__setattr__(self, "band", band)
         for name in ("n", "counted", "violations"):
             _check_number(name, getattr(self, name), low=0, integer=True)
         for name in ("risk", "risk_bound", "escalated"):

@@ -616,7 +616,9 @@ def fit_gate(
         len(ex.chunks) for ex in examples
     ):
         raise InputError("chunk_stage was fitted on other examples")
-    if shrink is not None and not (isinstance(shrink, float | int) and 0.0 < shrink <= 1.0):
+    if shrink is not None and (
+        isinstance(shrink, bool) or not (isinstance(shrink, float | int) and 0.0 < shrink <= 1.0)
+    ):
         raise InputError(f"shrink must be in (0, 1], got {shrink!r}")
     if shrink is not None and not set(anchor) & set(set_features):
         raise InputError(f"shrink needs an anchor among the set features, got {list(anchor)}")

@@ -7,8 +7,9 @@ the user's (their queries, a folder's, or simulated ones) and a grader:
 
 1. **Labels.** The grader grades each list's chunks (:func:`examples_from_grader`):
    a chunk is relevant when its grade is at least ``threshold`` (0.5), a list is
-   good when one of its chunks is (the list decision of a set cascade with
-   ``combine="max"``).
+   good when one of its chunks is: the grader's list decision everywhere
+   (:func:`~crag_heuristic._grading.guarantee.list_decision`: what a monitor
+   counts and a grade log records).
 2. **Spend the labels on the band first.** With a guarantee asked for
    (``target``) and fewer than ``min_refit`` labelled queries, the gate is not
    refitted: every label goes to the band (the shipped gate's scores,
@@ -42,7 +43,7 @@ from .._config import DEFAULT_PROFILE, EvaluatorConfig, Guarantee, load_config
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import CragError, GraderError, InputError, InsufficientLabelsError
 from .._grading.graders import checked_grades, grader_fingerprint
-from .._grading.guarantee import guaranteed_band
+from .._grading.guarantee import guaranteed_band, labels_needed, window_labels_needed
 from .._protocols import Grader
 from .._text.corpus import CorpusStats
 from .auc import failure_auc
@@ -255,6 +256,28 @@ class GraderCalibration:
     report: dict[str, Any]
 
 
+def _enough(
+    examples: Sequence[GateExample],
+    at: Sequence[int],
+    target: str,
+    eps: float,
+    delta: float,
+    windows: Mapping[str, int] | None,
+) -> bool:
+    """Whether the lists at ``at`` count enough for a ``target`` band at ``eps``."""
+    counted = len(at) if target == "agreement" else sum(examples[i].failed for i in at)
+    window = None if windows is None else windows.get(target)
+    try:
+        needed = (
+            labels_needed(eps, delta)
+            if window is None
+            else window_labels_needed(eps, delta, window)
+        )
+    except InsufficientLabelsError:
+        return False
+    return counted >= needed
+
+
 def fit_on_grader(
     examples: Sequence[GateExample],
     *,
@@ -283,11 +306,23 @@ def fit_on_grader(
     prior_config = load_config(prior)
     queries = len({ex.group for ex in examples})
     refit = not targets or queries >= min_refit
+    everything = list(range(len(examples)))
+    short: list[str] = []
     if targets and refit:
         fit_at, band_at = _split(examples, seed)
-    else:
-        fit_at = list(range(len(examples))) if refit else []
-        band_at = list(range(len(examples)))
+        # labels go to the band first: a refit that would leave the band half too few
+        # lists for a target that every label allows is not made
+        short = [
+            f"{target} {eps:g}"
+            for target, eps in targets
+            if not _enough(examples, band_at, target, eps, delta, windows)
+            and _enough(examples, everything, target, eps, delta, windows)
+        ]
+        if short:
+            refit = False
+    if not (targets and refit):
+        fit_at = everything if refit else []
+        band_at = everything
     report: dict[str, Any] = {
         "method": "calibrate_on_grader",
         "grader": grader,
@@ -302,6 +337,10 @@ def fit_on_grader(
         "min_refit": min_refit,
         "seed": seed,
     }
+    if short:
+        report["refit_skipped"] = (
+            f"half the labels would be too few for {', '.join(short)}: all went to the band"
+        )
     config = prior_config.replace(guarantee=None)
     if refit:
         fit_examples = [examples[i] for i in fit_at]

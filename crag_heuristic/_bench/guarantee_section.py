@@ -11,7 +11,7 @@ a chunk it did not judge is not), per traffic (``natural``: the judged
 queries' retrievals, the traffic a user sends; ``mix``: with the
 leave-relevant-out probes), over every judged split of the folder:
 
-    for each of ``splits`` random halvings of the queries (seeded):
+    for each of ``splits`` random halvings of the lists (seeded):
         calibration half: the band, per predictor and target, by Learn-then-Test
                           (too few lists counted: refused, as a user would be)
         test half:        saved = the share of lists outside the band
@@ -28,16 +28,21 @@ agreement: a count, not which lists nor how they were graded), so that the
 guarantee is on the realised risk the row scores
 (:func:`~crag_heuristic.grading.guaranteed_band`).
 
+The halves are of lists, not of queries: in ``mix`` traffic a query's natural
+retrieval and its probe are two lists, and only a split that makes the lists
+exchangeable keeps the guarantee's argument (:func:`~crag_heuristic.grading.guaranteed_band`).
+
 Predictors: ``gate`` (the benchmarked profile; agreement bands centred on its
 relevant threshold), ``top-1`` (the top cosine), ``best simple`` (of the
 failure benchmark's parameter-free predictors whose scores lie in [0, 1], the
-one with the best failure AUC on the calibration half) and ``grader-calibrated``
+one with the best failure AUC on one half of the calibration lists, its band
+chosen on the other half) and ``grader-calibrated``
 (:func:`~crag_heuristic._bench.grader_calibration.fit_on_grader` on the
 calibration half: refitted on one half of it when it holds at least
 ``min_refit`` queries, the band chosen on the other half; fewer, the labels all
 go to the band). The agreement path of a predictor that is not a probability
-is centred on the median of the test half's scores (unlabelled: nothing the
-test labels say). The grader-calibrated gate is refitted on
+is centred on the median of its scores over the traffic (unlabelled, the same
+for both halves). The grader-calibrated gate is refitted on
 ``calibrated_splits`` of the splits (refits cost seconds).
 
 ``results["sections"]["guarantee"]["rows"]``: ``{"grader", "predictor", "target",
@@ -86,41 +91,28 @@ def judged_retrievals(prepared: Prepared, k: int) -> list[GateExample]:
     return retrievals_for(prepared, merged, k)
 
 
-def grader_labels(prepared: Prepared, retrievals: Sequence[GateExample]) -> dict[str, np.ndarray]:
-    """Per grader, whether it finds each list good: ``qrels`` (the retrievals' own
-    labels) and each LLM label set of the folder."""
-    out = {"qrels": np.array([r.good for r in retrievals])}
+def graded_by(
+    prepared: Prepared, retrievals: Sequence[GateExample]
+) -> dict[str, list[GateExample]]:
+    """Per grader, the retrievals with the chunks it finds relevant: ``qrels`` (their
+    own labels) and each LLM label set of the folder (a chunk it did not judge is
+    not relevant). A list is good for a grader when one of its chunks is."""
+    out = {"qrels": list(retrievals)}
     folder = prepared.collection.path / "llm_judgments"
     if folder.is_dir():
         threshold = prepared.collection.relevant_min
         for path in sorted(folder.glob("*.tsv")):
             labels = read_qrels(path)
-            out[f"llm:{path.stem}"] = np.array(
-                [
-                    any(labels.get(r.group, {}).get(c.id, 0) >= threshold for c in r.chunks)
-                    for r in retrievals
-                ]
-            )
+            out[f"llm:{path.stem}"] = [
+                dataclasses.replace(
+                    r,
+                    relevant=frozenset(
+                        c.id for c in r.chunks if labels.get(r.group, {}).get(c.id, 0) >= threshold
+                    ),
+                )
+                for r in retrievals
+            ]
     return out
-
-
-def _relabelled(
-    retrievals: Sequence[GateExample], prepared: Prepared, grader: str
-) -> list[GateExample]:
-    """The retrievals with the grader's relevant chunks (for a refit on its labels)."""
-    if grader == "qrels":
-        return list(retrievals)
-    labels = read_qrels(prepared.collection.path / "llm_judgments" / f"{grader[4:]}.tsv")
-    threshold = prepared.collection.relevant_min
-    return [
-        dataclasses.replace(
-            r,
-            relevant=frozenset(
-                c.id for c in r.chunks if labels.get(r.group, {}).get(c.id, 0) >= threshold
-            ),
-        )
-        for r in retrievals
-    ]
 
 
 def _realised(
@@ -219,46 +211,50 @@ def guarantee_section(
     scores["top-1"] = np.clip(simple["top-1 score"], 0.0, 1.0)
     simple = {name: np.clip(simple[name], 0.0, 1.0) for name in SIMPLE}
     natural = np.array([r.kind == "natural" for r in retrievals])
-    groups = np.array([r.group for r in retrievals])
     examples = [
         dataclasses.replace(r, corpus_stats=prepared.stats, collection=prepared.collection.name)
         for r in retrievals
     ]
     rows: list[dict[str, Any]] = []
     choices: dict[str, dict[str, int]] = {}
-    for grader, good_all in grader_labels(prepared, retrievals).items():
-        relabelled = _relabelled(examples, prepared, grader)
+    for grader, graded in graded_by(prepared, examples).items():
+        good_all = np.array([r.good for r in graded])
         for traffic in ("natural", "mix"):
             idx = np.flatnonzero(natural) if traffic == "natural" else np.arange(len(retrievals))
             good = good_all[idx]
-            queries = np.unique(groups[idx])
+            centres = {
+                name: _centre(v[idx]) for name, v in (("top-1", scores["top-1"]), *simple.items())
+            }
             tallies = {(p, t, e): _Tally() for p in PREDICTORS for t, e in TARGETS}
             picked: dict[str, int] = {}
             log(f"guarantee: {grader}, {traffic} ({len(idx)} lists)")
             for s in range(splits):
                 rng = np.random.default_rng(seed + s)
-                half = set(rng.permutation(queries)[: len(queries) // 2].tolist())
-                in_a = np.array([g in half for g in groups[idx]])
-                a, b = idx[in_a], idx[~in_a]
-                ga, gb = good_all[a], good_all[b]
+                order = rng.permutation(idx)  # lists at random: exchangeable halves
+                a, b = np.sort(order[: len(order) // 2]), np.sort(order[len(order) // 2 :])
+                gb = good_all[b]
                 windows = _windows(gb)  # a count of the test half: none of its lists' labels
+                # the best simple predictor is picked on one half of the calibration lists,
+                # its band chosen on the other: a band on the lists that picked it would not
+                # keep its guarantee
+                choose, rest = a[: len(a) // 2], a[len(a) // 2 :]
                 best = max(
                     SIMPLE,
-                    key=lambda name: failure_auc(~ga, simple[name][a]) or 0.0,
+                    key=lambda name: failure_auc(~good_all[choose], simple[name][choose]) or 0.0,
                 )
                 picked[best] = picked.get(best, 0) + 1
                 plain = {
-                    "gate": (scores["gate"], config.thresholds.relevant),
-                    "top-1": (scores["top-1"], _centre(scores["top-1"][b])),
-                    "best simple": (simple[best], _centre(simple[best][b])),
+                    "gate": (scores["gate"], a, config.thresholds.relevant),
+                    "top-1": (scores["top-1"], a, centres["top-1"]),
+                    "best simple": (simple[best], rest, centres[best]),
                 }
-                for predictor, (values, centre) in plain.items():
+                for predictor, (values, at, centre) in plain.items():
                     for target, eps in TARGETS:
-                        band = _band(values[a], ga, target, eps, centre, windows[target])
+                        band = _band(values[at], good_all[at], target, eps, centre, windows[target])
                         tallies[(predictor, target, eps)].add(band, target, values[b], gb)
                 if s < calibrated_splits:
                     made = fit_on_grader(
-                        [relabelled[i] for i in a],
+                        [graded[i] for i in a],
                         grader=grader,
                         prior=config,
                         targets=TARGETS,
@@ -305,7 +301,7 @@ def guarantee_section(
         "calibrated_splits": calibrated_splits,
         "min_refit": min_refit,
         "delta": DELTA,
-        "queries": len(np.unique(groups)),
+        "queries": len({r.group for r in retrievals}),
         "judged_splits": sorted(prepared.collection.qrels),
         "best_simple_picks": choices,
         "rows": rows,

@@ -130,24 +130,30 @@ def fit_logistic(
 
 def fit_intercept(offset: Array, y: Array, *, weights: Array | None = None) -> float:
     """The intercept ``b`` maximising the weighted likelihood of ``sigmoid(b + offset)``
-    (the coefficients fixed: ``offset = x @ beta``). A Newton iteration on one
-    variable, started at the log-odds of the weighted base rate."""
+    (the coefficients fixed: ``offset = x @ beta``): the root of the likelihood's
+    derivative ``sum w (sigmoid(b + offset) - y)``, which only grows with ``b``, by
+    bisection (it cannot diverge as Newton's steps can on large offsets). With labels
+    of one class the optimum is at infinity: ``b`` is kept within ``[-50, 50]`` plus the
+    offsets' range."""
     offset = np.asarray(offset, dtype=float)
     y = np.asarray(y, dtype=float)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
-    rate = float(np.clip((w @ y) / w.sum(), 1e-6, 1 - 1e-6))
-    b = float(np.log(rate / (1 - rate)) - np.average(offset, weights=w))
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-np.clip(b + offset, -35.0, 35.0)))
-        gradient = float(w @ (p - y))
-        curvature = float(w @ (p * (1 - p)))
-        if curvature <= 1e-12:
+
+    def slope(b: float) -> float:
+        p = 1.0 / (1.0 + np.exp(-np.clip(b + offset, -500.0, 500.0)))
+        return float(w @ (p - y))
+
+    low = -50.0 - float(offset.max(initial=0.0))
+    high = 50.0 - float(offset.min(initial=0.0))
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if slope(mid) > 0.0:
+            high = mid
+        else:
+            low = mid
+        if high - low < 1e-12 * max(1.0, abs(mid)):
             break
-        step = gradient / curvature
-        b -= step
-        if abs(step) < 1e-10:
-            break
-    return b
+    return (low + high) / 2.0
 
 
 def shrink_towards(full: Array, anchor: Array, amount: float) -> Array:

@@ -117,11 +117,16 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
         raise InputError("--grade-log chooses a band: give --guarantee recall:EPS or agreement:EPS")
     prior = load_config(args.prior or DEFAULT_PROFILE)
     records = list(JsonlGradeLog(args.grade_log).records())
-    profiles = {str(r.get("profile")) for r in records if r.get("audited") and r.get("profile")}
-    if profiles and profiles != {prior.fingerprint()}:
+    audited = [r for r in records if isinstance(r, dict) and r.get("audited")]
+    fingerprints = {str(r["profile"]) for r in audited if r.get("profile")}
+    names = {str(r["profile_name"]) for r in audited if r.get("profile_name")}
+    if (fingerprints and fingerprints != {prior.fingerprint()}) or (
+        names and names != {prior.name}
+    ):
+        scored_by = ", ".join(sorted(fingerprints | names))
         raise InputError(
-            f"the grade log's lists were scored by another gate ({', '.join(sorted(profiles))}); "
-            f"--prior {prior.name} is {prior.fingerprint()}: give the profile that scored them"
+            f"the grade log's lists were scored by another gate ({scored_by}); --prior "
+            f"{prior.name} ({prior.fingerprint()}): give the profile that scored them"
         )
     scores, good, grader = audited_labels(records)
     target, eps = chosen

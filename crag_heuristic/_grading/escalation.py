@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._checks import CheckedQuery
-from .._config import EvaluatorConfig, Thresholds, _check_number
+from .._config import EvaluatorConfig, Thresholds, _check_number, checked_band
 from .._evaluator.evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
 from .._failures import Failure
@@ -100,24 +100,6 @@ class Escalation:
     def from_dict(cls, data: Mapping[str, Any]) -> Escalation:
         """Build from a dict of the fields; unknown keys raise ConfigError."""
         return cls(**policy_fields(cls, data))
-
-
-def checked_band(band: Any) -> tuple[float, float] | None:
-    """A policy's ``band``: ``(low, high)`` within [0, 1], ``low <= high``, as floats
-    (a list is taken as a pair); ``None`` stays ``None``.
-
-    Raises:
-        ConfigError: anything else.
-    """
-    if band is None:
-        return None
-    if not isinstance(band, tuple | list) or len(band) != 2:
-        raise ConfigError("band", band, "must be (low, high) or None")
-    _check_number("band.low", band[0], low=0.0, high=1.0)
-    _check_number("band.high", band[1], low=0.0, high=1.0)
-    if band[0] > band[1]:
-        raise ConfigError("band", band, "low must be <= high")
-    return float(band[0]), float(band[1])
 
 
 def policy_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:

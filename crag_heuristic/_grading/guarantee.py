@@ -69,11 +69,16 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from .._config import Guarantee
+import numpy as np
+
+from .._checks import as_real
+from .._config import Guarantee, _check_number
+from .._evaluator.model import sigmoid
 from .._exceptions import ConfigError, InsufficientLabelsError
+from .escalation import logit
 
 Target = Literal["recall", "agreement"]
 TARGETS: tuple[str, ...] = ("recall", "agreement")
@@ -87,12 +92,11 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     """``P(Binomial(n, p) <= k)``, exact (a sum of terms in log space).
 
     Raises:
-        ConfigError: ``n`` negative or ``p`` outside [0, 1].
+        ConfigError: ``k`` or ``n`` not an integer, ``n`` negative, ``p`` outside [0, 1].
     """
-    if n < 0:
-        raise ConfigError("n", n, "must be >= 0")
-    if not 0.0 <= p <= 1.0:
-        raise ConfigError("p", p, "must be in [0, 1]")
+    _check_number("k", k, integer=True)
+    _check_number("n", n, low=0, integer=True)
+    _check_number("p", p, low=0.0, high=1.0)
     if k < 0:
         return 0.0
     if k >= n:
@@ -110,10 +114,17 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
 
 
+def _check_bound_args(k: int, n: int, delta: float) -> None:
+    _check_number("k", k, low=0, integer=True)
+    _check_number("n", n, low=0, integer=True)
+    _check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
 def binomial_upper(k: int, n: int, delta: float) -> float:
     """The one-sided Clopper-Pearson upper bound on a rate with ``k`` events in ``n``
     trials at confidence ``1 - delta``: the ``p`` with ``P(Binomial(n, p) <= k) = delta``
     (1 when ``k >= n``; found by bisection to 1e-12)."""
+    _check_bound_args(k, n, delta)
     if n <= 0 or k >= n:
         return 1.0
     low, high = k / n, 1.0
@@ -129,6 +140,7 @@ def binomial_upper(k: int, n: int, delta: float) -> float:
 def binomial_lower(k: int, n: int, delta: float) -> float:
     """The one-sided Clopper-Pearson lower bound at confidence ``1 - delta``: the ``p``
     with ``P(Binomial(n, p) >= k) = delta`` (0 when ``k == 0``)."""
+    _check_bound_args(k, n, delta)
     if n <= 0 or k <= 0:
         return 0.0
     low, high = 0.0, k / n
@@ -139,6 +151,13 @@ def binomial_lower(k: int, n: int, delta: float) -> float:
         else:
             high = mid
     return low
+
+
+def list_decision(grades: Iterable[float], threshold: float = 0.5) -> bool:
+    """The grader's decision on a list: good when it grades one of its chunks at least
+    ``threshold`` (the decision a band is chosen on, a monitor counts and a grade log
+    records: one definition)."""
+    return any(g >= threshold for g in grades)
 
 
 def hypergeometric_cdf(x: int, total: int, marked: int, drawn: int) -> float:
@@ -167,8 +186,8 @@ def window_p_value(violations: int, counted: int, eps: float, window: int) -> fl
     violations" given ``violations`` among ``counted`` labelled ones (module doc):
     ``P(X <= violations)`` for ``X`` hypergeometric, ``counted`` drawn from
     ``counted + window`` of which ``violations + b`` are marked, ``b = floor(eps *
-    window) + 1``."""
-    b = math.floor(eps * window + 1e-9) + 1
+    window) + 1`` (at most ``window``)."""
+    b = min(window, math.floor(eps * window + 1e-9) + 1)
     return hypergeometric_cdf(violations, counted + window, violations + b, counted)
 
 
@@ -196,47 +215,52 @@ def window_labels_needed(eps: float, delta: float, window: int) -> int:
 
 def labels_needed(eps: float, delta: float) -> int:
     """The fewest lists the risk counts over for which no violation certifies ``eps``
-    at ``delta``: the smallest ``m`` with ``(1 - eps) ** m <= delta``."""
-    return math.ceil(math.log(delta) / math.log1p(-eps) - 1e-12)
+    at ``delta``: the smallest ``m`` with ``P(Binomial(m, eps) <= 0) = (1 - eps) ** m <=
+    delta``, found with the p-value the test itself computes (a closed form rounds
+    differently at the boundary)."""
+    m = max(1, math.floor(math.log(delta) / math.log1p(-eps)) - 1)
+    while binomial_cdf(0, m, eps) > delta:
+        m += 1
+    while m > 1 and binomial_cdf(0, m - 1, eps) <= delta:
+        m -= 1
+    return m
 
 
 def _check(target: str, eps: float, delta: float) -> None:
     if target not in TARGETS:
         raise ConfigError("target", target, f"must be one of {', '.join(TARGETS)}")
     for name, value in (("eps", eps), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(name, value, "must be a number in (0, 1)")
-        if not 0.0 < value < 1.0:
-            raise ConfigError(name, value, "must be in (0, 1)")
+        _check_number(name, value, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def _label(value: object) -> bool:
+    """A grader's decision: a bool, or 0 / 1 (of any integer kind); anything else is
+    refused (a graded 0.3 or a string "0" is not a decision)."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer) and value in (0, 1):
+        return bool(value)
+    raise ConfigError("good", value, "must be True / False (or 1 / 0): the grader's decision")
 
 
 def _checked(scores: Sequence[float], good: Sequence[bool]) -> tuple[list[float], list[bool]]:
-    s = [float(v) for v in scores]
-    g = [bool(v) for v in good]
+    s = [as_real(v) for v in scores]
+    g = [_label(v) for v in good]
     if len(s) != len(g):
         raise ConfigError("good", len(g), f"must label every score ({len(s)})")
-    for v in s:
-        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
-            raise ConfigError("scores", v, "must be probabilities in [0, 1]")
-    return s, g
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-12), 1 - 1e-12)
-    return math.log(p / (1 - p))
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+    for raw, v in zip(scores, s, strict=True):
+        if v is None or not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            raise ConfigError("scores", raw, "must be probabilities in [0, 1]")
+    return [float(v) for v in s], g  # type: ignore[arg-type]
 
 
 def _path(target: str, centre: float) -> list[tuple[float, float]]:
     """The bands along the fixed path, strictest first (module doc)."""
     if target == "recall":
         return [(0.0, j / RECALL_STEPS) for j in range(RECALL_STEPS, -1, -1)]
-    middle = _logit(centre)
+    middle = logit(centre)
     return [
-        (0.0 if w >= 15.0 else _sigmoid(middle - w), 1.0 if w >= 15.0 else _sigmoid(middle + w))
+        (0.0 if w >= 15.0 else sigmoid(middle - w), 1.0 if w >= 15.0 else sigmoid(middle + w))
         for w in AGREEMENT_WIDTHS
     ]
 
@@ -284,7 +308,7 @@ def guaranteed_band(
     With ``window``, the guarantee is on the realised risk of the next ``window``
     lists the risk counts over (failed lists for ``recall``; any for
     ``agreement``), drawn like the labelled ones, rather than on the risk of the
-    traffic they come from (module doc: :func:`window_eps`).
+    traffic they come from (module doc, "A window").
 
     Args:
         scores: the gate's P(good retrieval) of each labelled list.
@@ -305,10 +329,8 @@ def guaranteed_band(
             (its ``needed`` and ``have`` say how many).
     """
     _check(target, eps, delta)
-    if target == "agreement" and not (
-        isinstance(centre, int | float) and not isinstance(centre, bool) and 0.0 < centre < 1.0
-    ):
-        raise ConfigError("centre", centre, "must be in (0, 1)")
+    if target == "agreement":
+        _check_number("centre", centre, low=0.0, high=1.0, low_open=True, high_open=True)
     if window is not None and (
         isinstance(window, bool) or not isinstance(window, int) or window < 1
     ):
@@ -322,7 +344,7 @@ def guaranteed_band(
         what = "failed lists" if target == "recall" else "labelled lists"
         over = "" if window is None else f" over a window of {window}"
         raise InsufficientLabelsError(
-            f"a {target} guarantee of {eps:g}{over} at delta {delta:g} needs at least {needed} "
+            f"the {target} guarantee of {eps:g}{over} at delta {delta:g} needs at least {needed} "
             f"{what} graded by the grader; got {counted}",
             needed=needed,
             have=counted,

@@ -45,19 +45,19 @@ report are the chunk cascade's (:class:`~crag_heuristic._grading.escalation.Casc
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .._cache.keys import text_digest
 from .._checks import CheckedQuery
-from .._config import EvaluatorConfig, Guarantee, Thresholds, _check_number
+from .._config import EvaluatorConfig, Guarantee, Thresholds, _check_number, checked_band
 from .._evaluator.evaluator import Evaluator, verdict_for
 from .._exceptions import ConfigError
 from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation
-from .escalation import Escalation, Selection, checked_band, logit, policy_fields, recorded_bands
+from .escalation import Escalation, Selection, logit, policy_fields, recorded_bands
 
 _EPSILON = 1e-9  # the band's edges are widened by it, so the share's last score is inside
 COMBINE = ("noisy_or", "max", "mean")
@@ -227,8 +227,8 @@ def audited(query: str, policy: SetEscalation) -> bool:
     """Whether ``query``'s list is in the audit sample of ``policy`` (module doc)."""
     if policy.audit <= 0.0:
         return False
-    digest = hashlib.sha256(f"{policy.audit_seed}:{query}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64 < policy.audit
+    digest = text_digest(f"{policy.audit_seed}:{query}")  # any str, surrogates too
+    return int(digest[:16], 16) / 2.0**64 < policy.audit
 
 
 def select_list(evaluation: Evaluation, policy: SetEscalation, query: str = "") -> Selection:

@@ -16,11 +16,22 @@ whatever the gate thought; :class:`GuaranteeMonitor` reads each result:
 * on the audited lists it counts the risk as the guarantee defines it (for
   ``recall``: failed audited lists, and those above the band; for
   ``agreement``: audited lists, and those the gate decided alone against the
-  grader) and tests it: when the one-sided Clopper-Pearson lower bound at
-  ``1 - delta`` of the observed rate exceeds ``eps``, the guarantee is
-  breached (a ``crag.guarantee.breach`` event, once per breach, and the
-  metrics sink's ``guarantee_breach`` when it has one); it is restored
-  (``crag.guarantee.restored``) when the bound falls back.
+  grader) and tests it. Testing after every list would look at the data again
+  and again, and a risk at ``eps`` exactly would be called breached about half
+  the time within a thousand lists. So it tests on a schedule: when the lists
+  counted reach ``n_j = 20 * 2^j`` (20, 40, 80, ...), the null "the risk is at
+  most ``eps``" is rejected when ``P(Binomial(n_j, eps) >= violations) <=
+  delta_j``, with ``delta_j = delta / ((j + 1) (j + 2))``: the ``delta_j`` sum to
+  ``delta``, so while the risk stays within ``eps`` the monitor calls a breach at
+  some point of the schedule with probability at most ``delta``, however long it
+  runs (a union bound over the schedule). A rejection is a breach (a
+  ``crag.guarantee.breach`` event, once, and the metrics sink's
+  ``guarantee_breach`` when it has one); a later test that does not reject
+  restores it (``crag.guarantee.restored``).
+
+A list's decision by the grader is one definition everywhere (the calibration
+that chose the band, this monitor, the log): good when the grader grades one of
+its chunks at least 0.5 (:func:`~crag_heuristic._grading.guarantee.list_decision`).
 
 The monitor never fails a query: a log that cannot be written is counted
 (``status().log_errors``) and logged (``crag.guarantee.log_error``).
@@ -29,7 +40,6 @@ The monitor never fails a query: a log that cannot be written is counted
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import threading
@@ -38,12 +48,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .._cache.keys import text_digest
+from .._checks import as_real
 from .._config import Guarantee
 from .._exceptions import ConfigError, InputError
 from .._logging import get_logger
 from .._types import Evaluation
 from .escalation import CascadeReport
-from .guarantee import binomial_lower
+from .guarantee import binomial_cdf, binomial_lower, list_decision
 
 
 class Observed(Protocol):
@@ -85,6 +97,7 @@ class JsonlGradeLog:
         if not self.path.parent.is_dir():
             raise ConfigError("path", str(self.path), "its folder does not exist")
         self._lock = threading.Lock()
+        self.skipped = 0
 
     def __repr__(self) -> str:
         return f"JsonlGradeLog({str(self.path)!r})"
@@ -99,23 +112,27 @@ class JsonlGradeLog:
                 os.close(fd)
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """The records in order; a last line cut short (a crash mid-write) is skipped,
-        any other unreadable line is an :class:`~crag_heuristic.InputError`."""
+        """The records in order, read line by line. A line that is not a JSON object (a
+        write cut short by a crash, and the record appended after it on the same
+        line) is skipped and counted in :attr:`skipped` (and a
+        ``crag.guarantee.log_skipped`` event says how many once the file is read)."""
+        self.skipped = 0
         if not self.path.exists():
             return
-        lines = self.path.read_text(encoding="utf-8").split("\n")
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                if number == len(lines):  # no newline after it: cut short
-                    return
-                raise InputError(f"{self.path}: line {number} is not a JSON record") from None
-            if not isinstance(record, dict):
-                raise InputError(f"{self.path}: line {number} is not a JSON object")
-            yield record
+        with self.path.open("rb") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    record = None
+                if not isinstance(record, dict):
+                    self.skipped += 1
+                    continue
+                yield record
+        if self.skipped:
+            get_logger().warning("crag.guarantee.log_skipped", lines=self.skipped)
 
 
 class RedisGradeLog:
@@ -137,6 +154,7 @@ class RedisGradeLog:
         self.client = client
         self.stream = stream
         self.maxlen = maxlen
+        self.skipped = 0
 
     def __repr__(self) -> str:
         return f"RedisGradeLog(stream={self.stream!r})"
@@ -149,6 +167,9 @@ class RedisGradeLog:
             self.client.xadd(self.stream, {"record": payload}, maxlen=self.maxlen, approximate=True)
 
     def records(self) -> Iterator[dict[str, Any]]:
+        """The stream's records in order; an entry that is not a JSON object is
+        skipped and counted in :attr:`skipped`."""
+        self.skipped = 0
         start = "-"
         while True:
             batch = self.client.xrange(self.stream, min=start, max="+", count=1000)
@@ -156,19 +177,17 @@ class RedisGradeLog:
                 return
             for _entry_id, fields in batch:
                 raw = fields.get(b"record", fields.get("record"))
-                if isinstance(raw, bytes):
-                    raw = raw.decode("utf-8")
-                record = json.loads(raw)
+                try:
+                    record = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+                except (TypeError, UnicodeDecodeError, json.JSONDecodeError):
+                    record = None
                 if isinstance(record, dict):
                     yield record
+                else:  # an entry another writer put there: skipped, counted
+                    self.skipped += 1
             last = batch[-1][0]
             last = last.decode() if isinstance(last, bytes) else str(last)
             start = "(" + last
-
-
-def query_digest(query: str) -> str:
-    """The SHA-256 of a query's text: what a record keeps of it."""
-    return hashlib.sha256(query.encode("utf-8")).hexdigest()
 
 
 def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
@@ -187,18 +206,29 @@ def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
     return {
         "v": RECORD_VERSION,
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "query": query_digest(result.query),
+        "query": text_digest(result.query),  # the SHA-256 of its text, never the text
         "profile": profile,
+        "profile_name": gate.profile,
         "grader": report.grader,
         "score": gate.score,
         "band": [low, high],
         "in_band": low <= gate.score <= high,
         "audited": report.audited,
         "grader_score": float(grader_score),
-        "grader_good": float(grader_score) >= 0.5,
+        "grader_good": list_decision(report.grades.values()),
         "chunks": len(report.escalated),
         "features": {k: v for k, v in features.items() if isinstance(v, int | float) or v is None},
     }
+
+
+SCHEDULE_START = 20
+"""The first count of the breach test's schedule (module doc): ``20 * 2^j``."""
+
+
+def breach_p_value(violations: int, counted: int, eps: float) -> float:
+    """``P(Binomial(counted, eps) >= violations)``: the p-value of "the risk is at most
+    ``eps``" given ``violations`` among ``counted``."""
+    return 1.0 - binomial_cdf(violations - 1, counted, eps) if violations > 0 else 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +240,10 @@ class MonitorStatus:
         records: lists the grader answered; ``audited``: those in the audit sample.
         counted: audited lists the risk counts over; ``violations``: among them.
         observed: ``violations / counted`` (``None`` before any).
-        lower_bound: the Clopper-Pearson lower bound on the risk at ``1 - delta``.
-        breached: ``lower_bound > eps``.
+        lower_bound: the Clopper-Pearson lower bound on the risk at ``1 - delta``
+            (for reading; the breach test is the schedule's, module doc).
+        breached: the last test of the schedule rejected "the risk is at most eps".
+        tested_at: the count of that test (``None`` before the first).
         log_errors: records the log could not take.
     """
 
@@ -225,6 +257,7 @@ class MonitorStatus:
     observed: float | None
     lower_bound: float
     breached: bool
+    tested_at: int | None
     log_errors: int
 
 
@@ -239,7 +272,8 @@ class GuaranteeMonitor:
         log: where records go (``None``: nowhere).
         metrics: a metrics sink; its ``guarantee_breach(target)`` is called on a
             breach when it has one.
-        profile: the gate's fingerprint, recorded.
+        profile: the gate's fingerprint, recorded (``calibrate --grade-log`` refuses
+            lists scored by another gate; each record also names the profile).
     """
 
     def __init__(
@@ -254,6 +288,8 @@ class GuaranteeMonitor:
             raise ConfigError("guarantee", guarantee, "must be a Guarantee")
         if log is not None and not isinstance(log, GradeLog):
             raise ConfigError("log", log, "must have append(record) and records()")
+        if not isinstance(profile, str):
+            raise ConfigError("profile", profile, "must be a string (a fingerprint)")
         self.guarantee = guarantee
         self.log = log
         self.metrics = metrics
@@ -262,17 +298,21 @@ class GuaranteeMonitor:
         self._records = self._audited = self._counted = self._violations = 0
         self._log_errors = 0
         self._breached = False
+        self._tested_at: int | None = None
+        self._next_test = SCHEDULE_START
+        self._step = 0
         self._logger = get_logger()
 
     def __repr__(self) -> str:
         g = self.guarantee
         return f"GuaranteeMonitor({g.target} {g.eps:g} at delta {g.delta:g}, log={self.log!r})"
 
-    def observe(self, result: Observed) -> MonitorStatus:
-        """Take one result into account (module doc); returns the status after it."""
+    def observe(self, result: Observed) -> bool:
+        """Take one result into account (module doc); whether the guarantee stands
+        breached after it."""
         record = record_of(result, profile=self.profile)
         if record is None:
-            return self.status()
+            return self._breached
         if self.log is not None:
             try:
                 self.log.append(record)
@@ -282,15 +322,21 @@ class GuaranteeMonitor:
                 self._logger.warning("crag.guarantee.log_error", error=type(exc).__name__)
         return self.count(record)
 
-    def count(self, record: Mapping[str, Any]) -> MonitorStatus:
-        """Count one record (what :meth:`observe` does after logging it)."""
+    def count(self, record: Mapping[str, Any]) -> bool:
+        """Count one record (what :meth:`observe` does after logging it); whether the
+        guarantee stands breached after it.
+
+        Raises:
+            InputError: a record without a probability ``score`` or a bool ``grader_good``.
+        """
         g = self.guarantee
         low, high = g.band
+        audited, score, good = _read_record(record)
+        changed = False
         with self._lock:
             self._records += 1
-            if record.get("audited"):
+            if audited:
                 self._audited += 1
-                score, good = float(record["score"]), bool(record["grader_good"])
                 if g.target == "recall":
                     if not good:
                         self._counted += 1
@@ -298,56 +344,77 @@ class GuaranteeMonitor:
                 else:
                     self._counted += 1
                     self._violations += (score > high and not good) or (score < low and good)
-            status = self._status()
-            changed = status.breached != self._breached
-            self._breached = status.breached
+                if self._counted >= self._next_test:
+                    self._step += 1
+                    level = g.delta / (self._step * (self._step + 1))
+                    breached = breach_p_value(self._violations, self._counted, g.eps) <= level
+                    changed, self._breached = breached != self._breached, breached
+                    self._tested_at = self._counted
+                    self._next_test = SCHEDULE_START * 2**self._step
+            counts = (self._counted, self._violations, self._breached)
         if changed:
-            event = "crag.guarantee.breach" if status.breached else "crag.guarantee.restored"
+            counted, violations, breached = counts
             self._logger.warning(
-                event,
+                "crag.guarantee.breach" if breached else "crag.guarantee.restored",
                 target=g.target,
                 eps=g.eps,
                 delta=g.delta,
-                counted=status.counted,
-                violations=status.violations,
-                observed=status.observed,
-                lower_bound=round(status.lower_bound, 6),
+                counted=counted,
+                violations=violations,
+                observed=violations / counted,
             )
-            if status.breached:
+            if breached:
                 hook = getattr(self.metrics, "guarantee_breach", None)
                 if callable(hook):
                     try:
                         hook(g.target)
                     except Exception as exc:  # noqa: BLE001 - metrics never fail a query
                         self._logger.warning("crag.metrics_error", error=repr(exc))
-        return status
+        return counts[2]
 
     def status(self) -> MonitorStatus:
-        with self._lock:
-            return self._status()
-
-    def _status(self) -> MonitorStatus:
         g = self.guarantee
-        lower = binomial_lower(self._violations, self._counted, g.delta)
+        with self._lock:
+            counted, violations = self._counted, self._violations
+            records, audited, errors = self._records, self._audited, self._log_errors
+            breached, tested_at = self._breached, self._tested_at
         return MonitorStatus(
             target=g.target,
             eps=g.eps,
             delta=g.delta,
-            records=self._records,
-            audited=self._audited,
-            counted=self._counted,
-            violations=self._violations,
-            observed=self._violations / self._counted if self._counted else None,
-            lower_bound=lower,
-            breached=lower > g.eps,
-            log_errors=self._log_errors,
+            records=records,
+            audited=audited,
+            counted=counted,
+            violations=violations,
+            observed=violations / counted if counted else None,
+            lower_bound=binomial_lower(violations, counted, g.delta),
+            breached=breached,
+            tested_at=tested_at,
+            log_errors=errors,
         )
+
+
+def _read_record(record: Mapping[str, Any]) -> tuple[bool, float, bool]:
+    """A record's (audited, gate score, grader's decision).
+
+    Raises:
+        InputError: not a mapping, or a score that is not a probability or a decision
+            that is not a bool.
+    """
+    if not isinstance(record, Mapping):
+        raise InputError(f"a grade-log record must be a JSON object, not {type(record).__name__}")
+    score = as_real(record.get("score"))
+    good = record.get("grader_good")
+    if score is None or not 0.0 <= score <= 1.0 or not isinstance(good, bool):
+        raise InputError("a grade-log record needs a 'score' in [0, 1] and a bool 'grader_good'")
+    return bool(record.get("audited")), score, good
 
 
 def audited_labels(records: Iterable[Mapping[str, Any]]) -> tuple[list[float], list[bool], str]:
     """The gate's scores and the grader's decisions of the audited records of a grade
-    log (the uniform sample a band may be chosen on again), and the grader's
-    fingerprint (refused when the records mix graders).
+    log (the uniform sample a band may be chosen on again; a query audited again is
+    counted once: the audit sample is one of queries), and the grader's fingerprint
+    (refused when the records mix graders).
 
     Raises:
         InputError: a record of another version, several graders, or no audited record.
@@ -355,13 +422,20 @@ def audited_labels(records: Iterable[Mapping[str, Any]]) -> tuple[list[float], l
     scores: list[float] = []
     good: list[bool] = []
     graders: set[str] = set()
+    seen: set[str] = set()
     for record in records:
-        if record.get("v") != RECORD_VERSION:
-            raise InputError(f"a grade-log record of version {record.get('v')!r}, not 1")
-        if not record.get("audited"):
+        if not isinstance(record, Mapping) or record.get("v") != RECORD_VERSION:
+            version = record.get("v") if isinstance(record, Mapping) else None
+            raise InputError(f"a grade-log record of version {version!r}, not 1")
+        audited, score, decision = _read_record(record)
+        if not audited:
             continue
-        scores.append(float(record["score"]))
-        good.append(bool(record["grader_good"]))
+        query = str(record.get("query", ""))
+        if query and query in seen:  # the audit follows the query: a repeat is one label
+            continue
+        seen.add(query)
+        scores.append(score)
+        good.append(decision)
         graders.add(str(record.get("grader", "")))
     if not scores:
         raise InputError("the grade log holds no audited record (SetEscalation(audit=...))")

@@ -236,3 +236,35 @@ def test_a_grader_that_raises_is_a_grader_error(title_retrievals: list[GateExamp
     with pytest.raises(GraderError, match="raised KeyError") as caught:
         examples_from_grader(title_retrievals[:3], Broken())
     assert caught.value.grader == "broken:v1"
+
+
+def test_the_band_is_never_chosen_on_the_refit_lists(
+    beir_folder: Path, title_retrievals: list[GateExample], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crag_heuristic._bench import grader_calibration
+
+    examples = examples_from_grader(title_retrievals, _grader(beir_folder, title_retrievals))
+    seen: dict[str, set[str]] = {}
+    refit = grader_calibration.refit_on_labels
+
+    def spy_refit(fit_examples: list[GateExample], *args: object, **kwargs: object) -> object:
+        seen["refit"] = {ex.query for ex in fit_examples}
+        return refit(fit_examples, *args, **kwargs)  # type: ignore[arg-type]
+
+    scores = grader_calibration._scores
+
+    def spy_scores(config: EvaluatorConfig, band: list[GateExample], stats: object) -> list[float]:
+        seen["band"] = {ex.query for ex in band}
+        return scores(config, band, stats)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grader_calibration, "refit_on_labels", spy_refit)
+    monkeypatch.setattr(grader_calibration, "_scores", spy_scores)
+    made = fit_on_grader(examples, grader="t", targets=(("agreement", 0.2),), min_refit=20)
+    assert made.report["refit"] is True
+    assert seen["refit"] and seen["band"] and not seen["refit"] & seen["band"]
+    # a refit that would leave the band half too few lists for a target all of them allow
+    # is not made: the labels go to the band
+    made = fit_on_grader(examples, grader="t", targets=(("agreement", 0.05),), min_refit=20)
+    assert made.report["refit"] is False and "refit_skipped" in made.report
+    band = made.bands[("agreement", 0.05)]
+    assert not isinstance(band, InsufficientLabelsError) and band.n == 64

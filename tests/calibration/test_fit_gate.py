@@ -95,3 +95,8 @@ def test_a_shrunk_set_stage_lies_between_the_anchor_and_the_full_fit(examples) -
             set_weights(shrink=bad)
     with pytest.raises(InputError, match="anchor"):
         set_weights(shrink=0.5, anchor=("similarity_mean",))
+
+
+def test_shrink_is_a_number_not_a_bool(examples) -> None:
+    with pytest.raises(InputError, match="shrink"):
+        fit_gate(examples, fallbacks=False, shrink=True)

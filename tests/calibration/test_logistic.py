@@ -108,3 +108,20 @@ def test_shrink_towards_by_hand() -> None:
     anchor = np.array([1.0, 0.0, 0.0])
     assert shrink_towards(full, anchor, 0.25) == pytest.approx([1.25, 0.25, -0.25])
     assert shrink_towards(full, anchor, 1.0) == pytest.approx(full)
+
+
+def test_fit_intercept_on_large_offsets() -> None:
+    """Newton's steps diverged here (7331.8): the optimum is ln(1 / 1), the first three
+    rows' two positives in three with the fourth certain to be positive at any sane b."""
+    from crag_heuristic._bench.logistic import fit_intercept
+
+    b = fit_intercept(np.array([0.0, 0.0, 0.0, 40.0]), np.array([1.0, 0.0, 1.0, 0.0]))
+    p = 1 / (1 + np.exp(-(b + np.array([0.0, 0.0, 0.0, 40.0]))))
+    assert float(p @ np.ones(4)) == pytest.approx(2.0, abs=1e-6)  # the likelihood's root
+    assert b == pytest.approx(-0.6931, abs=1e-3)
+    rng = np.random.default_rng(0)
+    for scale in (10.0, 100.0):
+        offsets, y = rng.normal(scale=scale, size=50), (rng.random(50) < 0.5).astype(float)
+        b = fit_intercept(offsets, y)
+        p = 1 / (1 + np.exp(-np.clip(b + offsets, -500, 500)))
+        assert float((p - y).sum()) == pytest.approx(0.0, abs=1e-6)

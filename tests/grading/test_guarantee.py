@@ -189,3 +189,98 @@ def test_a_set_escalation_takes_its_band_from_a_guarantee() -> None:
     assert (
         EvaluatorConfig().replace(guarantee=band).fingerprint() == EvaluatorConfig().fingerprint()
     )
+
+
+def test_hypergeometric_cdf_by_hand() -> None:
+    from crag_heuristic._grading.guarantee import hypergeometric_cdf
+
+    # 10 items, 4 marked, 3 drawn: P(X = 0) = C(6,3)/C(10,3) = 20/120, P(X = 1) = 4*15/120
+    assert hypergeometric_cdf(0, 10, 4, 3) == pytest.approx(20 / 120)
+    assert hypergeometric_cdf(1, 10, 4, 3) == pytest.approx(80 / 120)
+    assert hypergeometric_cdf(3, 10, 4, 3) == 1.0  # x at the largest possible
+    assert hypergeometric_cdf(-1, 10, 4, 3) == 0.0
+    # 5 items, 4 marked, 3 drawn: at least 2 marked are drawn
+    assert hypergeometric_cdf(1, 5, 4, 3) == 0.0
+    assert hypergeometric_cdf(2, 5, 4, 3) == pytest.approx(6 / 10)  # C(4,2) * C(1,1) / C(5,3)
+
+
+def test_the_window_p_value_by_hand() -> None:
+    """20 labelled lists with no violation, a window of 10 at eps 0.1: the window breaks
+    the bound with b = floor(0.1 * 10) + 1 = 2 violations; p = P(none of the 2 among the
+    20 labelled of 30) = C(28, 20) / C(30, 20)."""
+    from crag_heuristic._grading.guarantee import window_labels_needed, window_p_value
+
+    assert window_p_value(0, 20, 0.1, 10) == pytest.approx(math.comb(28, 20) / math.comb(30, 20))
+    # one labelled violation: 3 marked of 30, at most one among the 20 drawn
+    assert window_p_value(1, 20, 0.1, 10) == pytest.approx(
+        (math.comb(27, 20) + 3 * math.comb(27, 19)) / math.comb(30, 20)
+    )
+    # b never exceeds the window
+    assert window_p_value(0, 5, 0.9999999999, 1) == pytest.approx(1 / 6)
+    needed = window_labels_needed(0.1, 0.1, 10)
+    assert window_p_value(0, needed, 0.1, 10) <= 0.1 < window_p_value(0, needed - 1, 0.1, 10)
+
+
+@pytest.mark.parametrize("target", ["recall", "agreement"])
+def test_a_window_guarantee_holds_on_fresh_windows(target: Literal["recall", "agreement"]) -> None:
+    """300 calibration samples of 400 lists; each band's realised risk on the next window
+    of 300 lists counted exceeds eps in at most delta of them (plus three standard
+    errors), which the same bands without the window do not promise."""
+    rng = np.random.default_rng(5)
+    window, over = 300, 0
+    for _ in range(300):
+        scores, good = _population(rng, 400)
+        band = guaranteed_band(
+            scores.tolist(), good.tolist(), target=target, eps=0.1, delta=0.1, centre=0.6,
+            window=window,
+        )  # fmt: skip
+        assert band.window == window
+        fresh, fresh_good = _population(rng, 3 * window)
+        low, high = band.band
+        if target == "recall":
+            risk = float((fresh[~fresh_good][:window] > high).mean())
+        else:
+            s, g = fresh[:window], fresh_good[:window]
+            risk = float((((s > high) & ~g) | ((s < low) & g)).mean())
+        over += risk > 0.1
+    assert over / 300 <= 0.1 + 3 * math.sqrt(0.09 / 300)
+
+
+def test_the_band_edges_are_the_graders() -> None:
+    """A score exactly on an edge is inside the band (the grader decides): no violation."""
+    scores = [0.3, 0.6, 0.3, 0.6]
+    good = [True, False, False, True]
+    assert band_risk("agreement", (0.3, 0.6), scores, good) == (0, 4)
+    assert band_risk("recall", (0.0, 0.6), scores, good) == (0, 2)
+    assert band_risk("agreement", (0.31, 0.59), scores, good) == (2, 4)
+
+
+def test_the_recall_path_reaches_zero() -> None:
+    """Every failed list at 0 exactly: the last step of the path, high = 0, keeps them all
+    in the band (inclusive) and lets every other list pass."""
+    scores, labels = _recall_data([0.0] * 30, [0.5] * 10)
+    band = guaranteed_band(scores, labels, target="recall", eps=0.1, delta=0.1)
+    assert band.band == (0.0, 0.0) and band.escalated == pytest.approx(30 / 40)
+
+
+def test_labels_needed_agrees_with_the_test_at_the_boundary() -> None:
+    """(1 - 0.3)^2 = 0.49 in exact arithmetic, 0.49000000000000005 in floats: the count
+    needed is the one the test's own p-value accepts."""
+    assert binomial_cdf(0, 2, 0.3) > 0.49
+    assert labels_needed(0.3, 0.49) == 3
+    scores, labels = _recall_data([0.1, 0.2, 0.3], [0.9] * 5)
+    assert guaranteed_band(scores, labels, eps=0.3, delta=0.49).counted == 3
+
+
+def test_a_decision_is_a_bool_or_0_1() -> None:
+    scores = [0.2] * 30 + [0.8] * 30
+    mixed: list[Any] = [np.bool_(False)] * 30 + [1] * 30
+    assert guaranteed_band(scores, mixed).n == 60
+    for bad in ("0", 0.3, 2, None):
+        labels: list[Any] = [bad] * 30 + [True] * 30
+        with pytest.raises(ConfigError, match="decision"):
+            guaranteed_band(scores, labels)
+    with pytest.raises(ConfigError):
+        binomial_cdf(1.5, 3, 0.5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        binomial_upper(1, 10, float("nan"))

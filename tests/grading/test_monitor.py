@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,25 @@ def test_the_audit_sample_is_a_seeded_hash_of_the_query() -> None:
     for bad in (-0.1, 1.5):
         with pytest.raises(ConfigError, match="audit"):
             SetEscalation(audit=bad)
+    # any text, a lone surrogate too (a query the router takes): no UnicodeEncodeError
+    assert audited("honeybee waggle dance \ud800", SetEscalation(audit=1.0))
+
+
+def test_an_audited_query_with_a_lone_surrogate_is_answered() -> None:
+    class Everything:
+        fingerprint = "all:v1"
+
+        def grade(self, query: str, chunks: Any) -> list[float]:
+            return [1.0 for _ in chunks]
+
+    crag = CRAG(
+        sample_retriever(),
+        grader=Everything(),
+        escalation=SetEscalation.guaranteed(GUARANTEE, audit=1.0),
+        monitor=GuaranteeMonitor(GUARANTEE),
+    )
+    result = crag.retrieve("honeybee waggle dance \ud800", k=3)
+    assert result.cascade is not None and result.cascade.audited
 
 
 def test_the_monitor_counts_recall_on_the_audit_sample_only() -> None:
@@ -61,7 +82,7 @@ def test_the_monitor_counts_recall_on_the_audit_sample_only() -> None:
     assert (status.records, status.audited, status.counted, status.violations) == (4, 3, 2, 1)
     assert status.observed == 0.5
     assert status.lower_bound == pytest.approx(binomial_lower(1, 2, 0.1))
-    assert not status.breached  # 1 in 2 proves nothing at delta 0.1
+    assert not status.breached and status.tested_at is None  # the first test is at 20
 
 
 def test_the_monitor_counts_agreement() -> None:
@@ -74,6 +95,43 @@ def test_the_monitor_counts_agreement() -> None:
         monitor.count(_record(score, good))
     status = monitor.status()
     assert (status.counted, status.violations) == (5, 2)  # 0.7 failed, 0.2 good
+    # on the band's edges the grader decides (inclusive): no violation either side
+    edges = GuaranteeMonitor(agreement)
+    for score, good in ((0.3, True), (0.6, False), (0.3, False), (0.6, True)):
+        edges.count(_record(score, good))
+    assert (edges.status().counted, edges.status().violations) == (4, 0)
+    recall = GuaranteeMonitor(GUARANTEE)
+    recall.count(_record(0.6, False))  # exactly at the top: inside, sent to the grader
+    assert recall.status().violations == 0
+
+
+def test_the_breach_test_follows_its_schedule() -> None:
+    """Tests at 20, 40, 80 ... lists counted, at delta / 2, delta / 6, delta / 12 ...: 2
+    violations in 2 lists prove nothing yet; at a risk of eps exactly a breach is rare."""
+    from crag_heuristic._grading.monitor import SCHEDULE_START, breach_p_value
+
+    assert SCHEDULE_START == 20
+    # by hand: P(Bin(20, 0.1) >= 5) = 1 - P(<= 4)
+    assert breach_p_value(5, 20, 0.1) == pytest.approx(1 - sum(
+        math.comb(20, i) * 0.1**i * 0.9 ** (20 - i) for i in range(5)
+    ))  # fmt: skip
+    assert breach_p_value(0, 20, 0.1) == 1.0
+    early = GuaranteeMonitor(GUARANTEE)
+    for _ in range(19):
+        early.count(_record(0.9, False))  # 19 violations in 19: not tested yet
+    assert not early.status().breached
+    assert early.count(_record(0.9, False))  # the 20th: tested, breached
+    assert early.status().tested_at == 20
+    # at a risk of exactly eps, over 2,000 lists: a breach in few of 200 runs
+    rng = random.Random(3)
+    false_alarms = 0
+    for _ in range(200):
+        monitor = GuaranteeMonitor(GUARANTEE)
+        breached = False
+        for _ in range(2000):
+            breached |= monitor.count(_record(0.9 if rng.random() < 0.1 else 0.1, False))
+        false_alarms += breached
+    assert false_alarms / 200 <= 0.1 + 3 * math.sqrt(0.09 / 200)
 
 
 def test_a_breach_is_an_event_and_a_metric_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -86,15 +144,20 @@ def test_a_breach_is_an_event_and_a_metric_once(caplog: pytest.LogCaptureFixture
     monitor = GuaranteeMonitor(GUARANTEE, metrics=Metrics())
     caplog.set_level(logging.DEBUG, logger="crag_heuristic")
     for i in range(40):  # failed lists passing alone one time in two: far above 0.1
-        status = monitor.count(_record(0.9 if i % 2 else 0.1, False))
+        monitor.count(_record(0.9 if i % 2 else 0.1, False))
+    status = monitor.status()
     assert status.breached and status.lower_bound > 0.1
     assert breaches == ["recall"]
     events = [r.getMessage() for r in caplog.records]
     assert sum("crag.guarantee.breach" in e for e in events) == 1
     for _ in range(400):  # then many failed lists kept in the band: restored
-        status = monitor.count(_record(0.1, False))
-    assert not status.breached
+        monitor.count(_record(0.1, False))
+    assert not monitor.status().breached
     assert any("crag.guarantee.restored" in r.getMessage() for r in caplog.records)
+    with pytest.raises(InputError, match="grader_good"):
+        monitor.count({"score": 0.5, "audited": True})
+    with pytest.raises(InputError, match="score"):
+        monitor.count({"score": "high", "grader_good": True, "audited": True})
 
 
 def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
@@ -106,9 +169,13 @@ def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
     with open(log.path, "a", encoding="utf-8") as f:
         f.write('{"v": 1, "score"')  # a crash mid-write: the cut line is skipped
     assert list(log.records()) == records
-    (tmp_path / "bad.jsonl").write_text('{"v": 1}\nnot json\n{"v": 1}\n')
-    with pytest.raises(InputError, match="line 2"):
-        list(JsonlGradeLog(tmp_path / "bad.jsonl").records())
+    log.append(records[0])  # appended after the cut line: on the same line, unreadable
+    assert list(log.records()) == records and log.skipped == 1
+    log.append(records[1])  # later records read again
+    assert list(log.records()) == [*records, records[1]] and log.skipped == 1
+    (tmp_path / "bad.jsonl").write_text('{"v": 1}\nnot json\n[1]\n{"v": 1}\n')
+    bad = JsonlGradeLog(tmp_path / "bad.jsonl")
+    assert list(bad.records()) == [{"v": 1}, {"v": 1}] and bad.skipped == 2
     with pytest.raises(ConfigError, match="folder"):
         JsonlGradeLog(tmp_path / "missing" / "grades.jsonl")
 
@@ -138,6 +205,11 @@ def test_audited_records_choose_a_band_again() -> None:
         audited_labels([_record(0.5, True), {**_record(0.5, True), "grader": "h"}])
     with pytest.raises(InputError, match="version"):
         audited_labels([{**_record(0.5, True), "v": 2}])
+    with pytest.raises(InputError, match="grader_good"):
+        audited_labels([{**_record(0.5, True), "grader_good": "yes"}])
+    # the audit follows the query: a query audited twice is one label
+    twice = [{**_record(0.5, True), "query": "ab" * 32}, {**_record(0.5, True), "query": "ab" * 32}]
+    assert len(audited_labels(twice)[0]) == 1
 
 
 def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
