@@ -690,8 +690,9 @@ def _context_lines(c: dict[str, Any]) -> list[str]:
         f"{c['token_budget']} estimated tokens; router routes {c['routes']} (web off). Evidence "
         "recall: a relevant document, or a strip of one, is in the context. Precision: share "
         "of the context's tokens from relevant documents. Abstention: the method's flag of a "
-        "failed retrieval (router: final verdict IRRELEVANT or no strip kept; filters: nothing "
-        "kept) against contexts without a relevant document.",
+        "failed retrieval (router: final verdict IRRELEVANT or no strip kept on its score, the "
+        "chunks then cut to the budget; filters: nothing kept) against contexts without a "
+        "relevant document.",
         "",
         "| method | evidence recall | context precision | tokens (mean) | tokens (p50) | "
         "empty | abstention flags | flag precision | flag recall |",
