@@ -30,6 +30,7 @@ print("imported:", sorted(m for m in sys.modules if m.split(".")[0] in {blocked!
 sys.exit(code)
 """
 
+
 def test_bench_no_encode_runs_where_torch_cannot_be_imported(
     beir_folder: Path, tmp_path: Path
 ) -> None:
