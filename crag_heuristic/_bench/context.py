@@ -46,7 +46,7 @@ from .._expansion.fusion import reciprocal_rank_fusion
 from .._router.router import CRAG
 from .._types import Chunk, Evaluation, Verdict
 from .data import read_qrels
-from .pipeline import Prepared, SplitRun, progress
+from .pipeline import Prepared, SplitRun
 
 BUDGETS = (64, 128, 256, 512, 1024)
 
@@ -153,7 +153,7 @@ def context_section(
         q: reciprocal_rank_fusion([top[q], bm25.search(texts[q], k)], keep_scores=True)[:k]
         for q in qids
     }
-    routed = {q: crag.retrieve(texts[q], k) for q in progress(qids, "router")}
+    routed = {q: crag.retrieve(texts[q], k) for q in prepared.loops(qids, "router")}
     first = {q: routed[q].initial_evaluation for q in qids}
 
     def refined(runs: dict[str, list[Chunk]], size: int, flag: bool) -> dict[str, _Context]:
