@@ -41,7 +41,7 @@ def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, *, terminal: bool) -> 
 def test_calibrate_self_names_its_stages_on_a_terminal_only(
     built: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    argv = ["calibrate", "--self", "--index", str(built.path), "--queries", "100"]
+    argv = ["calibrate", "--self", "--index", str(built.path), "--queries", "60"]
     shown = run([*argv, "--out", str(tmp_path / "a.toml")], monkeypatch, terminal=True)
     assert stages(shown, "calibrate") == [
         "loading the index",
