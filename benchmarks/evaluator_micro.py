@@ -1,4 +1,4 @@
-"""Micro-benchmark of the evaluator, the cache tiers and the command line's start.
+"""Micro-benchmark of the evaluator, the cache tiers and the paths a user calls.
 
     python benchmarks/evaluator_micro.py [--k 5 10 20 100 1000] [--words 200] [--iterations 2000]
         [--data-dir ../shared/data/scifact] [--out benchmarks/results/evaluator_micro.json]
@@ -40,15 +40,12 @@ end.
    alternated call by call; and what a first sight of another process's
    evaluation costs through Redis against evaluating the chunks cold.
 
-4. ``startup``: ``crag-heuristic retrieve`` on the bundled sample against
-   ``python -c pass``, whole processes timed from outside (wall clock around
-   ``subprocess.run``), alternated run by run, and the heavy modules it
-   imported (none should be).
-
-5. ``paths``: the calls a user makes against their fast twins (see
+4. ``paths``: the calls a user makes against their fast twins (see
    :func:`paths_section`): a new ``Evaluator()`` per call against a reused one,
    statistics from ``CorpusStats.from_texts`` against statistics built with ids
    and analyses, and the first call of a process against its later ones.
+
+(The command line's start-up is ``benchmarks/startup.py``'s.)
 """
 
 from __future__ import annotations
@@ -59,7 +56,6 @@ import os
 import platform
 import random
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -85,7 +81,6 @@ _ASCII_SPLIT = str.maketrans(
 # The analyzer's word pattern as it was (the reference's own: the analyzer's may change).
 _TOKEN_RE = re.compile(r"[^\W_]+")
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("structlog", "rich", "httpx", "dask", "distributed", "sklearn", "torch", "redis")
 
 
 class ReferenceAnalyzer(Analyzer):
@@ -347,47 +342,7 @@ def _first_sight(server: RedisServer, retriever: Any, queries: list[str]) -> dic
     return out
 
 
-# -- 4. start-up ----------------------------------------------------------------------------
-
-
-def startup_section(runs: int) -> dict[str, Any]:
-    """``crag-heuristic retrieve`` against ``python -c pass``, whole processes, alternated."""
-    script = shutil.which("crag-heuristic")
-    command = [script] if script else [sys.executable, "-m", "crag_heuristic"]
-    retrieve = [*command, "retrieve", "--query", "How do honeybees tell each other where food is?"]
-    baseline = [sys.executable, "-c", "pass"]
-    probe = (
-        "import contextlib, io, runpy, sys\n"
-        "sys.argv = ['crag-heuristic', 'retrieve', '--query', 'bees']\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-        "    runpy.run_module('crag_heuristic', run_name='__main__')\n"
-        f"print(','.join(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
-    )
-    imported = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    for _ in range(2):  # warm the file cache
-        subprocess.run(retrieve, stdout=subprocess.DEVNULL, check=True)
-    samples: dict[str, list[float]] = {"retrieve_s": [], "python_s": []}
-    ratios = []
-    for i in range(runs):
-        pair = [("retrieve_s", retrieve), ("python_s", baseline)][:: 1 if i % 2 else -1]
-        seconds = {}
-        for name, cmd in pair:
-            started = time.perf_counter()
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
-            seconds[name] = time.perf_counter() - started
-            samples[name].append(seconds[name])
-        ratios.append(seconds["retrieve_s"] / seconds["python_s"])
-    out: dict[str, Any] = {"runs": runs, "command": Path(retrieve[0]).name}
-    for name, values in samples.items():
-        out[name] = percentiles(values)
-    out["retrieve_over_python_median"] = sorted(ratios)[len(ratios) // 2]
-    out["heavy_modules_imported"] = imported.split(",") if imported else []
-    return out
-
-
-# -- 5. the paths a user calls --------------------------------------------------------------
+# -- 4. the paths a user calls --------------------------------------------------------------
 
 FIRST_CALL = """
 import json, sys, time
@@ -498,7 +453,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     if args.data_dir and (args.data_dir / "corpus.jsonl").exists():
         report["scifact"] = scifact_section(args.data_dir, args.scifact_queries)
     report["cache"] = cache_section(args.cache_repeats)
-    report["startup"] = startup_section(args.startup_runs)
     report["load_average_end"] = os.getloadavg()
     return report
 
@@ -568,21 +522,13 @@ def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
             cache["tiered_over_memory_p50"] <= 1.1,
         )
     )
-    start = report["startup"]
-    out.append(
-        (
-            "crag-heuristic retrieve <= 1 s on the loaded machine",
-            f"{start['retrieve_s']['p50']:.2f} s",
-            start["retrieve_s"]["p50"] <= 1.0,
-        )
-    )
     return out
 
 
 def to_markdown(report: dict[str, Any]) -> str:
     start, end = report["load_average_start"], report["load_average_end"]
     lines = [
-        "# Evaluator latency, cache tiers and start-up",
+        "# Evaluator latency, cache tiers and the paths a user calls",
         "",
         f"`python benchmarks/evaluator_micro.py` (seed {report['seed']}); Python "
         f"{report['python']}, {report['cpus']} CPUs shared with other jobs: load average "
@@ -695,21 +641,6 @@ def to_markdown(report: dict[str, Any]) -> str:
             'TieredCache(far_kinds=("grade", "web")) keeps them in process.'
         ),
     ]
-    start_up = report["startup"]
-    heavy = ", ".join(start_up["heavy_modules_imported"]) or "none"
-    lines += [
-        "",
-        f"## Start-up ({start_up['runs']} runs each, alternated; whole processes, wall clock)",
-        "",
-        "| command | median s | p99 s |",
-        "|---|---:|---:|",
-        f"| crag-heuristic retrieve (bundled sample) | {start_up['retrieve_s']['p50']:.3f} | "
-        f"{start_up['retrieve_s']['p99']:.3f} |",
-        f"| python -c pass | {start_up['python_s']['p50']:.3f} | {start_up['python_s']['p99']:.3f} |",
-        "",
-        f"Median ratio {start_up['retrieve_over_python_median']:.1f}x; heavy modules imported "
-        f"by the command ({', '.join(HEAVY)}): {heavy}.",
-    ]
     return "\n".join(lines) + "\n"
 
 
@@ -728,7 +659,6 @@ def main() -> None:
     )
     parser.add_argument("--scifact-queries", type=int, default=300)
     parser.add_argument("--cache-repeats", type=int, default=20)
-    parser.add_argument("--startup-runs", type=int, default=20)
     parser.add_argument(
         "--first-call-processes", type=int, default=10, help="processes timing a first call"
     )

@@ -24,9 +24,11 @@ python benchmarks/evidence_probe.py --data-root "$DATA" --sentences --out benchm
 python benchmarks/corrections.py --data-root "$DATA" --out benchmarks/results/corrections
 # the tokeniser against the analyzer of cab6cc6 and the definition, on every shared text
 python benchmarks/tokens_check.py --data-root "$DATA" --out benchmarks/results/tokens_check
-# the evaluator (synthetic and SciFact), the cache tiers (a real redis-server) and start-up
+# the evaluator (synthetic and SciFact) and the cache tiers (a real redis-server)
 python benchmarks/evaluator_micro.py --data-dir "$DATA/scifact" \
     --out benchmarks/results/evaluator_micro.json > /dev/null
+# the command line's start-up, whole processes against python -c pass
+python benchmarks/startup.py --out benchmarks/results/startup > /dev/null
 # about 20 minutes and 6 GB of memory: a million synthetic documents (and a Dask LocalCluster)
 nice -n 10 python benchmarks/scale.py --docs 1000000 --out benchmarks/results/scale \
     > /dev/null

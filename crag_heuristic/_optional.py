@@ -18,6 +18,7 @@ statements, so type checkers see the real modules.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -42,3 +43,19 @@ def requires(extra: str, feature: str) -> Iterator[None]:
         if not missing or missing == "crag_heuristic":
             raise  # a bug of ours, not a missing extra
         raise MissingDependencyError(missing, extra, feature) from error
+
+
+def check_installed(extra: str, feature: str, *modules: str) -> None:
+    """Fail now, naming ``extra``, when one of ``modules`` is not installed (a command's
+    check before it starts a long run; nothing is imported).
+
+    Raises:
+        MissingDependencyError: the first module of ``modules`` that is missing.
+    """
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a blocked or half-removed package
+            found = False
+        if not found:
+            raise MissingDependencyError(module, extra, feature)

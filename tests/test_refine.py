@@ -55,10 +55,69 @@ def test_threshold(chunks: list[Chunk]) -> None:
     assert [(s.chunk_id, s.index) for s in result.kept] == [("d1", 0), ("d1", 2)]
 
 
-def test_nothing_passes_gives_an_empty_refinement(chunks: list[Chunk]) -> None:
+def test_nothing_passes_sends_the_chunks_whole_when_they_fit(chunks: list[Chunk]) -> None:
+    # every strip (6 + 5 + 6 + 4 + 5 = 26 words, 33.8 tokens) fits the default 512
     result = refine("quantum chromodynamics", chunks)
-    assert result.kept == () and result.text == "" and result.chunks == ()
-    assert len(result.strips) == 5
+    assert result.cut and len(result.kept) == len(result.strips) == 5
+    assert [c.text for c in result.chunks] == [DOC1, DOC2]
+    assert result.tokens == pytest.approx(26 * 1.3)
+
+
+# tokens_per_word 1 below: a strip's estimated tokens are its words
+ONE_PER_WORD = Evaluator().config.replace(length={"tokens_per_word": 1.0})
+CUT = [
+    Chunk(id="c1", text="Alpha beta gamma delta. Epsilon zeta eta theta iota."),  # 4 + 5 words
+    Chunk(id="c2", text="Kappa lambda mu."),  # 3 words
+]
+
+
+def cut(budget: int) -> tuple[list[tuple[str, str]], float]:
+    result = refine("quantum chromodynamics", CUT, config=ONE_PER_WORD, token_budget=budget)
+    assert result.cut  # no strip passes: the chunks are cut to fit
+    assert result.tokens <= budget
+    return [(c.id, c.text) for c in result.chunks], result.tokens
+
+
+def test_nothing_passes_cuts_the_chunks_to_the_budget() -> None:
+    # 12 words in all: a budget of 12 holds everything, exactly (a strip that fills the
+    # budget to the token fits: <=, not <)
+    assert cut(12) == ([("c1", CUT[0].text), ("c2", CUT[1].text)], 12.0)
+    # 11: c1's 9 words, then c2's first 2; nothing after the cut
+    assert cut(11) == ([("c1", CUT[0].text), ("c2", "Kappa lambda")], 11.0)
+    # 9: c1 exactly, c2 left out (no room for a word)
+    assert cut(9) == ([("c1", CUT[0].text)], 9.0)
+    # 7: the first strip (4), then 3 words of the second; the strips kept say so
+    assert cut(7) == ([("c1", "Alpha beta gamma delta. Epsilon zeta eta")], 7.0)
+    result = refine("quantum chromodynamics", CUT, config=ONE_PER_WORD, token_budget=7)
+    assert [(s.chunk_id, s.index) for s in result.kept] == [("c1", 0), ("c1", 1)]
+    assert result.chunks[0].metadata["refined_strips"] == [0, 1]
+    # 3: the first strip is cut
+    assert cut(3) == ([("c1", "Alpha beta gamma")], 3.0)
+
+
+def test_a_passing_strip_too_big_for_the_budget_also_cuts_to_fit() -> None:
+    chunks = [Chunk(id="c1", text="Quantum chromodynamics binds quarks into protons and neutrons.")]
+    result = refine("quantum chromodynamics", chunks, config=ONE_PER_WORD, token_budget=4)
+    assert result.cut and result.text == "Quantum chromodynamics binds quarks"
+    assert result.tokens == 4.0
+
+
+def test_a_budget_that_holds_no_word_sends_nothing() -> None:
+    tokens = Evaluator().config.replace(length={"tokens_per_word": 2.0})
+    result = refine("quantum", CUT, config=tokens, token_budget=1)
+    assert result.cut and result.chunks == () and result.text == "" and result.tokens == 0
+    assert result.kept == ()
+
+
+def test_the_budget_is_never_exceeded() -> None:
+    """Whatever the budget, what is sent holds at most that many estimated tokens (the
+    default 1.3 tokens a word)."""
+    for budget in range(1, 20):
+        result = refine("quantum chromodynamics", CUT, token_budget=budget)
+        assert result.tokens <= budget
+        assert Evaluator().analyzer.analyze(result.text).n_tokens * 1.3 == pytest.approx(
+            result.tokens
+        )
 
 
 def test_idf_weights_change_strip_scores(chunks: list[Chunk]) -> None:

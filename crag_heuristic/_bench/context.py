@@ -6,8 +6,8 @@ For each judged query, the context a RAG system would send to its LLM:
 * ``always-hybrid``: dense + BM25 RRF on every query, top ``k``, whole chunks;
 * ``router``: the CRAG router's final chunks (its defaults, web off), after
   knowledge refinement within the token budget (sentence strips, as
-  ``RouterConfig(refine=True)`` does: when no strip passes, the chunks go
-  unrefined and the router says so);
+  ``RouterConfig(refine=True)`` does: when no strip passes, the chunks are cut
+  to the budget and the router says so);
 * the same refinement applied to ``top-k`` and ``always-hybrid`` (``, refined``);
 * ``gate filter``: the top ``k`` keeping the chunks the gate grades at least
   PARTIAL on their own (the per-chunk grading of CRAG, no correction);
@@ -25,7 +25,7 @@ Measures, per method, over the queries (all have a relevant document):
 * tokens sent: estimated as the evaluator does (words x
   ``length.tokens_per_word``);
 * the abstention signal: a method's flag of a failed retrieval (the router:
-  its final verdict is IRRELEVANT, or refinement kept no strip; a filter:
+  its final verdict is IRRELEVANT, or refinement kept no strip on its score; a filter:
   it kept nothing) against the truth "the context holds no relevant
   document": precision and recall of the flag.
 
@@ -46,7 +46,7 @@ from .._expansion.fusion import reciprocal_rank_fusion
 from .._router.router import CRAG
 from .._types import Chunk, Evaluation, Verdict
 from .data import read_qrels
-from .pipeline import Prepared, SplitRun, progress
+from .pipeline import Prepared, SplitRun
 
 BUDGETS = (64, 128, 256, 512, 1024)
 
@@ -111,13 +111,12 @@ def _summary(
 def _refined(
     evaluator: Evaluator, query: str, chunks: Sequence[Chunk], stats: Any, budget: int
 ) -> tuple[list[Chunk], bool]:
-    """Refinement as the router does it: (chunks, whether no strip passed)."""
+    """Refinement as the router does it: (chunks, whether no strip passed on its score:
+    the chunks then cut to the budget)."""
     if not chunks:
         return [], True
     refinement = evaluator.refine(query, chunks, stats, token_budget=budget)
-    if refinement.chunks:
-        return list(refinement.chunks), False
-    return list(chunks), True
+    return list(refinement.chunks), refinement.cut
 
 
 def _failed(evaluation: Evaluation) -> bool:
@@ -154,7 +153,7 @@ def context_section(
         q: reciprocal_rank_fusion([top[q], bm25.search(texts[q], k)], keep_scores=True)[:k]
         for q in qids
     }
-    routed = {q: crag.retrieve(texts[q], k) for q in progress(qids, "router")}
+    routed = {q: crag.retrieve(texts[q], k) for q in prepared.loops(qids, "router")}
     first = {q: routed[q].initial_evaluation for q in qids}
 
     def refined(runs: dict[str, list[Chunk]], size: int, flag: bool) -> dict[str, _Context]:

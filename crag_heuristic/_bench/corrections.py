@@ -41,7 +41,7 @@ from .._retrievers.bm25 import BM25Retriever
 from .._router.router import CRAG
 from .._types import Chunk
 from .cost import _EncodingRetriever
-from .pipeline import HarnessRetriever, Prepared, SplitRun, progress
+from .pipeline import HarnessRetriever, Prepared, SplitRun
 from .quality import BARE, HYBRID, _mean, _metrics
 from .timing import percentiles
 
@@ -136,7 +136,7 @@ def _latency(
         retriever.search(query, 10)
         return (time.perf_counter() - started) * 1e3
 
-    for number, query in enumerate(progress(queries, "latency")):
+    for number, query in enumerate(prepared.loops(queries, "latency")):
         for index, crag in enumerate(routers):
             first = bare_call(query) if number % 2 == 0 else None  # alternate the order
             started = time.perf_counter()
@@ -225,7 +225,7 @@ def run_variants(
             crag.config.expand_on != "lexical" or not variant.lexical
         ):
             _encode_expansions(crag, dense, texts, bare, prepared)
-        results = {q: crag.retrieve(texts[q], 100) for q in progress(qids, variant.name)}
+        results = {q: crag.retrieve(texts[q], 100) for q in prepared.loops(qids, variant.name)}
         run = {q: list(r.chunks) for q, r in results.items()}
         m = _metrics(qrels, run)
         verdicts = {q: r.initial_evaluation.verdict.value for q, r in results.items()}

@@ -6,8 +6,10 @@
     DIR/corpus_<model>.npy (+ .ids.txt)   float32 [n_docs, dim], row i = id on line i
     DIR/queries_<split>_<model>.npy (+ .ids.txt)
 
-Only the first three are required; vectors that are missing are computed
-(and cached) by the harness with the ``bench`` extra.
+The first three and the corpus vectors are required (the dense retrieval
+searches them; ``tools/beir_folder.py`` makes them from a BEIR download,
+docs/data.md); query vectors that are missing are encoded (and cached) by the
+harness with the ``bench`` extra.
 """
 
 from __future__ import annotations

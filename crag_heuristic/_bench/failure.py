@@ -41,7 +41,7 @@ from .auc import failure_auc
 from .baselines import mean_score, nqc, score_gap, seed004, seed_design, top1, wig
 from .calibration import GateExample
 from .data import read_qrels
-from .pipeline import Prepared, labels_for, progress, retrievals_for
+from .pipeline import Prepared, labels_for, retrievals_for
 
 BASELINES = (
     "seed design (as written)",
@@ -131,7 +131,7 @@ def failure_section(
         started = time.perf_counter()
         evaluations = [
             evaluator.evaluate(r.query, r.chunks, prepared.stats)
-            for r in progress(retrievals, name)
+            for r in prepared.loops(retrievals, name)
         ]
         timings[name] = (time.perf_counter() - started) / len(retrievals) * 1e3
         scores[name] = np.array([e.score for e in evaluations])

@@ -32,7 +32,15 @@ from .context import context_section
 from .cost import cost_section
 from .failure import BASELINES, failure_section
 from .guarantee_section import guarantee_lines, guarantee_section
-from .pipeline import HarnessRetriever, Prepared, labels_for, prepare, progress, retrievals_for
+from .pipeline import (
+    HarnessRetriever,
+    LoopProgress,
+    Prepared,
+    labels_for,
+    prepare,
+    retrievals_for,
+)
+from .pipeline import progress as progress_bar
 from .quality import BARE, quality_section
 from .retrievals import chunks_of
 from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
@@ -72,6 +80,7 @@ def run_bench(
     token_budget: int = 512,
     guarantee_splits: int = 200,
     progress: Callable[[str], None] = _log,
+    loops: LoopProgress = progress_bar,
 ) -> dict[str, Any]:
     """Run the chosen sections; write results.json, report.md and plots to ``out``.
 
@@ -82,6 +91,8 @@ def run_bench(
     ``self_queries`` simulated queries encoded with MiniLM, no qrels read), and
     with a gate fitted on the folder's train split when it has one.
     ``relevant_min`` overrides the folder's relevance threshold.
+    ``progress`` is told each section as it starts (stderr by default), ``loops``
+    wraps the long loops (a progress bar on a terminal by default).
     ``guarantee_splits``: the guarantee section's random halvings (200 in the
     committed reports; a tenth of them, at least 2, refit the grader-calibrated gate, and
     a twentieth, at least 2, make its learning curve).
@@ -104,7 +115,11 @@ def run_bench(
     started = time.perf_counter()
     progress(f"loading {data_dir}")
     prepared = prepare(
-        data_dir, cache_dir=cache_dir or out / "cache", encode=encode, relevant_min=relevant_min
+        data_dir,
+        cache_dir=cache_dir or out / "cache",
+        encode=encode,
+        relevant_min=relevant_min,
+        loops=loops,
     )
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {
@@ -289,7 +304,7 @@ def _other_gates(
             corpus_stats=prepared.stats,
             analyzer=prepared.analyzer,
             neighbours=retriever.neighbours,
-            progress=progress,
+            progress=prepared.loops,
             name="self-calibrated",
         )
         gates[SELF_CALIBRATED] = fitted.config
@@ -690,8 +705,9 @@ def _context_lines(c: dict[str, Any]) -> list[str]:
         f"{c['token_budget']} estimated tokens; router routes {c['routes']} (web off). Evidence "
         "recall: a relevant document, or a strip of one, is in the context. Precision: share "
         "of the context's tokens from relevant documents. Abstention: the method's flag of a "
-        "failed retrieval (router: final verdict IRRELEVANT or no strip kept; filters: nothing "
-        "kept) against contexts without a relevant document.",
+        "failed retrieval (router: final verdict IRRELEVANT or no strip kept on its score, the "
+        "chunks then cut to the budget; filters: nothing kept) against contexts without a "
+        "relevant document.",
         "",
         "| method | evidence recall | context precision | tokens (mean) | tokens (p50) | "
         "empty | abstention flags | flag precision | flag recall |",

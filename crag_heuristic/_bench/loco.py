@@ -48,7 +48,7 @@ from .failure import (
     verdict_table,
 )
 from .markdown import table_head
-from .pipeline import HarnessRetriever, prepare, progress
+from .pipeline import HarnessRetriever, LoopProgress, prepare, progress
 from .selection import (
     RULES,
     CollectionData,
@@ -173,7 +173,7 @@ class _SelfCalibration:
                 corpus_stats=prepared.stats,
                 analyzer=prepared.analyzer,
                 neighbours=retriever.neighbours,
-                progress=progress,
+                progress=prepared.loops,
             )
             evaluations = evaluate_examples(simulation.examples, data.base, prepared.stats)
             self._runs[key] = (simulation, evaluations)
@@ -217,9 +217,11 @@ def run_loco(
     rule: str = "worst",
     command: str = "",
     log: Callable[[str], None] = _log,
+    loops: LoopProgress = progress,
 ) -> dict[str, Any]:
     """Run the protocol of the module doc; write ``loco.md``, ``loco.json`` and
-    ``ledger.md`` to ``out``.
+    ``ledger.md`` to ``out``; ``log`` is told each step as it starts, ``loops`` wraps
+    the long loops (a progress bar on a terminal by default).
 
     ``sentences``: the retrievals carry each chunk's best sentence's cosine
     (MiniLM sentence vectors, cached), and a second gate, the opt-in one with
@@ -247,6 +249,7 @@ def run_loco(
             cache_dir=Path(cache_dir or out / "cache") / folder.name,
             encode=encode,
             sentences=sentences,
+            loops=loops,
         )
         datasets[p.collection.name] = CollectionData.of(p, k)
     if len(datasets) < 3:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,11 @@ from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
 from .retrievals import chunks_of, make_retrievals
 from .sentences import SentenceCache
+
+LoopProgress = Callable[[Iterable[Any], str], Iterable[Any]]
+"""``progress(items, description)``: ``items``, reported as a long loop goes (the
+command line's :meth:`Progress.iterate <crag_heuristic._cli.progress.Progress.iterate>`,
+or :func:`progress`)."""
 
 
 def progress(items: Any, description: str) -> Any:
@@ -65,6 +70,7 @@ class Prepared:
     encoder: MiniLM | None = None
     encode: bool = True
     sentences: SentenceCache | None = None
+    loops: LoopProgress = progress  # how the benchmarks' long loops report
 
     def vectors(self, texts: dict[str, str]) -> dict[str, Vector]:
         """Query vectors for ``texts`` (shipped, cached, or encoded with MiniLM).
@@ -185,6 +191,7 @@ def prepare(
     relevant_min: int | None = None,
     corpus_only: bool = False,
     sentences: bool = False,
+    loops: LoopProgress = progress,
 ) -> Prepared:
     """Load the folder, index its vectors, count its document frequencies.
 
@@ -194,6 +201,7 @@ def prepare(
     ``corpus_only``: the corpus and its vectors alone (no queries, no qrels read).
     ``sentences``: the benchmark's retrievals carry each chunk's best sentence's
     cosine (MiniLM sentence vectors, encoded on first use and cached in ``cache_dir``).
+    ``loops``: how the benchmarks' long loops on it report (a progress bar by default).
     """
     collection = load_collection(data_dir, relevant_min=relevant_min, corpus_only=corpus_only)
     analyzer = Analyzer()
@@ -212,6 +220,7 @@ def prepare(
         cache_dir=cache,
         encode=encode,
         sentences=SentenceCache(collection, cache) if sentences else None,
+        loops=loops,
     )
 
 

@@ -29,7 +29,7 @@ from .._expansion.prf import PRFExpander
 from .._optional import requires
 from .._router.router import CRAG
 from .._types import Chunk
-from .pipeline import Prepared, SplitRun, progress
+from .pipeline import Prepared, SplitRun
 
 BARE = "dense (bare)"
 """The bare dense list: its key among a report's runs and references."""
@@ -91,7 +91,7 @@ def quality_section(
 
     async def run_router(crag: CRAG, label: str) -> dict[str, Any]:
         results = {}
-        for q in progress(qids, label):
+        for q in prepared.loops(qids, label):
             results[q] = await crag.aretrieve(texts[q], 100)
         return results
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
 from .._documents import to_chunk
-from .._exceptions import CalibrationWarning, InputError, RetrieverError
+from .._exceptions import CalibrationWarning, InputError, MissingDependencyError, RetrieverError
 from .._protocols import Retriever, StatsProvider
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats
@@ -56,6 +56,13 @@ _BATCH = 64
 
 _T = TypeVar("_T")
 Progress = Callable[[Iterable[_T], str], Iterable[_T]]
+
+
+def _step(progress: Progress[Any], description: str, work: Callable[[], _T]) -> _T:
+    """``work()`` reported as a stage of one step (``progress([...], description)``)."""
+    for _ in progress([None], description):
+        done = work()
+    return done
 
 
 def _no_progress(items: Iterable[_T], description: str) -> Iterable[_T]:
@@ -110,7 +117,7 @@ def _search_many(
     if batch is not None:
         try:
             answers = batch(list(queries), depth)
-        except _NotChunks:
+        except (_NotChunks, MissingDependencyError):  # not the retriever failing: said at once
             raise
         except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
             return [exc] * len(queries)
@@ -125,7 +132,7 @@ def _search_many(
     for query in queries:
         try:
             out.append(_search(retriever, query, depth))
-        except _NotChunks:
+        except (_NotChunks, MissingDependencyError):
             raise
         except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
             out.append(exc)
@@ -210,10 +217,12 @@ def simulate(
     if corpus_stats is None:
         corpus_stats = CorpusStats.from_texts((d.text for d in docs), analyzer)
     simulator = QuerySimulator(docs, analyzer=analyzer, corpus_stats=corpus_stats, seed=seed)
-    simulated = simulator.simulate(
-        queries,
-        styles=styles,
-        neighbours=neighbours or retriever_neighbours(retriever),
+    simulated = _step(
+        progress,
+        "simulating queries",
+        lambda: simulator.simulate(
+            queries, styles=styles, neighbours=neighbours or retriever_neighbours(retriever)
+        ),
     )
     examples, failures = _retrievals(retriever, simulated, k, progress)
     if failures and failures[0] > _MAX_FAILED_SHARE * len(simulated):
@@ -279,7 +288,9 @@ def calibrate_self(
             (default: search the retriever with the document's text).
         seed: the random seed (same inputs and seed: same profile).
         name: the profile's name.
-        progress: wraps the query loop, e.g. a progress bar.
+        progress: ``progress(items, description)`` wraps each step (simulating
+            the queries, searching them in batches of 64, fitting the gate), e.g.
+            a progress bar.
         targets: ``target_precision``, ``min_failure_recall``,
             ``max_good_irrelevant`` (see :func:`~crag_heuristic.bench.fit_gate`).
 
@@ -312,12 +323,16 @@ def calibrate_self(
         seed=seed,
         progress=progress,
     )
-    result = fit_simulation(
-        simulation,
-        prior=prior_config,
-        prior_c=prior_c,
-        name=name,
-        **targets,  # type: ignore[arg-type]
+    result = _step(
+        progress,
+        "fitting the gate",
+        lambda: fit_simulation(
+            simulation,
+            prior=prior_config,
+            prior_c=prior_c,
+            name=name,
+            **targets,  # type: ignore[arg-type]
+        ),
     )
     result.report["seconds"] = round(time.perf_counter() - started, 1)
     for message in result.warnings:
@@ -441,7 +456,7 @@ def _retrievals(
     first_error = ""
     batches = [simulated[i : i + _BATCH] for i in range(0, len(simulated), _BATCH)]
     answered: list[tuple[SimulatedQuery, list[Chunk] | BaseException]] = []
-    for batch in progress(batches, "self-calibration"):
+    for batch in progress(batches, "searching the simulated queries"):
         depth = k + max(len(q.targets) for q in batch)
         answers = _search_many(retriever, [q.text for q in batch], depth)
         answered.extend(zip(batch, answers, strict=True))

@@ -13,19 +13,48 @@ from typing import Any, TextIO
 
 from .._config import DEFAULT_PROFILE
 from .._exceptions import CalibrationWarning, InputError
+from .._optional import check_installed
 from .common import EPILOG, EXIT_OK
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
 from .index import is_index_dir, open_index
 from .progress import Progress, add_progress_option
 
 DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
+FITTING = ("sklearn", "scipy")  # the calibrate extra: fitting gates
+HARNESS = (*FITTING, "matplotlib", "pytrec_eval")  # the bench extra, encoding aside
+
+
+def _check_encoder(feature: str) -> None:
+    """MiniLM's packages are there (the bench extra), checked before any work."""
+    from .._bench.dense import ENCODER_MODULES
+
+    check_installed("bench", feature, *ENCODER_MODULES)
 
 
 def _command_line() -> str:
     return "crag-heuristic " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
+def _said(progress: Progress) -> Any:
+    """The harness's step messages as stages of ``progress``; its closing "wrote ..."
+    ends the last stage and is said as it is."""
+
+    def say(message: str) -> None:
+        if message.startswith("wrote "):
+            progress.note(message)
+        else:
+            progress(message)
+
+    return say
+
+
 def _bench(args: argparse.Namespace, out: TextIO) -> int:
+    check_installed("bench", "crag-heuristic bench", *HARNESS)
+    if not args.no_encode and not args.no_self_calibration:
+        _check_encoder(
+            "the self-calibrated gate of crag-heuristic bench (MiniLM encodes its simulated "
+            "queries; --no-self-calibration does without)"
+        )
     if args.loco:
         return _loco(args, out)
     if args.rule is not None:
@@ -39,12 +68,25 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     unknown = sorted(set(sections or ()) - set(SECTIONS))
     if unknown:
         raise InputError(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
-    results = run_bench(
+    target = args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name
+    with Progress.for_command(args, "bench") as progress:
+        results = _run_bench(args, run_bench, target, sections or SECTIONS, progress)
+    from .._bench.harness import headline
+
+    for measure, value, note in headline(results):
+        out.write(f"{measure}: {value}" + (f"  ({note})" if note else "") + "\n")
+    return EXIT_OK
+
+
+def _run_bench(
+    args: argparse.Namespace, run_bench: Any, target: Any, sections: Any, progress: Progress
+) -> Any:
+    return run_bench(
         args.data_dir,
-        args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name,
+        target,
         k=args.k,
         profile=args.profile,
-        sections=sections or SECTIONS,
+        sections=sections,
         cache_dir=args.cache_dir,
         encode=not args.no_encode,
         command=_command_line(),
@@ -54,28 +96,28 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         agreement_splits=args.agreement_splits,
         guarantee_splits=args.guarantee_splits,
         token_budget=args.token_budget,
+        progress=_said(progress),
+        loops=progress.iterate,
     )
-    from .._bench.harness import headline
-
-    for measure, value, note in headline(results):
-        out.write(f"{measure}: {value}" + (f"  ({note})" if note else "") + "\n")
-    return EXIT_OK
 
 
 def _loco(args: argparse.Namespace, out: TextIO) -> int:
     from .._bench.loco import run_loco
 
-    results = run_loco(
-        args.data_dir,
-        args.out or "benchmarks/results/loco",
-        k=args.k,
-        cache_dir=args.cache_dir,
-        encode=not args.no_encode,
-        sentences=args.sentences,
-        self_calibrate=not args.no_self_calibration,
-        rule=args.rule or "worst",
-        command=_command_line(),
-    )
+    with Progress.for_command(args, "bench") as progress:
+        results = run_loco(
+            args.data_dir,
+            args.out or "benchmarks/results/loco",
+            k=args.k,
+            cache_dir=args.cache_dir,
+            encode=not args.no_encode,
+            sentences=args.sentences,
+            self_calibrate=not args.no_self_calibration,
+            rule=args.rule or "worst",
+            command=_command_line(),
+            log=_said(progress),
+            loops=progress.iterate,
+        )
     for gate, row in results["summary"].items():
         out.write(f"{gate}: {json.dumps(row)}\n")
     return EXIT_OK
@@ -88,22 +130,43 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
     if args.grade_log:
         return calibrate_grade_log(args, out, _command_line())
+    check_installed("calibrate", "crag-heuristic calibrate (fitting a gate)", *FITTING)
+    simulates = args.self or (args.grader and args.simulated is not None)
+    if simulates and args.data_dir:
+        if args.no_encode:
+            raise InputError(
+                "queries simulated on a --data-dir folder are encoded with MiniLM: drop "
+                "--no-encode (or give an --index directory, which embeds them itself)"
+            )
+        _check_encoder("simulated queries on a --data-dir folder (MiniLM encodes them)")
     if args.grader:
         if args.min_refit is None:
             args.min_refit = DEFAULT_MIN_REFIT
-        return calibrate_grader(args, out, _command_line())
+        with Progress.for_command(args, "calibrate") as progress:
+            return calibrate_grader(args, out, _command_line(), progress)
     for option in ("window", "min_refit", "max_queries", "query_file", "simulated"):
         if getattr(args, option) is not None:
             raise InputError(f"--{option.replace('_', '-')} needs --grader or --grade-log")
     if args.self:
-        return _calibrate_self(args, out)
+        with Progress.for_command(args, "calibrate") as progress:
+            return _calibrate_self(args, out, progress)
     if args.index is not None:
         raise InputError("calibrate --index goes with --self (no labels: simulated queries)")
     if not args.data_dir:
         raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
     from .._bench.pipeline import calibrate
 
-    result = calibrate(
+    with Progress.for_command(args, "calibrate") as progress:
+        progress(f"loading {', '.join(args.data_dir)}, retrieving and fitting the gate")
+        result = _calibrate_labelled(args, calibrate)
+    result.report["command"] = _command_line()
+    path = result.write(args.out)
+    out.write(json.dumps({"profile": str(path), **result.report}, indent=2) + "\n")
+    return EXIT_OK
+
+
+def _calibrate_labelled(args: argparse.Namespace, calibrate: Any) -> Any:
+    return calibrate(
         args.data_dir,
         chunk_features=args.chunk_features.split(",") if args.chunk_features else None,
         set_features=args.set_features.split(",") if args.set_features else None,
@@ -112,7 +175,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         k=args.k,
         probes=not args.no_probes,
         base=args.base or "synapse",
-        name=args.name or "fitted",
+        name=args.name or Path(args.out).stem,
         within_collection=args.within_collection,
         shrink=args.shrink,
         cache_dir=args.cache_dir,
@@ -122,18 +185,6 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         min_failure_recall=args.min_failure_recall,
         max_good_irrelevant=args.max_good_irrelevant,
     )
-    result.report["command"] = _command_line()
-    path = result.write(args.out)
-    out.write(json.dumps({"profile": str(path), **result.report}, indent=2) + "\n")
-    return EXIT_OK
-
-
-def _progress(items: Any, description: str) -> Any:
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return items
-    return tqdm(items, desc=description, disable=None, leave=False)
 
 
 def _styles(value: str | None) -> tuple[str, ...]:
@@ -144,7 +195,7 @@ def _styles(value: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in value.split(",") if s.strip())
 
 
-def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
+def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Self-calibration on a BEIR folder (corpus + vectors, qrels never read) or on
     a FAISS index + docs file + embedder, as ``retrieve`` takes them."""
     from .._bench.self_calibration import calibrate_self
@@ -158,12 +209,23 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
         args.data_dir = args.data_dir[0]
         if args.index is not None or args.docs is not None:
             raise InputError("--self takes either --data-dir or --index, not both")
+        for option in ("embedder", "normalized"):
+            if getattr(args, option) is not None:
+                raise InputError(
+                    f"--{option} goes with --index FILE.faiss: a --data-dir folder's vectors "
+                    "are MiniLM's"
+                )
         from .._bench.pipeline import HarnessRetriever, prepare
         from .._bench.retrievals import chunks_of
 
-        prepared = prepare(
-            args.data_dir, cache_dir=args.cache_dir, encode=not args.no_encode, corpus_only=True
-        )
+        with progress.stage(f"loading {args.data_dir}"):
+            prepared = prepare(
+                args.data_dir,
+                cache_dir=args.cache_dir,
+                encode=not args.no_encode,
+                corpus_only=True,
+                loops=progress.iterate,
+            )
         harness = HarnessRetriever(prepared)
         retriever: Any = harness
         collection = prepared.collection
@@ -171,12 +233,15 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
         neighbours, stats, analyzer = harness.neighbours, prepared.stats, prepared.analyzer
         where = f"the BEIR folder {collection.name} (corpus and vectors; qrels not read)"
     elif is_index_dir(args.index):
-        if args.docs is not None:
-            raise InputError(f"--docs does not go with an index directory: {args.index} holds them")
-        with Progress.for_command(args, "calibrate") as progress:
-            index = open_index(args.index, progress)
-            with progress.stage("loading its parts"):
-                retriever = index.retriever()
+        for option in ("docs", "embedder", "normalized"):
+            if getattr(args, option) is not None:
+                raise InputError(
+                    f"--{option} does not go with an index directory: {args.index} holds its "
+                    "documents, embedder and vectors"
+                )
+        index = open_index(args.index, progress)
+        with progress.stage("loading its parts"):
+            retriever = index.retriever()
         docs = index.docs
         stats, analyzer = index.corpus_stats, index.analyzer
         where = f"the index directory {args.index}"
@@ -187,7 +252,10 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(
                 "calibrate --self needs --data-dir, --index DIR, or --index FILE.faiss with --docs"
             )
-        retriever, docs = faiss_retriever(args.index, args.docs, args.embedder, args.normalized)
+        with progress.stage("loading the index and the documents"):
+            retriever, docs = faiss_retriever(
+                args.index, args.docs, args.embedder or "lsa", args.normalized or "auto"
+            )
         where = f"{args.index} with {args.docs}"
     with warnings.catch_warnings():  # said below, in the CLI's words
         warnings.simplefilter("ignore", CalibrationWarning)
@@ -202,12 +270,13 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO) -> int:
             analyzer=analyzer,
             neighbours=neighbours,
             seed=args.seed,
-            name=args.name or "self-calibrated",
-            progress=_progress,
+            name=args.name or Path(args.out).stem,
+            progress=progress.iterate,
             target_precision=args.target_precision,
             min_failure_recall=args.min_failure_recall,
             max_good_irrelevant=args.max_good_irrelevant,
         )
+    progress.close()
     for message in result.warnings:
         sys.stderr.write(f"crag-heuristic: warning: {message}\n")
     if args.strict and result.warnings:
@@ -323,6 +392,7 @@ def register(commands: Any) -> None:
     bench.add_argument(
         "--no-encode", action="store_true", help="never load MiniLM: every query vector must ship"
     )
+    add_progress_option(bench)
     bench.set_defaults(handler=_bench)
 
     calibrate = commands.add_parser(
@@ -363,13 +433,14 @@ def register(commands: Any) -> None:
         "--docs", help="with --self --index FILE.faiss: its documents (JSON Lines)"
     )
     calibrate.add_argument(
-        "--embedder", default="lsa", help="with --self --index: lsa or package.module:callable"
+        "--embedder",
+        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable",
     )
     calibrate.add_argument(
         "--normalized",
         choices=("auto", "yes", "no"),
-        default="auto",
-        help="with --self --index: are the index's vectors unit length?",
+        help="with --self --index FILE.faiss: are the index's vectors unit length? "
+        "(default: detect)",
     )
     calibrate.add_argument(
         "--queries", type=int, default=300, help="with --self: simulated queries (default 300)"
@@ -411,7 +482,8 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--name",
         default=None,
-        help="the profile's name (default: fitted; grader-calibrated with --grader)",
+        help="the profile's name (default: the --out file's name without its suffix: "
+        "mine for mine.toml)",
     )
     calibrate.add_argument(
         "--grader",

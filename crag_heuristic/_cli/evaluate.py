@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from .._config import EvaluatorConfig, available_profiles
+from .._config import DEFAULT_PROFILE, EvaluatorConfig, available_profiles
 from .._evaluator.evaluator import Evaluator
+from .._evaluator.refine import Refinement
 from .._exceptions import InputError
-from .._types import ScoreKind
+from .._types import Chunk, Evaluation, ScoreKind
 from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_chunks
 from .index import is_index_dir, open_index
 from .progress import Progress, add_progress_option
+from .retrieve import ROW_HEADER, chunk_row
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
@@ -25,13 +29,42 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
         with Progress.for_command(args, "evaluate") as progress:
             stats = open_index(args.index, progress, evaluator.analyzer).corpus_stats
-    payload = evaluator.evaluate(args.query, chunks, stats).to_dict()
+    evaluation = evaluator.evaluate(args.query, chunks, stats)
+    refinement = None
     if args.refine:
-        payload["refinement"] = evaluator.refine(
-            args.query, chunks, stats, token_budget=args.token_budget
-        ).to_dict()
-    dump(payload, out, args.pretty)
+        refinement = evaluator.refine(args.query, chunks, stats, token_budget=args.token_budget)
+    if args.pretty:
+        out.write(render_evaluation(args.query, chunks, evaluation, refinement) + "\n")
+        return EXIT_OK
+    payload = evaluation.to_dict()
+    if refinement is not None:
+        payload["refinement"] = refinement.to_dict()
+    dump(payload, out, pretty=False)
     return EXIT_OK
+
+
+def render_evaluation(
+    query: str, chunks: Sequence[Chunk], evaluation: Evaluation, refinement: Refinement | None
+) -> str:
+    """A readable summary of an evaluation, as ``retrieve --pretty`` shows a result."""
+    lines = [
+        f"query      {query}",
+        f"verdict    {evaluation.verdict.value} ({evaluation.score:.2f})",
+        f"reasoning  {evaluation.reasoning}",
+    ]
+    if refinement is not None:
+        how = "cut to fit: no strip passed" if refinement.cut else f"{len(refinement.kept)} strips"
+        lines.append(
+            f"refined    {how}, {refinement.tokens:.0f} of {refinement.token_budget} tokens: "
+            + textwrap.shorten(refinement.text, 200, placeholder=" ...")
+        )
+    grades = {g.chunk_id: g for g in evaluation.chunks}
+    lines += ["", f"{'#':>2}  {'chunk':<16} {ROW_HEADER}"]
+    for rank, chunk in enumerate(chunks, 1):
+        grade = grades.get(chunk.id)
+        verdict = grade.verdict.value if grade else ""
+        lines.append(f"{rank:>2}  {chunk.id[:16]:<16} {chunk_row(chunk, verdict)}")
+    return "\n".join(lines)
 
 
 def _profiles(args: argparse.Namespace, out: TextIO) -> int:
@@ -39,7 +72,7 @@ def _profiles(args: argparse.Namespace, out: TextIO) -> int:
         dump(EvaluatorConfig.from_profile(args.name).to_dict(), out, True)
     else:
         for name in available_profiles():
-            out.write(name + "\n")
+            out.write(f"{name}  (the default)\n" if name == DEFAULT_PROFILE else name + "\n")
     return EXIT_OK
 
 
@@ -49,9 +82,9 @@ def register(commands: Any) -> None:
         "evaluate",
         help="grade a list of retrieved chunks against a query",
         description=(
-            "Grade retrieved chunks against a query and print the evaluation as JSON: the "
-            "verdict (relevant / partial / irrelevant), the score, each signal, per-chunk "
-            "grades and a short reasoning."
+            "Grade retrieved chunks against a query and print the evaluation as JSON (a "
+            "table with --pretty): the verdict (relevant / partial / irrelevant), the score, "
+            "each signal, per-chunk grades and a short reasoning."
         ),
         epilog=(
             "chunks file: JSON Lines, one object per line with 'id' and 'text', and optionally "
@@ -81,7 +114,7 @@ def register(commands: Any) -> None:
     )
     evaluate.add_argument("--refine", action="store_true", help="also run knowledge refinement")
     evaluate.add_argument("--token-budget", type=int, help="token budget for --refine")
-    evaluate.add_argument("--pretty", action="store_true", help="indent the JSON")
+    evaluate.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
     add_config_options(evaluate)
     add_progress_option(evaluate)
     evaluate.set_defaults(handler=_evaluate)

@@ -19,6 +19,7 @@ from .._exceptions import ConfigError, InputError
 from .._grading.graders import grader_fingerprint
 from .._protocols import Grader
 from .common import EXIT_OK
+from .progress import Progress
 
 GRADER_SPECS = (
     "qrels (the folder's judgments: the best case), llm:RUN (a label set of the folder's "
@@ -186,7 +187,9 @@ def read_query_file(path: str) -> list[str]:
     return out
 
 
-def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader]:
+def _grader_lists(
+    args: argparse.Namespace, progress: Progress
+) -> tuple[list[Any], Any, str, Grader]:
     """The natural retrievals to grade, the corpus statistics, what they are, and the
     grader: a folder's queries, a query file or simulated queries, through a folder's
     vectors or an index directory."""
@@ -194,7 +197,6 @@ def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader
     from .._bench.pipeline import HarnessRetriever, _folder_and_split, prepare
     from .._bench.self_calibration import simulate
     from .index import is_index_dir, open_index
-    from .progress import Progress
 
     sources = sum(x is not None for x in (args.data_dir or None, args.index))
     if sources != 1 or (args.data_dir and len(args.data_dir) != 1):
@@ -211,10 +213,9 @@ def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader
             raise InputError(
                 "--grader on an index directory needs --query-file FILE or --simulated N"
             )
-        with Progress.for_command(args, "calibrate") as progress:
-            index = open_index(args.index, progress)
-            with progress.stage("loading its parts"):
-                retriever: Any = index.retriever()
+        index = open_index(args.index, progress)
+        with progress.stage("loading its parts"):
+            retriever: Any = index.retriever()
         stats, analyzer, docs, folder, split = (
             index.corpus_stats,
             index.analyzer,
@@ -226,12 +227,14 @@ def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader
         name = Path(args.index).name
     else:
         path, split = _folder_and_split(args.data_dir[0], args.split or "")
-        prepared = prepare(
-            path,
-            cache_dir=args.cache_dir,
-            encode=not args.no_encode,
-            corpus_only=args.query_file is not None or args.simulated is not None,
-        )
+        with progress.stage(f"loading {path}"):
+            prepared = prepare(
+                path,
+                cache_dir=args.cache_dir,
+                encode=not args.no_encode,
+                corpus_only=args.query_file is not None or args.simulated is not None,
+                loops=progress.iterate,
+            )
         folder = prepared.collection
         retriever = HarnessRetriever(prepared)
         stats, analyzer, name = prepared.stats, prepared.analyzer, folder.name
@@ -249,6 +252,7 @@ def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader
             analyzer=analyzer,
             neighbours=neighbours,
             seed=args.seed,
+            progress=progress.iterate,
         )
         lists = [dataclasses.replace(ex, relevant=frozenset()) for ex in simulation.natural]
         what = f"{len(lists)} simulated queries' retrievals (k={args.k}) on {name}"
@@ -273,11 +277,15 @@ def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader
             keep = sorted(random.Random(args.seed).sample(list(texts), args.max_queries))
             texts = {q: texts[q] for q in keep}
         if isinstance(retriever, HarnessRetriever):
-            if args.query_file is None:  # the folder's own queries: their vectors ship
-                retriever = HarnessRetriever(retriever.prepared, texts)
-            found = retriever.search_many(list(texts.values()), args.k)
+            with progress.stage(f"searching {len(texts):,} queries"):
+                if args.query_file is None:  # the folder's own queries: their vectors ship
+                    retriever = HarnessRetriever(retriever.prepared, texts)
+                found = retriever.search_many(list(texts.values()), args.k)
         else:
-            found = [retriever.search(text, args.k) for text in texts.values()]
+            found = [
+                retriever.search(text, args.k)
+                for text in progress.iterate(list(texts.values()), "searching the queries")
+            ]
         lists = [
             GateExample(group=q, kind="natural", query=text, chunks=tuple(chunks),
                         relevant=frozenset(), corpus_stats=stats, collection=name)
@@ -291,14 +299,17 @@ def _grader_lists(args: argparse.Namespace) -> tuple[list[Any], Any, str, Grader
     return lists, stats, what, grader
 
 
-def calibrate_grader(args: argparse.Namespace, out: TextIO, command: str) -> int:
+def calibrate_grader(
+    args: argparse.Namespace, out: TextIO, command: str, progress: Progress
+) -> int:
     """The gate refitted on a grader's labels of a folder's queries, with a band."""
     from .._bench.grader_calibration import calibrate_on_grader, examples_from_grader
 
-    lists, stats, what, grader = _grader_lists(args)
+    lists, stats, what, grader = _grader_lists(args, progress)
     name = grader_fingerprint(grader)
-    examples = examples_from_grader(lists, grader)
+    examples = examples_from_grader(lists, grader, progress=progress.iterate)
     chosen = parse_guarantee(args.guarantee)
+    progress("fitting the gate and its band")
     try:
         result = calibrate_on_grader(
             examples,
@@ -311,11 +322,12 @@ def calibrate_grader(args: argparse.Namespace, out: TextIO, command: str) -> int
             window=args.window,
             min_refit=args.min_refit,
             seed=args.seed,
-            name=args.name or "grader-calibrated",
+            name=args.name or Path(args.out).stem,
             labels=what,
         )
     except ConfigError as exc:
         raise InputError(str(exc)) from None
+    progress.close()
     result.report["command"] = command
     path = result.write(args.out)
     out.write(json.dumps({"profile": str(path), **result.report}, indent=2, default=str) + "\n")

@@ -11,7 +11,9 @@ a log file or a test's captured output), and never with ``--quiet``. Any long
 command uses it the same way: :meth:`Progress.for_command` from its parsed
 arguments, then the object as the library's progress callback
 (``progress(stage, done, total)``, what ``IndexDirectory.build`` takes), or
-``with progress.stage("loading the index"):`` around a step, and
+``with progress.stage("loading the index"):`` around a step, or
+:meth:`Progress.iterate` where the library takes a loop's progress as
+``progress(items, description)`` (``calibrate_self``, the benchmark harness), and
 :meth:`Progress.close` at the end (or ``with`` the object).
 """
 
@@ -20,10 +22,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TextIO
+from typing import TextIO, TypeVar
+
+_T = TypeVar("_T")
 
 _INTERVAL = 0.1  # seconds between two rewrites of a stage's line
 
@@ -93,6 +97,22 @@ class Progress:
             yield
         finally:
             self._end()
+
+    def iterate(self, items: Iterable[_T], description: str) -> Iterator[_T]:
+        """``items``, one by one, each counted done in the stage ``description`` (of
+        ``len(items)`` when it has a length)."""
+        total = len(items) if isinstance(items, Sized) else None
+        self(description, 0, total)
+        for done, item in enumerate(items, 1):
+            yield item
+            self(description, done, total)
+
+    def note(self, text: str) -> None:
+        """End the current stage, then say ``text`` on a line of its own."""
+        self._end()
+        if self.enabled:
+            self.stream.write(f"{self.command}: {text}\n")
+            self.stream.flush()
 
     def close(self) -> None:
         """End the current stage's line."""

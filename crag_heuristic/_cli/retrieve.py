@@ -78,6 +78,12 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
             "neither: the bundled sample)"
         )
     if args.index is None:
+        given = [f"--{o}" for o in ("embedder", "normalized") if getattr(args, o) is not None]
+        if given:
+            raise InputError(
+                f"{' and '.join(given)} go(es) with --index FILE.faiss --docs FILE.jsonl: the "
+                "bundled sample's embedder and vectors are fixed"
+            )
         retriever, docs = sample_retriever(), load_sample_corpus()
     else:
         if not args.quiet:
@@ -156,7 +162,7 @@ def render_table(result: CRAGResult, score_semantics: str = "") -> str:
         f"reasoning  {first.reasoning}",
     ]
     if score_semantics:
-        lines.append(f"scores     {score_semantics}")
+        lines.append(f"retriever  {score_semantics}")
     if result.expanded_queries:
         lines.append("expanded   " + " | ".join(result.expanded_queries))
     if result.web_query is not None:
@@ -179,16 +185,27 @@ def render_table(result: CRAGResult, score_semantics: str = "") -> str:
     lines.append(f"order      {order}")
     grades = {g.chunk_id: g for g in result.evaluation.chunks}
     rrf_header = f" {'rrf':>7}" if fused else ""
-    lines += ["", f"{'#':>2}  {'chunk':<16}{rrf_header} {'score':>7}  {'grade':<10} text"]
+    lines += [
+        "",
+        f"{'#':>2}  {'chunk':<16}{rrf_header} {'score':>7} {'kind':<8} {'grade':<10} text",
+    ]
     for rank, chunk in enumerate(result.chunks, 1):
         grade = grades.get(chunk.id)
-        score = "" if chunk.score is None else f"{chunk.score:7.3f}"
         rrf = chunk.metadata.get("rrf_score")
         rrf_cell = (f" {rrf:7.4f}" if isinstance(rrf, float) else f" {'':>7}") if fused else ""
         verdict = grade.verdict.value if grade else ""
-        text = textwrap.shorten(" ".join(chunk.text.split()), 70, placeholder=" ...")
-        lines.append(f"{rank:>2}  {chunk.id[:16]:<16}{rrf_cell} {score:>7}  {verdict:<10} {text}")
+        lines.append(f"{rank:>2}  {chunk.id[:16]:<16}{rrf_cell} {chunk_row(chunk, verdict)}")
     return "\n".join(lines)
+
+
+ROW_HEADER = f"{'score':>7} {'kind':<8} {'grade':<10} text"
+
+
+def chunk_row(chunk: Chunk, verdict: str) -> str:
+    """A chunk's score, labelled by its kind (a BM25 score is no cosine), grade and text."""
+    score = "" if chunk.score is None else f"{chunk.score:7.3f}"
+    text = textwrap.shorten(" ".join(chunk.text.split()), 70, placeholder=" ...")
+    return f"{score:>7} {chunk.score_kind.value:<8} {verdict:<10} {text}"
 
 
 def register(commands: Any) -> None:

@@ -12,6 +12,7 @@ from .._exceptions import InputError
 from .._text.corpus import CorpusStats
 from .._text.engines import DaskEngine, LocalEngine
 from .common import EPILOG, EXIT_OK, read_docs
+from .progress import Progress, add_progress_option
 
 
 def _stats(args: argparse.Namespace, out: TextIO) -> int:
@@ -23,23 +24,29 @@ def _stats(args: argparse.Namespace, out: TextIO) -> int:
         else DaskEngine(args.scheduler, n_workers=args.workers)
     )
     started = time.perf_counter()
-    if _is_json_array(args.docs):  # one JSON array: read here, then partitioned in memory
-        docs = read_docs(args.docs)
-        stats = CorpusStats.build(
-            [d.text for d in docs],
-            ids=[d.id for d in docs],
-            analyses=args.analyses,
-            engine=engine,
-        )
-    else:
-        stats = CorpusStats.from_jsonl(
-            args.docs,
-            analyses=args.analyses,
-            engine=engine,
-            partition_bytes=args.partition_mb * (1 << 20),
-        )
-    seconds = time.perf_counter() - started
-    path = stats.save(args.out)
+    counting = f"counting the documents ({args.engine} engine)"
+    with Progress.for_command(args, "stats") as progress:
+        if _is_json_array(args.docs):  # one JSON array: read here, then partitioned in memory
+            with progress.stage("reading the documents"):
+                docs = read_docs(args.docs)
+            with progress.stage(counting):
+                stats = CorpusStats.build(
+                    [d.text for d in docs],
+                    ids=[d.id for d in docs],
+                    analyses=args.analyses,
+                    engine=engine,
+                )
+        else:
+            with progress.stage(counting):
+                stats = CorpusStats.from_jsonl(
+                    args.docs,
+                    analyses=args.analyses,
+                    engine=engine,
+                    partition_bytes=args.partition_mb * (1 << 20),
+                )
+        seconds = time.perf_counter() - started
+        with progress.stage(f"writing {args.out}"):
+            path = stats.save(args.out)
     summary = {
         "out": str(path),
         "documents": stats.n_docs,
@@ -98,4 +105,5 @@ def register(commands: Any) -> None:
         action="store_false",
         help="document frequencies only, no per-document analyses",
     )
+    add_progress_option(stats)
     stats.set_defaults(handler=_stats)

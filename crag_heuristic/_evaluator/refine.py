@@ -10,10 +10,18 @@ corpus statistics are given). When more strips pass than the budget holds,
 the highest-scoring win (ties: earlier first); a strip that does not fit is
 skipped and smaller ones may still fill the budget. The output keeps the
 input order of chunks and of strips within a chunk.
+
+The budget is a budget: when no strip is kept (none passes the threshold, or
+none that passes fits), the chunks are **cut to fit** instead
+(:attr:`Refinement.cut`): their strips in input order, chunk by chunk, whole
+while they fit; the first that does not fit is cut to the words that do, and
+nothing after it is sent. The refined text never holds more estimated tokens
+than the budget (a budget too small for the first word sends nothing).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +44,8 @@ class Strip:
         text: the sentence.
         score: keyword overlap with the query, in [0, 1].
         tokens: estimated tokens.
-        kept: whether it made it into the refined text.
+        kept: whether it made it into the refined text (when the chunks were
+            cut to fit, the last one kept may be there in part).
     """
 
     chunk_id: str
@@ -67,9 +76,11 @@ class Refinement:
             source and parent, text made of its kept strips, and
             ``metadata["refined_strips"]`` listing their indices.
         text: the kept strips joined by spaces (the generator's context).
-        tokens: estimated tokens of ``text``.
+        tokens: estimated tokens of ``text``, at most ``token_budget``.
         token_budget: the budget used.
         threshold: the strip threshold used.
+        cut: no strip was kept on its score, so ``text`` and ``chunks`` are
+            the chunks' beginning, cut to the budget (the module doc).
     """
 
     strips: tuple[Strip, ...]
@@ -78,6 +89,7 @@ class Refinement:
     tokens: float
     token_budget: int
     threshold: float
+    cut: bool = False
 
     @property
     def kept(self) -> tuple[Strip, ...]:
@@ -90,6 +102,7 @@ class Refinement:
             "tokens": self.tokens,
             "token_budget": self.token_budget,
             "threshold": self.threshold,
+            "cut": self.cut,
             "strips": [strip.to_dict() for strip in self.strips],
             "chunks": [chunk.to_dict() for chunk in self.chunks],
         }
@@ -118,8 +131,9 @@ def refine(
         threshold: overrides ``config.refine.strip_threshold``.
 
     Returns:
-        A :class:`Refinement`. When no strip passes, its text is empty and its
-        chunk list is empty: the caller decides whether to fall back.
+        A :class:`Refinement` whose text holds at most ``token_budget``
+        estimated tokens. When no strip is kept on its score, the chunks are
+        cut to fit and ``cut`` is true (the module doc).
 
     Raises:
         InvalidQueryError, InvalidChunkError: bad input.
@@ -151,13 +165,25 @@ def refine(
         i for i, cand in enumerate(candidates) if cut == 0 or (cand[3] >= cut and cand[3] > 0)
     ]
     order = sorted(passing, key=lambda i: (-candidates[i][3], i))
-    kept: set[int] = set()
+    sent: dict[int, tuple[str, float]] = {}  # candidate -> (the text sent, its tokens)
     used = 0.0
     for i in order:
         tokens = candidates[i][4]
         if used + tokens <= budget:
-            kept.add(i)
+            sent[i] = (candidates[i][2], tokens)
             used += tokens
+    cut_to_fit = not sent
+    if cut_to_fit:  # the chunks' beginning, cut to the budget
+        used = 0.0
+        for i, (_, _, text, _, tokens) in enumerate(candidates):
+            if used + tokens <= budget:
+                sent[i] = (text, tokens)
+                used += tokens
+                continue
+            head = _head(text, budget - used, analyzer, per_word)
+            if head is not None:
+                sent[i] = head
+            break
 
     strips = tuple(
         Strip(
@@ -166,25 +192,47 @@ def refine(
             text=text,
             score=score,
             tokens=tokens,
-            kept=i in kept,
+            kept=i in sent,
         )
         for i, (c, s, text, score, tokens) in enumerate(candidates)
     )
-    kept_strips = [strip for strip in strips if strip.kept]
-    by_chunk: dict[str, list[Strip]] = {}
-    for strip in kept_strips:
-        by_chunk.setdefault(strip.chunk_id, []).append(strip)
+    by_chunk: dict[str, list[tuple[int, str]]] = {}
+    for i in sorted(sent):
+        by_chunk.setdefault(strips[i].chunk_id, []).append((strips[i].index, sent[i][0]))
     refined = []
     for chunk in chunks:
         mine = by_chunk.get(chunk.id)
         if mine:
-            metadata = {**chunk.metadata, "refined_strips": [strip.index for strip in mine]}
-            refined.append(chunk.replace(text=" ".join(s.text for s in mine), metadata=metadata))
+            metadata = {**chunk.metadata, "refined_strips": [index for index, _ in mine]}
+            text = " ".join(part for _, part in mine)
+            refined.append(chunk.replace(text=text, metadata=metadata))
     return Refinement(
         strips=strips,
         chunks=tuple(refined),
-        text=" ".join(strip.text for strip in kept_strips),
-        tokens=sum(strip.tokens for strip in kept_strips),
+        text=" ".join(sent[i][0] for i in sorted(sent)),
+        tokens=sum(tokens for _, tokens in sent.values()),
         token_budget=budget,
         threshold=float(cut),
+        cut=cut_to_fit,
     )
+
+
+_WORD_END = re.compile(r"\S+")
+
+
+def _head(text: str, room: float, analyzer: Analyzer, per_word: float) -> tuple[str, float] | None:
+    """The longest beginning of ``text``, in whole words, whose estimated tokens fit
+    ``room``, with those tokens; ``None`` when not even its first word fits."""
+    ends = [match.end() for match in _WORD_END.finditer(text)]
+
+    def tokens(n: int) -> float:
+        return analyzer.analyze(text[: ends[n - 1]]).n_tokens * per_word
+
+    low, high = 0, len(ends)  # tokens(low) fits (0 words: none); find the largest that does
+    while low < high:
+        middle = (low + high + 1) // 2
+        if tokens(middle) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return None if low == 0 else (text[: ends[low - 1]], tokens(low))

@@ -252,10 +252,17 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
         started = time.perf_counter()
         refinement = ctx.evaluator.refine(query, state.chunks, ctx.corpus_stats)
         ctx.timed("refine", started)
-        if refinement.chunks:
-            state.chunks = list(refinement.chunks)
-        else:
-            ctx.notes.append("refinement kept no strip: the chunks are passed unrefined")
+        state.chunks = list(refinement.chunks)
+        if refinement.cut and refinement.chunks:
+            ctx.notes.append(
+                "refinement kept no strip on its score: the chunks are cut to the "
+                f"{refinement.token_budget}-token budget"
+            )
+        elif refinement.cut:
+            ctx.notes.append(
+                f"refinement: the {refinement.token_budget}-token budget holds not one word "
+                "of the chunks: none is passed"
+            )
         if ctx.stream:
             yield [Emit(Refined(elapsed_ms=_ms(total_start), refinement=refinement))]
 

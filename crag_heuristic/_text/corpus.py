@@ -37,7 +37,7 @@ import hashlib
 import itertools
 import math
 import os
-import tempfile
+import secrets
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
@@ -486,10 +486,14 @@ def resolve_corpus_stats(
 
 def write_npz(path: str | os.PathLike[str], arrays: Mapping[str, Any]) -> Path:
     """Write ``arrays`` to one ``.npz`` file at ``path`` (as given, no suffix added)
-    atomically: a temporary file beside it, renamed over it. Returns the path."""
+    atomically: a temporary file beside it, renamed over it. Missing folders on the way
+    are created; the file's mode follows the umask, as any file the process creates
+    (``tempfile.mkstemp`` would make it 0600: unreadable to a Dask worker running as
+    another user). Returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    tmp = target.parent / f".{target.name}.{secrets.token_hex(8)}"
+    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as out:
             np.savez(out, **arrays)

@@ -110,7 +110,7 @@ def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Pat
     report = json.loads(out.getvalue())
     assert report["lists"] == 64 and report["refit"] is False
     config = EvaluatorConfig.from_file(profile)
-    assert config.name == "grader-calibrated"
+    assert config.name == "g"  # the --out file's name, without --name
     assert config.guarantee is not None and config.guarantee.target == "agreement"
     assert "recorded:train" in config.guarantee.grader
     # recall needs failed lists the titles rarely make: exit 2, how many are needed

@@ -19,7 +19,7 @@ from crag_heuristic._bench.pipeline import prepare
 from crag_heuristic._bench.selection import CollectionData, FitCache, gate_scores
 from crag_heuristic._bench.variants import BAND_VARIANTS, EVIDENCE_VARIANTS, LR_BASELINE
 from crag_heuristic._cli import main
-from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVICE
+from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
 
 TWO_VARIANTS = (EVIDENCE_VARIANTS[0], LR_BASELINE)
 
@@ -192,10 +192,9 @@ def test_calibrate_self_reads_no_qrels_and_no_queries(
     out = io.StringIO()
     args = ["calibrate", "--self", "--data-dir", str(corpus_only), "--no-encode"]
     code = main([*args, "--out", str(tmp_path / "p.toml")], out=out)
-    # it loads the folder and gets as far as searching the simulated queries, which
-    # need MiniLM to be encoded (the folder's vectors are the fixture's LSA ones)
-    assert code == EXIT_SERVICE
-    assert "encoding is off" in capsys.readouterr().err
+    # simulated queries need MiniLM to be encoded: refused before any work
+    assert code == EXIT_BAD_INPUT
+    assert "drop --no-encode" in capsys.readouterr().err
 
 
 def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:

@@ -122,6 +122,9 @@ def test_every_long_command_takes_quiet() -> None:
         ["index", "--docs", "d", "--out", "o"],
         ["retrieve", "-q", "x"],
         ["evaluate", "-q", "x", "-c", "f"],
+        ["stats", "--docs", "d", "--out", "o"],
+        ["bench", "--data-dir", "d"],
+        ["calibrate", "--self", "--data-dir", "d", "--out", "o"],
     ):
         assert parser.parse_args([*argv, "--quiet"]).quiet is True
         assert parser.parse_args(argv).quiet is False

@@ -286,6 +286,29 @@ def test_refinement_of_the_final_chunks(retriever: Any, always_relevant: Evaluat
     )
 
 
+def test_refinement_where_no_strip_passes_cuts_the_chunks_to_the_budget(
+    always_relevant: Evaluator,
+) -> None:
+    """The budget is a budget: 3 chunks of 9 words (11.7 estimated tokens each) against a
+    budget of 20 send the first whole and 6 words of the second (7.8 tokens: 19.5 in all),
+    with a note; the sync and async routes agree."""
+    chunks = [
+        Chunk(id=f"c{i}", text="Words that share nothing with the question at all.", score=0.9)
+        for i in range(3)
+    ]
+    evaluator = Evaluator(always_relevant.config.replace(refine={"token_budget": 20}))
+    crag = CRAG(ListRetriever(chunks), evaluator, config={"refine": True})
+    result = both(crag, query="quantum physics")
+    assert result.refinement.cut and result.refinement.tokens == pytest.approx(19.5)
+    assert [c.text for c in result.chunks] == [
+        chunks[0].text,
+        "Words that share nothing with the",
+    ]
+    assert "refinement kept no strip on its score: the chunks are cut to the 20-token budget" in (
+        result.notes
+    )
+
+
 def test_first_retrieval_failure_raises(always_relevant: Evaluator) -> None:
     class Broken:
         def search(self, query: str, k: int) -> list[Chunk]:
