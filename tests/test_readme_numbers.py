@@ -27,7 +27,9 @@ def test_every_readme_number_matches_its_results_file() -> None:
 def test_regenerate_runs_every_benchmark_and_then_the_check() -> None:
     script = (BENCHMARKS / "regenerate.sh").read_text(encoding="utf-8")
     for needed in (
-        "for name in scifact llmjudge nfcorpus cranfield cacm npl med; do",
+        "for name in scifact llmjudge nfcorpus cranfield cacm npl med birco-arguana "
+        "birco-clinical-trial; do",
+        "--guarantee-splits 200",
         'crag-heuristic bench --data-dir "$DATA/$name"',
         'crag-heuristic bench --loco --sentences --data-dir "$DATA"',
         "benchmarks/evidence_probe.py",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -369,6 +370,10 @@ def run_loco(
     return results
 
 
+_HEADER_LINE = re.compile(r"# (?P<key>[a-z_]+): (?P<value>.*)")
+"""A line of a profile's header: ``# key: value`` (what ``profile_toml`` writes)."""
+
+
 def shipped_recipe(profile: str | None = None) -> dict[str, Any]:
     """How the shipped default profile (or ``profile``, a bundled one) was fitted, read
     from its header (what ``crag-heuristic calibrate`` wrote there): its evidence, band
@@ -380,13 +385,13 @@ def shipped_recipe(profile: str | None = None) -> dict[str, Any]:
     path = _bundled_profile_files()[profile or DEFAULT_PROFILE]
     header: dict[str, Any] = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if not line.startswith("# ") or ": " not in line:
+        found = _HEADER_LINE.fullmatch(line)
+        if found is None:
             continue
-        key, _, value = line[2:].partition(": ")
         try:
-            header[key] = ast.literal_eval(value)
+            header[found["key"]] = ast.literal_eval(found["value"])
         except (ValueError, SyntaxError):
-            header[key] = value
+            header[found["key"]] = found["value"]
     targets = header.get("targets", {})
     shrink = header.get("shrink")
     return {
