@@ -190,30 +190,32 @@ def refit_on_labels(
         prior=prior.model.chunk,
         prior_c=0.1,
     )
+
+    def fitted(candidate: Candidate, fallbacks: bool) -> CalibrationResult:
+        return fit_gate(
+            examples,
+            base=base,
+            corpus_stats=corpus_stats,
+            chunk_features=chunk_features,
+            set_features=candidate.set_features or prior_set,
+            prior=None if candidate.prior_c is None else prior.model,
+            prior_c=candidate.prior_c or 0.1,
+            fallbacks=fallbacks,
+            name=name,
+            fitted_on=fitted_on,
+            evaluations=evaluations,
+            chunk_stage=chunk_stage,
+        )
+
     for candidate in candidates:
         if not candidate.refit:
             scores = np.array(_scores(prior, examples, corpus_stats))
             aucs[candidate.label] = failure_auc(failed, scores)
             continue
         try:
-            result = fit_gate(
-                examples,
-                base=base,
-                corpus_stats=corpus_stats,
-                chunk_features=chunk_features,
-                set_features=candidate.set_features or prior_set,
-                prior=None if candidate.prior_c is None else prior.model,
-                prior_c=candidate.prior_c or 0.1,
-                fallbacks=False,
-                name=name,
-                fitted_on=fitted_on,
-                evaluations=evaluations,
-                chunk_stage=chunk_stage,
-            )
+            aucs[candidate.label] = fitted(candidate, False).report["oof_set_auc_failure"]
         except InputError:  # e.g. evidence none of the lists has
             aucs[candidate.label] = None
-            continue
-        aucs[candidate.label] = result.report["oof_set_auc_failure"]
 
     def cv_auc(candidate: Candidate) -> float:
         value = aucs[candidate.label]
@@ -223,21 +225,7 @@ def refit_on_labels(
     if not best.refit:
         return CalibrationResult(config=prior), aucs, best.label
     # the choice refitted with its fallback gates (inputs without some evidence)
-    final = fit_gate(
-        examples,
-        base=base,
-        corpus_stats=corpus_stats,
-        chunk_features=chunk_features,
-        set_features=best.set_features or prior_set,
-        prior=None if best.prior_c is None else prior.model,
-        prior_c=best.prior_c or 0.1,
-        fallbacks=True,
-        name=name,
-        fitted_on=fitted_on,
-        evaluations=evaluations,
-        chunk_stage=chunk_stage,
-    )
-    return final, aucs, best.label
+    return fitted(best, True), aucs, best.label
 
 
 @dataclass(frozen=True)
