@@ -111,21 +111,37 @@ def check_value(value: Any, *, backend: str) -> bytes:
     return data
 
 
+def decode_text(raw: Any, *, backend: str) -> str:
+    """The text of a stored payload (``bytes`` as UTF-8, or ``str``), not parsed.
+
+    Raises:
+        CacheError: ``kind="payload"`` when it is neither, or not UTF-8.
+    """
+    if isinstance(raw, str):
+        return raw
+    try:
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raise TypeError(f"unexpected payload type {type(raw).__name__}")
+        return bytes(raw).decode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise CacheError(
+            f"cached payload is not JSON text: {exc}",
+            backend=backend,
+            operation="get",
+            kind="payload",
+        ) from exc
+
+
 def decode_value(raw: Any, *, backend: str) -> str:
     """The JSON text of a stored payload (``bytes`` or ``str``).
 
     Raises:
         CacheError: ``kind="payload"`` when it is not UTF-8 JSON text.
     """
+    text = decode_text(raw, backend=backend)
     try:
-        if isinstance(raw, bytes | bytearray | memoryview):
-            text = bytes(raw).decode("utf-8")
-        elif isinstance(raw, str):
-            text = raw
-        else:
-            raise TypeError(f"unexpected payload type {type(raw).__name__}")
         json.loads(text)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
         raise CacheError(
             f"cached payload is not JSON text: {exc}",
             backend=backend,

@@ -179,6 +179,20 @@ def evaluation_key(
     return cache_key("eval", payload, namespace=namespace, version=version)
 
 
+def searcher_fingerprint(searcher: Any) -> str:
+    """What identifies a web searcher in :func:`web_key`: its ``fingerprint`` (an
+    attribute or a method: its instance and settings, as
+    ``SearxngClient.fingerprint`` gives them), else its class's full name (give a
+    searcher of your own a fingerprint when two of them answer differently)."""
+    value = getattr(searcher, "fingerprint", None)
+    if callable(value):
+        value = value()
+    if value:
+        return str(value)
+    kind = type(searcher)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 def web_key(
     query: str,
     max_results: int,

@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._exceptions import CacheError, ConfigError
 from .._logging import get_logger
 from .clients import LoopClients, adrop_idle, build_client, check_seconds, check_url, drop_idle
-from .codec import check_key, check_ttl, check_value, decode_value
+from .codec import check_key, check_ttl, check_value, decode_text, decode_value
 from .health import DownWindow, classify, redis_errors
+from .signing import signer_of
 from .stats import CacheStats, Counters
 
 if TYPE_CHECKING:
@@ -91,9 +92,16 @@ class RedisCache:
         retry_interval: seconds to fail fast after a connection-level failure.
         client_options: more keyword arguments for ``from_url`` (``ssl_ca_certs`` ...).
         clock: a monotonic clock in seconds, for the retry window.
+        secret: sign every value with HMAC-SHA256 over its key and text (at
+            least 16 bytes; see :mod:`crag_heuristic._cache.signing`): a value
+            read back unsigned or badly signed raises ``CacheError``
+            (``kind="signature"``), counted as a miss. Set it on any Redis
+            that others can write to; every process sharing the entries needs
+            the same secret.
 
     Raises:
-        ConfigError: no client nor URL, a bad URL, or a bad number.
+        ConfigError: no client nor URL, a bad URL, a bad number, or a bad
+            secret (never shown).
     """
 
     backend = _BACKEND
@@ -111,6 +119,7 @@ class RedisCache:
         retry_interval: float = 1.0,
         client_options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        secret: str | bytes | None = None,
     ) -> None:
         if client is None and async_client is None and url is None:
             raise ConfigError("url", url, "give a client, an async_client or a url")
@@ -130,6 +139,7 @@ class RedisCache:
         )
         self.retry_interval = check_seconds("retry_interval", retry_interval)
         self._clock = clock
+        self._signer = signer_of(secret, "secret")
         self._window = DownWindow(self.retry_interval, clock)
         self._counters = Counters(_BACKEND)
         self._errors = redis_errors()
@@ -279,17 +289,25 @@ class RedisCache:
 
     def _payload(self, key: str, value: str) -> bytes:
         try:
-            return check_value(value, backend=_BACKEND)
+            data = check_value(value, backend=_BACKEND)
         except CacheError as exc:
             self._counters.error(exc.kind)
             _log("warning", "set", key, error=exc.kind)
             raise
+        if self._signer is None:
+            return data
+        return self._signer.sign(self._store_key(key), value).encode("utf-8")
 
     def _finish_get(self, key: str, raw: Any) -> str | None:
         text = None
         if raw is not None:
             try:
-                text = decode_value(raw, backend=_BACKEND)
+                if self._signer is None:
+                    text = decode_value(raw, backend=_BACKEND)
+                else:  # signed here: JSON text when set (checked then), not parsed again
+                    text = self._signer.open(
+                        self._store_key(key), decode_text(raw, backend=_BACKEND), backend=_BACKEND
+                    )
             except CacheError as exc:  # stored by someone else: refused, and said so
                 self._counters.error(exc.kind)
                 self._counters.add("misses")

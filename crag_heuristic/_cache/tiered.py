@@ -33,8 +33,9 @@ from collections.abc import Iterable
 
 from .._exceptions import CacheError, ConfigError
 from .._protocols import AsyncCache, Cache
-from .codec import check_key, check_ttl
+from .codec import check_key, check_ttl, check_value
 from .memory import MemoryCache
+from .signing import signer_of
 from .stats import CacheStats, Counters
 
 _BACKEND = "tiered"
@@ -67,9 +68,15 @@ class TieredCache:
         far_kinds: the key kinds the shared tier holds; ``None`` for all.
         near_ttl: the longest an entry lives in process, in seconds.
         max_entries: the in-process tier's bound, when it is made here.
+        secret: sign what goes to the shared tier with HMAC-SHA256 over key and
+            text (at least 16 bytes; see :mod:`crag_heuristic._cache.signing`):
+            a value read back from it unsigned or badly signed raises
+            ``CacheError`` (``kind="signature"``), counted as a miss, and is
+            not kept in process. The in-process tier holds what this process
+            wrote or checked.
 
     Raises:
-        ConfigError: a bad argument.
+        ConfigError: a bad argument (a bad secret is never shown).
     """
 
     backend = _BACKEND
@@ -83,6 +90,7 @@ class TieredCache:
         far_kinds: Iterable[str] | None = None,
         near_ttl: float = 600.0,
         max_entries: int = 10_000,
+        secret: str | bytes | None = None,
     ) -> None:
         if not isinstance(far, Cache | AsyncCache):
             raise ConfigError("far", far, "must be a cache (get/set or aget/aset)")
@@ -100,6 +108,7 @@ class TieredCache:
         self.near_kinds = _kinds("near_kinds", near_kinds) or frozenset()
         self.far_kinds = _kinds("far_kinds", far_kinds)
         self.near_ttl = float(near_ttl)
+        self._signer = signer_of(secret, "secret")
         self._counters = Counters(_BACKEND)
 
     def __repr__(self) -> str:
@@ -144,10 +153,24 @@ class TieredCache:
         return None, near, far
 
     def _found(self, key: str, value: str | None, near: bool) -> str | None:
+        if value is not None and self._signer is not None:
+            try:
+                value = self._signer.open(key, value, backend=_BACKEND)
+            except CacheError as exc:
+                self._counters.error(exc.kind)
+                self._counters.add("misses")
+                raise
         if value is not None and near:
             self.near.set(key, value, self.near_ttl)
         self._counters.add("hits" if value is not None else "misses")
         return value
+
+    def _shared(self, key: str, value: str) -> str:
+        """``value`` as the shared tier stores it (signed, with a secret)."""
+        if self._signer is None:
+            return value
+        check_value(value, backend=_BACKEND)  # the in-process tier checks it too
+        return self._signer.sign(key, value)
 
     # -- sync API -----------------------------------------------------------------------
 
@@ -172,7 +195,7 @@ class TieredCache:
         if near:
             self.near.set(key, value, self._near_ttl(ttl))
         if far:
-            self._sync_far("set").set(key, value, ttl)
+            self._sync_far("set").set(key, self._shared(key, value), ttl)
         self._counters.add("sets")
 
     def delete(self, key: str) -> bool:
@@ -204,10 +227,11 @@ class TieredCache:
         if near:
             self.near.set(key, value, self._near_ttl(ttl))
         if far:
+            shared = self._shared(key, value)
             if isinstance(self.far, AsyncCache):
-                await self.far.aset(key, value, ttl)
+                await self.far.aset(key, shared, ttl)
             else:
-                await asyncio.to_thread(self.far.set, key, value, ttl)
+                await asyncio.to_thread(self.far.set, key, shared, ttl)
         self._counters.add("sets")
 
     # -- state --------------------------------------------------------------------------
@@ -221,7 +245,7 @@ class TieredCache:
         far_stats = getattr(self.far, "stats", None)
         if isinstance(far_stats, CacheStats):
             tiers["far"] = far_stats
-        errors: dict[str, int] = {}
+        errors: dict[str, int] = dict(mine.errors_by_kind)  # refused signatures
         for tier in tiers.values():
             for kind, count in tier.errors_by_kind.items():
                 errors[kind] = errors.get(kind, 0) + count

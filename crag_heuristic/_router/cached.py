@@ -14,14 +14,20 @@ against what the reader expects before any of it is used:
   that are the configuration's (or one of its fallbacks'), and verdicts
   that follow from the scores and those bands;
 * web results (:func:`open_web_results`): a non-empty list of the dicts of
-  :meth:`Chunk.to_dict`, each a valid chunk;
+  :meth:`Chunk.to_dict`, each a valid chunk whose source is an http(s) URL,
+  and no more of them than the key's ``max_results`` asked for;
 * a cascade grader's answer (:func:`open_grade`): a number in [0, 1].
 
 The key a value was sealed with must be the key it is read under: an entry
 copied from another query, chunk list, profile or setting is refused even
-when it is well formed. Anything refused raises :class:`CacheError` with
-``kind="invalid"`` (``"payload"`` for text that is not JSON) and a message
-saying what is wrong; the flow counts it as a miss (``cache_hit`` false,
+when it is well formed. A well-formed lie (an IRRELEVANT evaluation rewritten
+as RELEVANT 0.99, sealed with the right key) passes those checks: with a
+secret (``CRAG(cache_secret=...)``) every value is also signed with
+HMAC-SHA256 over its key and text (:mod:`crag_heuristic._cache.signing`), and
+one unsigned or badly signed is refused before it is read. Anything refused
+raises :class:`CacheError` with ``kind="invalid"`` (``"payload"`` for text
+that is not JSON, ``"signature"`` for a bad signature) and a message saying
+what is wrong; the flow counts it as a miss (``cache_hit`` false,
 ``cache_error`` set), recomputes the value and overwrites the entry.
 """
 
@@ -31,11 +37,13 @@ from collections.abc import Sequence
 from typing import Any, TypeGuard
 
 from .._cache.codec import dumps, loads
+from .._cache.signing import Signer
 from .._config import EvaluatorConfig, Thresholds
 from .._evaluator.evaluator import verdict_for
 from .._evidence import CHUNK_FEATURES
 from .._exceptions import CacheError, InvalidChunkError, _short
 from .._types import CHUNK_FIELDS, Chunk, ChunkEvaluation, Evaluation, Signals, Verdict
+from .._web.urls import is_http_url
 
 _BACKEND = "cache"
 _SEAL_KEYS = frozenset({"key", "value"})
@@ -54,14 +62,16 @@ class _Invalid(Exception):
     """What is wrong with a cached value (becomes a CacheError)."""
 
 
-def seal(key: str, value: Any) -> str:
-    """``value`` as the JSON text to store under ``key``, sealed with that key.
+def seal(key: str, value: Any, signer: Signer | None = None) -> str:
+    """``value`` as the JSON text to store under ``key``, sealed with that key (and
+    signed, with a ``signer``).
 
     Raises:
         CacheError: ``kind="payload"`` when ``value`` is not JSON-serialisable
             (a web result's metadata holding a date, say): it is not stored.
     """
-    return dumps({"key": key, "value": value}, backend=_BACKEND, sort_keys=False)
+    text = dumps({"key": key, "value": value}, backend=_BACKEND, sort_keys=False)
+    return text if signer is None else signer.sign(key, text)
 
 
 def is_bad_value(outcome: Any) -> TypeGuard[CacheError]:
@@ -69,15 +79,17 @@ def is_bad_value(outcome: Any) -> TypeGuard[CacheError]:
     the backend works, so the entry is recomputed and overwritten."""
     return (
         isinstance(outcome, CacheError)
-        and outcome.kind in ("payload", "invalid")
+        and outcome.kind in ("payload", "invalid", "signature")
         and outcome.operation in ("get", "decode")
     )
 
 
-def _opened(text: Any, key: str, what: str) -> Any:
-    """The value sealed in ``text`` for ``key``."""
+def _opened(text: Any, key: str, what: str, signer: Signer | None) -> Any:
+    """The value sealed (and signed, with a ``signer``) in ``text`` for ``key``."""
     if not isinstance(text, str):
         raise _refused(what, f"the cache returned {type(text).__name__}, not JSON text")
+    if signer is not None:
+        text = signer.open(key, text)  # CacheError(kind="signature")
     data = loads(text, backend=_BACKEND)  # CacheError(kind="payload") if it is not JSON
     if not isinstance(data, dict) or data.keys() != _SEAL_KEYS:
         raise _refused(what, "not a sealed value {key, value}")
@@ -96,15 +108,20 @@ def _refused(what: str, reason: str) -> CacheError:
 
 
 def open_evaluation(
-    text: Any, key: str, chunks: Sequence[Chunk], config: EvaluatorConfig
+    text: Any,
+    key: str,
+    chunks: Sequence[Chunk],
+    config: EvaluatorConfig,
+    signer: Signer | None = None,
 ) -> Evaluation:
     """The evaluation sealed in ``text`` for ``key``, checked against ``chunks`` (the
     chunks it must grade, in order) and ``config`` (the evaluator's).
 
     Raises:
-        CacheError: ``kind="invalid"`` or ``"payload"``, saying what is wrong.
+        CacheError: ``kind="invalid"``, ``"payload"`` or ``"signature"``, saying
+            what is wrong.
     """
-    value = _opened(text, key, "evaluation")
+    value = _opened(text, key, "evaluation", signer)
     try:
         return _evaluation(value, chunks, config)
     except _Invalid as exc:
@@ -236,33 +253,45 @@ def _chunk_bands(config: EvaluatorConfig) -> list[Thresholds]:
     return found
 
 
-def open_web_results(text: Any, key: str) -> list[Chunk]:
-    """The web results sealed in ``text`` for ``key``: a non-empty list of chunks.
+def open_web_results(
+    text: Any, key: str, max_results: int, signer: Signer | None = None
+) -> list[Chunk]:
+    """The web results sealed in ``text`` for ``key``: a non-empty list of at most
+    ``max_results`` chunks (what the key asked for), each from an http(s) URL.
 
     Raises:
-        CacheError: ``kind="invalid"`` or ``"payload"``, saying what is wrong.
+        CacheError: ``kind="invalid"``, ``"payload"`` or ``"signature"``, saying
+            what is wrong.
     """
-    value = _opened(text, key, "web results")
+    value = _opened(text, key, "web results", signer)
     if not isinstance(value, list) or not value:
         raise _refused("web results", "not a non-empty list of results")
+    if len(value) > max_results:
+        raise _refused("web results", f"{len(value)} results under a key of {max_results}")
     chunks = []
     for position, item in enumerate(value):
         if not isinstance(item, dict) or item.keys() != _CHUNK_KEYS:
             raise _refused("web results", f"result {position} is not the fields of a chunk")
         try:
-            chunks.append(Chunk.from_dict(item))
+            chunk = Chunk.from_dict(item)
         except InvalidChunkError as exc:
             raise _refused("web results", f"result {position}: {exc}") from None
+        if not is_http_url(chunk.source):
+            raise _refused(
+                "web results", f"result {position}'s source is not an http(s) URL with a host"
+            )
+        chunks.append(chunk)
     return chunks
 
 
-def open_grade(text: Any, key: str) -> float:
+def open_grade(text: Any, key: str, signer: Signer | None = None) -> float:
     """The grader's answer sealed in ``text`` for ``key``: P(relevant) in [0, 1].
 
     Raises:
-        CacheError: ``kind="invalid"`` or ``"payload"``, saying what is wrong.
+        CacheError: ``kind="invalid"``, ``"payload"`` or ``"signature"``, saying
+            what is wrong.
     """
-    value = _opened(text, key, "grade")
+    value = _opened(text, key, "grade", signer)
     try:
         return _unit(value, "the grade")
     except _Invalid as exc:

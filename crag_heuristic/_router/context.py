@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .._cache.signing import Signer
 from .._checks import CheckedQuery
 from .._config import RouterConfig
 from .._evaluator.evaluator import Evaluator
@@ -46,6 +47,7 @@ class Context:
     grader_fingerprint: str = ""
     grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
     stream: bool = False  # yield each stage's event (Emit) as it happens
+    signer: Signer | None = None  # cached values signed and checked with a secret
 
     def failed(self, stage: FailureStage, error: BaseException) -> Failure:
         """Record that ``stage`` failed with ``error`` (a part's own exception

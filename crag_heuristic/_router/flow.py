@@ -51,6 +51,7 @@ from .._redact import describe
 from .._types import Chunk, Evaluation, Verdict, check_chunk
 from .._usage import usage_of
 from .._web.keywords import keyword_query
+from .._web.urls import is_http_url
 from .cached import is_bad_value, open_evaluation, open_grade, open_web_results, seal
 from .context import Context
 from .events import (
@@ -347,7 +348,9 @@ def _first_evaluation(
     started = time.perf_counter()
     [cached] = yield [CacheGet(key)]
     ctx.timed("cache", started)
-    opener = partial(open_evaluation, key=key, chunks=chunks, config=evaluator.config)
+    opener = partial(
+        open_evaluation, key=key, chunks=chunks, config=evaluator.config, signer=ctx.signer
+    )
     hit, writable = _read(ctx, cached, "evaluation", opener)
     if hit is not None:
         ctx.log("crag.cache", op="get", what="evaluation", hit=True)
@@ -384,7 +387,7 @@ def _store(
     """Store ``value`` sealed under ``key``; a failure is recorded, never raised."""
     started = time.perf_counter()
     try:
-        payload = seal(key, value)
+        payload = seal(key, value, ctx.signer)
     except CacheError as exc:  # not JSON-serialisable (a web result's metadata, say)
         ctx.cache_failed(exc, f"{what} write")
         return
@@ -425,7 +428,8 @@ def escalate(
         for chunk_id, key, outcome in zip(
             choice.chosen, list(keys.values()), outcomes, strict=True
         ):
-            grade, writable = _read(ctx, outcome, "grade", partial(open_grade, key=key))
+            opener = partial(open_grade, key=key, signer=ctx.signer)
+            grade, writable = _read(ctx, outcome, "grade", opener)
             if grade is not None:
                 grades[chunk_id] = grade
             if not writable:
@@ -450,7 +454,8 @@ def escalate(
             if keys:
                 write = time.perf_counter()
                 stored = yield [
-                    CacheSet(keys[i], seal(keys[i], p), policy.grade_ttl) for i, p in fresh.items()
+                    CacheSet(keys[i], seal(keys[i], p, ctx.signer), policy.grade_ttl)
+                    for i, p in fresh.items()
                 ]
                 ctx.timed("cache", write)
                 failed = next((s for s in stored if isinstance(s, BaseException)), None)
@@ -644,11 +649,7 @@ def _web(
         state.web_miss = "the web search failed"
         ctx.log("crag.web_search", ok=False, error=state.web_failure.type_name)
         return
-    results = [chunk for chunk in outcome if is_http_url(chunk.source)]
-    if len(results) < len(outcome):
-        dropped = len(outcome) - len(results)
-        ctx.counts["web_dropped"] = dropped
-        ctx.notes.append(f"dropped {dropped} web result(s) whose source is not an http(s) URL")
+    results = outcome
     ctx.counts["web_results"] = len(results)
     ctx.log("crag.web_search", ok=True, results=len(results))
     if not results:
@@ -676,7 +677,8 @@ def _cached_web(
         started = time.perf_counter()
         [cached] = yield [CacheGet(key)]
         ctx.timed("cache", started)
-        chunks, writable = _read(ctx, cached, "web results", partial(open_web_results, key=key))
+        opener = partial(open_web_results, key=key, max_results=max_results, signer=ctx.signer)
+        chunks, writable = _read(ctx, cached, "web results", opener)
         if chunks is not None:
             state.web_cache_hit = True
             ctx.log("crag.cache", op="get", what="web", hit=True)
@@ -686,18 +688,30 @@ def _cached_web(
     started = time.perf_counter()
     [outcome] = yield [WebCall(web_query, max_results)]
     ctx.timed("web_search", started)
-    if key is not None and isinstance(outcome, list) and outcome:
-        value = [c.to_dict() for c in outcome]  # checked chunks (web_chunks)
+    if isinstance(outcome, BaseException):
+        return outcome
+    results = _usable_web(ctx, outcome, max_results)
+    if key is not None and results:  # what is stored is what a read accepts
+        value = [c.to_dict() for c in results]  # checked chunks (web_chunks)
         yield from _store(ctx, key, value, ctx.config.web_ttl, "web results")
-    return outcome
+    return results
 
 
-def is_http_url(source: str | None) -> bool:
-    """Whether a web chunk's ``source`` is an absolute http(s) URL with a host."""
-    if not source:
-        return False
-    scheme, sep, rest = source.partition("://")
-    return bool(sep) and scheme.lower() in ("http", "https") and rest[:1] not in ("", "/")
+def _usable_web(ctx: Context, outcome: list[Chunk], max_results: int) -> list[Chunk]:
+    """A searcher's answer as the flow uses it (and the cache holds it): results
+    from http(s) URLs only, at most ``max_results`` of them (what was asked)."""
+    results = [chunk for chunk in outcome if is_http_url(chunk.source)]
+    if len(results) < len(outcome):
+        dropped = len(outcome) - len(results)
+        ctx.counts["web_dropped"] = dropped
+        ctx.notes.append(f"dropped {dropped} web result(s) whose source is not an http(s) URL")
+    if len(results) > max_results:
+        ctx.notes.append(
+            f"the web searcher returned {len(results)} results for {max_results} asked: "
+            f"the first {max_results} are kept"
+        )
+        results = results[:max_results]
+    return results
 
 
 def _dedupe(chunks: Sequence[Chunk]) -> tuple[list[Chunk], list[str]]:

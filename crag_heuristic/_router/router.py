@@ -19,7 +19,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Literal
 
+from .._cache.keys import searcher_fingerprint
 from .._cache.memory import MemoryCache
+from .._cache.signing import signer_of
 from .._checks import CheckedQuery, check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
 from .._deadline import Abandoned, acall_within, call_within
@@ -135,6 +137,13 @@ class CRAG:
             with ``observe(result)``), given every result: it logs the grader's
             answers and checks a set cascade's guarantee on the audit sample.
             It never fails a query (an error is a ``crag.monitor_error`` event).
+        cache_secret: sign every value the router caches with HMAC-SHA256 over
+            its key and text (at least 16 bytes: ``secrets.token_hex(32)``);
+            a cached value read back unsigned or badly signed (forged by
+            someone who can write to the cache) is refused, recomputed,
+            overwritten and flagged on the result (``cache_error``). The
+            setting for any shared Redis; every process sharing the entries
+            needs the same secret.
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
@@ -142,7 +151,8 @@ class CRAG:
     Raises:
         InputError: a part without the methods it needs; a filtered retriever
             beside a lexical retriever that is not.
-        ConfigError: a bad escalation or grader fingerprint.
+        ConfigError: a bad escalation, grader fingerprint or ``cache_secret``
+            (never shown).
     """
 
     def __init__(
@@ -161,6 +171,7 @@ class CRAG:
         grader: Grader | AsyncGrader | None = None,
         escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
         monitor: ResultObserver | None = None,
+        cache_secret: str | bytes | None = None,
     ) -> None:
         if retriever is None:
             raise InputError("retriever is required: anything with search(query, k) or asearch")
@@ -193,6 +204,7 @@ class CRAG:
         self._expander: QueryExpander | None = expander or None
         self.web: WebSearcher | AsyncWebSearcher | None = web
         self.cache: Cache | AsyncCache | None = None if cache is False else cache
+        self._signer = signer_of(cache_secret, "cache_secret")
         if config is None:
             config = RouterConfig()
         elif isinstance(config, Mapping):
@@ -318,16 +330,12 @@ class CRAG:
             escalation=self.escalation,
             grader_fingerprint=self._grader_fingerprint,
             stream=stream,
+            signer=self._signer,
         )
 
     def _web_fingerprint(self) -> str:
-        """What identifies the web searcher in cache keys (its settings, else its type)."""
-        if self.web is None:
-            return ""
-        value = getattr(self.web, "fingerprint", None)
-        if callable(value):
-            value = value()
-        return str(value) if value else type(self.web).__qualname__
+        """What identifies the web searcher in cache keys (see :func:`searcher_fingerprint`)."""
+        return "" if self.web is None else searcher_fingerprint(self.web)
 
     def _k(self, k: int | None) -> int:
         return self.config.k if k is None else check_k(k)

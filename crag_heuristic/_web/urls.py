@@ -89,6 +89,15 @@ def normalize_url(url: str) -> str:
     return urlunsplit(("https", host, path, query, ""))
 
 
+def is_http_url(source: str | None) -> bool:
+    """Whether a web chunk's ``source`` is an absolute http(s) URL with a host
+    (``javascript:``, ``file://``, ``data:`` and relative addresses are not)."""
+    if not source:
+        return False
+    scheme, sep, rest = source.partition("://")
+    return bool(sep) and scheme.lower() in ("http", "https") and rest[:1] not in ("", "/")
+
+
 def web_chunk_id(url: str) -> str:
     """A stable chunk id for a web page: ``"web:"`` + 16 hex digits of SHA-256.
 

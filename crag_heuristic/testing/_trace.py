@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .._cache.keys import searcher_fingerprint
+
 _T = TypeVar("_T")
 
 _TAG: contextvars.ContextVar[str | None] = contextvars.ContextVar("crag_trace_tag", default=None)
@@ -217,11 +219,8 @@ class TracedWebSearcher:
         return f"TracedWebSearcher({self.inner!r})"
 
     def fingerprint(self) -> str:
-        """The inner searcher's fingerprint (its type name when it has none)."""
-        value = getattr(self.inner, "fingerprint", None)
-        if callable(value):
-            value = value()
-        return str(value) if value else type(self.inner).__qualname__
+        """The inner searcher's fingerprint (its class's full name when it has none)."""
+        return searcher_fingerprint(self.inner)
 
     def search(self, query: str, max_results: int = 5) -> Any:
         """``inner.search(query, max_results)``, recorded."""

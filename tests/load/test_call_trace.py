@@ -127,7 +127,10 @@ def test_web_fingerprint_is_the_inner_searchers() -> None:
 
     trace = CallTrace()
     assert TracedWebSearcher(Fingerprinted(), trace).fingerprint() == "searxng@host"
-    assert TracedWebSearcher(RecordingWebSearcher(), trace).fingerprint() == "RecordingWebSearcher"
+    assert (
+        TracedWebSearcher(RecordingWebSearcher(), trace).fingerprint()
+        == "crag_heuristic.testing._fakes.RecordingWebSearcher"
+    )
 
 
 def router(web: Any, cache: Any, trace: CallTrace) -> CRAG:
