@@ -80,8 +80,28 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An error of class ``cls`` with ``args``, its own ``__init__`` not called (its
+    attributes follow as the pickled state): see :meth:`CragError.__reduce__`."""
+    return cls.__new__(cls, *args)
+
+
 class CragError(Exception):
-    """Base class of every error raised by crag-heuristic."""
+    """Base class of every error raised by crag-heuristic.
+
+    Every error pickles with its attributes (``field``, ``kind``, ``status_code``
+    ...), so it crosses a process boundary (``ProcessPoolExecutor``,
+    ``multiprocessing``) as it was raised: an exception's default pickling calls
+    its class with the message alone, which the errors' keyword-only
+    constructors refuse. ``__cause__`` and the traceback stay behind, as for
+    any exception.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = dict(self.__dict__)
+        if isinstance(self, ImportError):  # kept in the exception's own fields
+            state["name"], state["path"] = self.name, self.path
+        return _rebuild, (type(self), self.args), state
 
 
 class ConfigError(CragError, ValueError):
@@ -432,12 +452,24 @@ class WebSearchError(CragError):
 
     Attributes:
         query: the web query that failed, when known.
-        url: the endpoint that was called, when known.
+        url: the endpoint that was called, when known (never with credentials).
+        detail: what the server wrote, when it answered (its error text, the
+            start of a body that is not JSON, a redirect's target): kept out of
+            the message, which goes to logs and results, because the server
+            may echo the query in it.
     """
 
-    def __init__(self, message: str, *, query: str | None = None, url: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        query: str | None = None,
+        url: str | None = None,
+        detail: str | None = None,
+    ) -> None:
         self.query = query
         self.url = url
+        self.detail = detail
         super().__init__(message)
 
 
@@ -459,9 +491,10 @@ class WebSearchHTTPError(WebSearchError):
         status_code: int,
         query: str | None = None,
         url: str | None = None,
+        detail: str | None = None,
     ) -> None:
         self.status_code = status_code
-        super().__init__(message, query=query, url=url)
+        super().__init__(message, query=query, url=url, detail=detail)
 
 
 class WebSearchRateLimited(WebSearchHTTPError):

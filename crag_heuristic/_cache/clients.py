@@ -28,7 +28,7 @@ from typing import Any
 from .._checks import is_finite_number
 from .._exceptions import ConfigError
 from .._optional import requires
-from .._redact import redact
+from .._redact import credentials, redact, redact_url
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -41,9 +41,10 @@ def check_seconds(name: str, value: Any) -> float:
 
 
 def check_url(url: Any) -> str:
-    """``url`` if it is a redis://, rediss:// or unix:// URL, else :class:`ConfigError`."""
+    """``url`` if it is a redis://, rediss:// or unix:// URL, else :class:`ConfigError`
+    (its credentials masked, whatever they hold)."""
     if not isinstance(url, str) or not url.startswith(URL_SCHEMES):
-        shown = redact(url) if isinstance(url, str) else url
+        shown = redact_url(url) if isinstance(url, str) else f"<a {type(url).__name__}>"
         raise ConfigError("url", shown, f"must start with one of {', '.join(URL_SCHEMES)}")
     return url
 
@@ -58,13 +59,18 @@ def build_client(
 ) -> Any:
     """A ``redis.Redis`` (or ``redis.asyncio.Redis``) for ``url``, failing fast.
 
-    ``options`` go to ``from_url`` last, so they can override anything here.
+    ``options`` go to ``from_url`` last, so they can override anything here. The
+    URL's credentials are taken out of it and given to redis-py as ``username``
+    and ``password`` (a password may then hold ``/``, ``?``, ``#`` or ``@``
+    unescaped), so redis-py never sees them in the URL, nor echoes them.
 
     Raises:
         ConfigError: the URL scheme is not redis://, rediss:// or unix://, or
-            redis-py refuses the URL or an option.
+            redis-py refuses the URL or an option (the message never shows the
+            credentials: redis-py's own message about the URL is left out).
     """
     check_url(url)
+    login, bare = credentials(url)
     with requires("redis", "RedisCache"):
         from redis.backoff import NoBackoff
 
@@ -80,16 +86,22 @@ def build_client(
         from redis.retry import Retry
 
         factory, retry = Redis.from_url, Retry(NoBackoff(), 0)
-    settings = {
+    settings: dict[str, Any] = {
         "socket_timeout": socket_timeout,
         "socket_connect_timeout": socket_connect_timeout,
         "retry": retry,
-        **(options or {}),
     }
+    if login is not None:
+        settings["username"] = login[0] or None
+        settings["password"] = login[1] or None
+    settings.update(options or {})
     try:
-        return factory(url, **settings)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError("url", redact(url), redact(f"redis-py refused it: {exc}")) from exc
+        return factory(bare, **settings)
+    except ValueError as exc:  # its message may quote part of the URL: never shown
+        reason = f"redis-py refused it ({type(exc).__name__}): check its host, port and database"
+        raise ConfigError("url", redact_url(url), reason) from None
+    except TypeError as exc:  # an option redis-py does not take
+        raise ConfigError("client_options", sorted(options or {}), redact(str(exc))) from None
 
 
 def _idle_disconnect(client: Any) -> Any:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._optional import requires
 
@@ -69,18 +70,44 @@ def _retry_after(response: httpx.Response) -> float | None:
     return retry_after_seconds(response.headers)
 
 
-def _server_message(response: httpx.Response) -> str:
-    """The instance's ``{"error": ...}`` text, else a short account of the body."""
+def _server_text(response: httpx.Response) -> str | None:
+    """The instance's ``{"error": ...}`` text, else the start of the body (``None``
+    for an empty one): kept on the error as ``detail``, never in its message (the
+    server may echo the query)."""
     try:
         data = json.loads(response.content)
     except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict) and isinstance(data.get("error"), str):
         return str(data["error"])[:_MESSAGE_CHARS]
-    if "html" in response.headers.get("Content-Type", ""):
-        return "an HTML page"
     text = response.content[:_MESSAGE_CHARS].decode("utf-8", "replace").strip()
-    return " ".join(text.split()) or "an empty body"
+    return " ".join(text.split()) or None
+
+
+def _body_kind(response: httpx.Response) -> str:
+    """What the body is, in words that quote none of it."""
+    body = response.content
+    if not body.strip():
+        return "an empty body"
+    if body.lstrip()[:1] == b"<" or "html" in response.headers.get("Content-Type", ""):
+        return "an HTML page"
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return f"a body of {len(body)} bytes that is not JSON"
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return "an error message (in the error's detail)"
+    return f"JSON of {len(body)} bytes"
+
+
+def _host(location: str) -> str:
+    """The host of a redirect's target (``"the same host"`` for a relative one): its
+    path and query may hold the query's words."""
+    try:
+        host = urlsplit(location).hostname
+    except ValueError:
+        host = None
+    return host or "the same host"
 
 
 def from_response(response: httpx.Response, *, url: str, query: str, max_retries: int) -> Step:
@@ -105,17 +132,19 @@ def from_response(response: httpx.Response, *, url: str, query: str, max_retries
         )
         retry_after = _retry_after(response)
         return Step(status_code=status, error=error, retryable=True, retry_after=retry_after)
+    detail = _server_text(response)
     if 300 <= status < 400:
-        target = response.headers.get("Location", "?")
+        target = response.headers.get("Location", "")
+        detail = target or None
         text = (
-            f"{url} redirected ({status}) to {target}; redirects are not followed: "
+            f"{url} redirected ({status}) to {_host(target)}; redirects are not followed: "
             "use the final address as base_url (a redirect to '/' is the bot detection)"
         )
     elif status == 404:
         text = f"{url} answered 404: is base_url the instance's root?"
     else:
-        text = f"{url} answered HTTP {status}: {_server_message(response)}"
-    error = errors.WebSearchHTTPError(text, status_code=status, **where)
+        text = f"{url} answered HTTP {status} with {_body_kind(response)}"
+    error = errors.WebSearchHTTPError(text, status_code=status, detail=detail, **where)
     return Step(status_code=status, error=error, retryable=status >= 500)
 
 
@@ -125,14 +154,12 @@ def _decode(response: httpx.Response, *, url: str, query: str) -> Step:
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
-        content_type = response.headers.get("Content-Type", "")
-        looks_html = body.lstrip()[:1] == b"<" or "html" in content_type
-        what = "an HTML page" if looks_html else f"non-JSON ({_server_message(response)})"
         error = errors.WebSearchResponseError(
-            f"{url} answered {status} with {what} instead of JSON: check that base_url "
-            "is a SearXNG instance that honours format=json",
+            f"{url} answered {status} with {_body_kind(response)} instead of JSON: check "
+            "that base_url is a SearXNG instance that honours format=json",
             query=query,
             url=url,
+            detail=_server_text(response),
         )
         return Step(status_code=status, error=error)
     return Step(payload=payload, status_code=status)

@@ -18,13 +18,14 @@ least its value, still capped at ``backoff_max``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from .._checks import is_finite_number
-from .._exceptions import ConfigError
+from .._exceptions import ConfigError, _short
 from .._retry import backoff_delay
 
 DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
@@ -42,6 +43,8 @@ DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
 """Browser-like headers that SearXNG's limiter lets through (``headers=`` overrides)."""
 
 _SAFESEARCH_LEVELS = (0, 1, 2)
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_PRINTABLE = re.compile(r"^[\x20-\x7e\t]*\Z")
 
 
 def _number(
@@ -79,7 +82,25 @@ def _names(name: str, value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+def _headers(headers: Any) -> dict[str, str]:
+    """``headers`` checked: token names, printable ASCII values (httpx encodes them as
+    ASCII; a line break would split the request). Errors name the header, never
+    show its value."""
+    if not isinstance(headers, Mapping):
+        raise ConfigError("headers", f"<a {type(headers).__name__}>", "must be a mapping")
+    checked = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            raise ConfigError("headers", _short(name), "header names must be HTTP tokens")
+        if not isinstance(value, str) or not _PRINTABLE.match(value):
+            raise ConfigError(
+                f"headers[{name!r}]", "***", "must be printable ASCII text without line breaks"
+            )
+        checked[name] = value
+    return checked
+
+
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class SearxngConfig:
     """How :class:`~crag_heuristic.SearxngClient` queries a SearXNG instance.
 
@@ -102,7 +123,9 @@ class SearxngConfig:
             characters (ellipsis included) after cleaning.
         max_title_chars: the same for titles.
         headers: extra request headers, overriding :data:`DEFAULT_HEADERS` by
-            name (case-insensitive).
+            name (case-insensitive): names are HTTP tokens, values printable
+            ASCII (no line breaks). Their values may be credentials: the repr
+            shows ``***`` for each, and an error about one never shows it.
     """
 
     timeout: float = 10.0
@@ -141,11 +164,16 @@ class SearxngConfig:
             raise ConfigError("safesearch", self.safesearch, "must be 0, 1, 2 or None")
         _integer("max_content_chars", self.max_content_chars, low=1)
         _integer("max_title_chars", self.max_title_chars, low=1)
-        if not isinstance(self.headers, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in self.headers.items()
-        ):
-            raise ConfigError("headers", self.headers, "must map header names to strings")
-        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+        object.__setattr__(self, "headers", MappingProxyType(_headers(self.headers)))
+
+    def __repr__(self) -> str:
+        fields = []
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if name == "headers":
+                value = dict.fromkeys(value, "***")
+            fields.append(f"{name}={value!r}")
+        return f"SearxngConfig({', '.join(fields)})"
 
     def replace(self, **changes: Any) -> SearxngConfig:
         """A copy with some fields changed (validated again)."""

@@ -52,14 +52,21 @@ Logs one structlog event ``crag.searxng`` per call, at INFO (``url``,
 ``status``, ``results``, ``retries``, ``duration_ms``, ``error``, ``circuit``,
 ``unresponsive``), and ``crag.searxng.retry`` per retry at DEBUG, through the
 stdlib logger ``"crag_heuristic"`` (silent unless the application enables it;
-see :mod:`crag_heuristic._logging`). The query text is never logged, and the
-address's credentials (``http://user:pass@host``) are masked in every event,
-error, result and repr (:attr:`SearxngClient.url`); the requests still send them.
+see :mod:`crag_heuristic._logging`). The query text is never logged, nor is
+anything the server wrote (an error's text, a redirect's target: errors give
+the status and the host). The query travels in the body of a ``POST
+/search`` (SearXNG takes both methods), so the URL that httpx logs at INFO
+(``HTTP Request: POST http://host/search ...``) holds no query word; the
+address's credentials (``http://user:pass@host``, the password holding any
+character) are taken out of it and sent as HTTP basic auth (httpx ``auth=``):
+no event, error, result, repr or httpx log line shows them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import random
 import threading
 import time
@@ -76,6 +83,7 @@ from .._checks import check_query
 from .._exceptions import (
     ConfigError,
     InputError,
+    InvalidQueryError,
     WebSearchConnectionError,
     WebSearchEnginesFailed,
     WebSearchError,
@@ -86,7 +94,7 @@ from .._exceptions import (
 )
 from .._logging import get_logger
 from .._protocols import EventLogger
-from .._redact import redact
+from .._redact import credentials, redact_url
 from .attempt import Step, from_exception, from_response
 from .circuit import CircuitBreaker
 from .config import SearxngConfig
@@ -134,6 +142,12 @@ class SearxngClient:
     Thread-safe: one client serves many threads, and (without an injected
     ``async_client``, which belongs to its event loop) any event loop.
 
+    :attr:`fingerprint` names the instance and every setting that changes
+    what it answers (the address without credentials, categories, engines,
+    language, safesearch, the snippet limits, the request headers): the
+    router's web cache keys carry it, so two clients that would answer
+    differently never share an entry.
+
     Raises:
         ConfigError: a bad ``base_url`` or option, naming it.
     """
@@ -179,8 +193,11 @@ class SearxngClient:
         if not isinstance(base, SearxngConfig):
             raise ConfigError("config", config, "must be a SearxngConfig")
         self.config = base.replace(**{k: v for k, v in overrides.items() if v is not None})
-        self._address = _endpoint(base_url)  # as given: the credentials are sent
-        self.url = redact(self._address)  # shown: in events, errors, results, repr
+        login, self._address = _endpoint(base_url)
+        self._auth = None if login is None else httpx.BasicAuth(*login)
+        # shown in events, errors, results, repr: "***@" says credentials are sent
+        self.url = self._address if login is None else self._address.replace("://", "://***@", 1)
+        self.fingerprint = _fingerprint(self._address, self.config)
         self.breaker = breaker
         self._client = client
         self._owns_client = client is None
@@ -217,7 +234,7 @@ class SearxngClient:
         try:
             client = self._sync_client()
             while True:
-                step = self._attempt(lambda: client.get(**self._request(text)), text)
+                step = self._attempt(lambda: client.post(**self._request(text)), text)
                 status = step.status_code or status
                 if step.error is None:
                     results = self._finish(step, text, max_results, retries, started)
@@ -243,7 +260,7 @@ class SearxngClient:
         try:
             while True:
                 try:
-                    response = await client.get(**self._request(text))
+                    response = await client.post(**self._request(text))
                 except Exception as exc:  # noqa: BLE001 - classified, never re-raised raw
                     step = self._from_exception(exc, text)
                 else:
@@ -295,12 +312,15 @@ class SearxngClient:
             return self._client
 
     def _request(self, query: str) -> dict[str, Any]:
-        return {
+        request = {
             "url": self._address,
-            "params": self.config.request_params(query),
+            "data": self.config.request_params(query),  # in the body: never in a logged URL
             "headers": self._headers,
             "timeout": self.config.timeout,
         }
+        if self._auth is not None:
+            request["auth"] = self._auth
+        return request
 
     def _attempt(self, send: Callable[[], httpx.Response], query: str) -> Step:
         try:
@@ -402,24 +422,55 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 1)
 
 
-def _endpoint(base_url: Any) -> str:
+def _endpoint(base_url: Any) -> tuple[tuple[str, str] | None, str]:
+    """The credentials of ``base_url`` (``None``: none) and its search endpoint
+    without them."""
     if not isinstance(base_url, str):
-        raise ConfigError("base_url", base_url, "must be a string")
-    url = base_url.strip().rstrip("/")
-    shown = redact(base_url)
+        raise ConfigError("base_url", f"<a {type(base_url).__name__}>", "must be a string")
+    shown = redact_url(base_url)
+    login, url = credentials(base_url.strip())
+    url = url.rstrip("/")
     try:
         parts = urlsplit(url)
-    except ValueError as exc:
-        raise ConfigError("base_url", shown, f"is not a URL: {redact(str(exc))}") from None
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+        parts.port  # noqa: B018 - checked here, not on the first request
+    except ValueError:  # its message may quote the address: left out
+        raise ConfigError("base_url", shown, "is not a URL (check its host and port)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError("base_url", shown, "must be an http(s) URL with a host")
     if parts.query or parts.fragment:
         raise ConfigError("base_url", shown, "must not hold a query or fragment")
-    return url if parts.path.endswith("/search") else url + "/search"
+    if not url.isascii() or any(c.isspace() or ord(c) < 32 for c in url):
+        raise ConfigError("base_url", shown, "must be ASCII without spaces (IDNA-encode the host)")
+    return login, url if parts.path.endswith("/search") else url + "/search"
+
+
+def _fingerprint(address: str, config: SearxngConfig) -> str:
+    """``searxng:`` + SHA-256 of what changes the answers: the endpoint (without
+    credentials) and the settings sent or applied (see :class:`SearxngClient`)."""
+    payload = {
+        "url": address,
+        "categories": list(config.categories),
+        "engines": list(config.engines),
+        "language": config.language,
+        "safesearch": config.safesearch,
+        "max_content_chars": config.max_content_chars,
+        "max_title_chars": config.max_title_chars,
+        "headers": sorted(
+            (name.lower(), value) for name, value in config.request_headers().items()
+        ),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "searxng:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _check_call(query: Any, max_results: Any) -> str:
     checked = check_query(query)
     if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
         raise InputError(f"max_results must be an integer >= 1, got {_short(max_results)}")
+    try:
+        checked.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate: no request can carry it
+        raise InvalidQueryError(
+            f"<a query of {len(checked)} characters>", "holds a character UTF-8 cannot encode"
+        ) from None
     return checked.strip()

@@ -174,6 +174,8 @@ class _Searx(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    do_POST = do_GET
+
     def log_message(self, *args: Any) -> None:
         pass
 

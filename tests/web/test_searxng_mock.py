@@ -12,6 +12,7 @@ import random
 import socket
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
@@ -171,9 +172,10 @@ def test_request_shape(mode: str) -> None:
     h = harness(mode, answer(), categories=["general"], engines="wiki,ddg", language="en")
     h.search("  solar power ")
     request = h.script.requests[0]
-    assert request.method == "GET"
-    assert request.url.path == "/search"
-    assert dict(request.url.params) == {
+    assert request.method == "POST"  # the query in the body: httpx logs the URL
+    assert request.url.path == "/search" and not request.url.query
+    assert request.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert dict(parse_qsl(request.content.decode())) == {
         "q": "solar power",
         "format": "json",
         "categories": "general",
@@ -467,7 +469,9 @@ def test_5xx_is_retried_then_http_error(mode: str) -> None:
         h.search()
     assert type(info.value) is WebSearchHTTPError
     assert info.value.status_code == 500
-    assert "search error" in str(info.value)
+    assert "500 with an error message" in str(info.value)
+    assert "search error" not in str(info.value)  # server text: it may echo the query
+    assert info.value.detail == "search error"
     assert len(h.script.requests) == 3
 
 
@@ -480,12 +484,13 @@ def test_5xx_then_success(mode: str) -> None:
 # -- client errors and odd bodies (never retried) -------------------------------------------
 
 
-def test_400_carries_the_instance_message(mode: str) -> None:
-    h = harness(mode, httpx.Response(400, json={"error": "No query"}))
+def test_400_carries_the_instance_message_as_its_detail(mode: str) -> None:
+    h = harness(mode, httpx.Response(400, json={"error": "No query solar power"}))
     with pytest.raises(WebSearchHTTPError) as info:
-        h.search()
+        h.search("solar power")
     assert info.value.status_code == 400
-    assert "No query" in str(info.value)
+    assert info.value.detail == "No query solar power"
+    assert "solar" not in str(info.value) and "HTTP 400" in str(info.value)
     assert len(h.script.requests) == 1
 
 
@@ -507,7 +512,16 @@ def test_redirect_is_not_followed(mode: str) -> None:
     with pytest.raises(WebSearchHTTPError) as info:
         h.search()
     assert info.value.status_code == 302
-    assert "redirect" in str(info.value)
+    assert "redirect" in str(info.value) and "the same host" in str(info.value)
+
+
+def test_a_redirect_target_shows_its_host_only(mode: str) -> None:
+    target = "https://other.test/search?q=solar+power&token=t"
+    h = harness(mode, httpx.Response(301, headers={"Location": target}))
+    with pytest.raises(WebSearchHTTPError) as info:
+        h.search("solar power")
+    assert "to other.test;" in str(info.value) and "solar" not in str(info.value)
+    assert info.value.detail == target
 
 
 def test_404_hints_at_the_base_url(mode: str) -> None:
@@ -529,10 +543,10 @@ def test_404_hints_at_the_base_url(mode: str) -> None:
             "HTML",
         ),
         (httpx.Response(200, text="  <html>no content type</html>"), "HTML"),
-        (httpx.Response(200, text="plain words"), "non-JSON"),
-        (httpx.Response(200, content=b""), "non-JSON"),
-        (httpx.Response(200, content=b"\xff\xfe\xfa garbage"), "non-JSON"),
-        (httpx.Response(200, content=b"[" * 100_000 + b"]" * 100_000), "non-JSON"),
+        (httpx.Response(200, text="plain words"), "of 11 bytes that is not JSON"),
+        (httpx.Response(200, content=b""), "an empty body"),
+        (httpx.Response(200, content=b"\xff\xfe\xfa garbage"), "that is not JSON"),
+        (httpx.Response(200, content=b"[" * 100_000 + b"]" * 100_000), "that is not JSON"),
         (httpx.Response(200, json=[1, 2, 3]), "not an object"),
         (httpx.Response(200, json="a string"), "not an object"),
         (httpx.Response(200, json={"error": "nope"}), "'results'"),

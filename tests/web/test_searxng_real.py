@@ -10,6 +10,7 @@ import asyncio
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
@@ -155,11 +156,13 @@ def test_the_html_page_is_not_taken_for_results(searxng: SearxngServer) -> None:
 
 
 class _StripFormat(httpx.HTTPTransport):
-    """Sends the request to the real server without ``format=json``."""
+    """Sends the request to the real server without ``format=json`` (in its body)."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        request.url = request.url.copy_remove_param("format")
-        return super().handle_request(request)
+        form = [(k, v) for k, v in parse_qsl(request.read().decode()) if k != "format"]
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+        stripped = httpx.Request(request.method, request.url, headers=headers, data=dict(form))
+        return super().handle_request(stripped)
 
 
 @pytest.mark.slow

@@ -56,8 +56,6 @@ def test_frozen_and_keyword_only() -> None:
         ("safesearch", True),
         ("max_content_chars", 0),
         ("max_title_chars", 2.0),
-        ("headers", {"X-A": 1}),
-        ("headers", [("X-A", "1")]),
     ],
 )
 def test_bad_values_name_the_field(field: str, value: object) -> None:
@@ -65,6 +63,29 @@ def test_bad_values_name_the_field(field: str, value: object) -> None:
         SearxngConfig(**{field: value})  # type: ignore[arg-type]
     assert info.value.field == field
     assert info.value.value is value
+
+
+@pytest.mark.parametrize(
+    ("headers", "field"),
+    [
+        ({"X-A": 1}, "headers['X-A']"),
+        ({"Authorization": "Bearer tok\r\nX-Evil: 1"}, "headers['Authorization']"),
+        ({"Authorization": "Bearer t\u00f6k"}, "headers['Authorization']"),
+        ({"Bad Name": "v"}, "headers"),
+        ([("X-A", "1")], "headers"),
+    ],
+)
+def test_bad_headers_name_the_header_never_its_value(headers: object, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        SearxngConfig(headers=headers)  # type: ignore[arg-type]
+    assert info.value.field == field
+    assert "Bearer" not in str(info.value) and "Bearer" not in repr(info.value.value)
+
+
+def test_header_values_are_masked_in_the_repr() -> None:
+    config = SearxngConfig(headers={"Authorization": "Bearer s3cr3t"}, language="de")
+    assert "s3cr3t" not in repr(config) and "'Authorization': '***'" in repr(config)
+    assert "language='de'" in repr(config)
 
 
 def test_names_accept_a_comma_separated_string() -> None:
