@@ -683,17 +683,36 @@ class RouterConfig:
             fusion instead of returning the retrieval as it was.
         keep_partial_on_web: after a web search, keep the original chunks
             whose own verdict is at least PARTIAL behind the web results.
-        web_timeout: seconds the async router waits for the web (``None``:
-            the searcher's own timeout).
+        web_timeout: seconds either router waits for the web searcher (30 by
+            default, above what a ``SearxngClient`` takes with its default
+            timeout and retries; ``None``: no limit). Past it the web search is
+            a :class:`~crag_heuristic.WebSearchTimeout` on the result.
         retriever_timeout: seconds each search (the first retrieval, each
-            re-retrieval, the lexical retriever's) may take, or ``None`` (the
-            default) for no limit. Past it the search is a
-            :class:`~crag_heuristic.RetrieverError` whose ``timeout`` is set:
-            raised for the first retrieval, a note for a re-retrieval. The async router cancels an
-            ``asearch``; a sync ``search`` (in either router) runs in a worker
-            thread that is abandoned, not stopped: it runs on until the
-            retriever returns, and its answer is dropped. With ``None`` a sync
-            search runs in the calling thread, at no cost.
+            re-retrieval, the lexical retriever's) and each parents lookup
+            may take (10 by default; ``None`` for no limit). Past it the search
+            is a :class:`~crag_heuristic.RetrieverError` whose ``timeout`` is
+            set: raised for the first retrieval, a note for a re-retrieval.
+        cache_timeout: seconds a cache call may take (1 by default; ``None``:
+            no limit). Past it the call is a ``CacheError`` of kind
+            ``"timeout"`` on the result and the query goes on without it. The
+            library's caches bound their own calls (``RedisCache`` has socket
+            timeouts) and are called directly.
+        expander_timeout: seconds the query expander may take (5 by default;
+            ``None``: no limit). Past it the expansion is a failure on the
+            result and the correction goes on without expanded queries.
+        worker_threads: the most threads the router uses to wait on parts
+            that may hang (8 by default; see :mod:`crag_heuristic._deadline`).
+            The async router cancels a native ``asearch`` / ``aget`` past its
+            timeout; a sync call (in either router) runs on one of these
+            threads and is abandoned, not stopped, past its timeout: it runs
+            on until the part returns, and its answer is dropped. No kind of
+            call holds more than half of them, and a call that finds none free
+            within its timeout gets its stage's typed error, so a hung part
+            costs at most that many threads, never one per call. Parts that
+            bound their own calls (``FaissRetriever``, ``BM25Retriever``,
+            ``MemoryCache``, ``RedisCache``, the library's expanders, a
+            ``dict`` of parents: a true ``bounded`` attribute) are called in
+            the calling thread, at no cost. ``CRAG.close()`` ends the threads.
         refine: run knowledge refinement on the final chunks.
         cache_evaluations: cache evaluations (the web results are always cached
             when a cache is given).
@@ -716,8 +735,11 @@ class RouterConfig:
     web_on_partial: bool = False
     expand_without_web: bool = True
     keep_partial_on_web: bool = True
-    web_timeout: float | None = None
-    retriever_timeout: float | None = None
+    web_timeout: float | None = 30.0
+    retriever_timeout: float | None = 10.0
+    cache_timeout: float | None = 1.0
+    expander_timeout: float | None = 5.0
+    worker_threads: int = 8
     refine: bool = False
     cache_evaluations: bool = True
     evaluation_ttl: float = 3600.0
@@ -741,9 +763,10 @@ class RouterConfig:
         _check_number("lexical_weight", self.lexical_weight, low=0.0)
         _check_number("parent_token_budget", self.parent_token_budget, low=0, integer=True)
         _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
-        for name in ("web_timeout", "retriever_timeout"):
+        for name in ("web_timeout", "retriever_timeout", "cache_timeout", "expander_timeout"):
             if getattr(self, name) is not None:
                 _check_number(name, getattr(self, name), low=0.0, low_open=True)
+        _check_number("worker_threads", self.worker_threads, low=1, high=256, integer=True)
         _check_number("evaluation_ttl", self.evaluation_ttl, low=0.0, low_open=True)
         _check_number("web_ttl", self.web_ttl, low=0.0, low_open=True)
         for name in (

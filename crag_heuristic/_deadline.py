@@ -1,24 +1,48 @@
-"""A sync call that may be given up: run in a daemon thread, abandoned after a timeout.
+"""Sync calls that may be given up, on a bounded set of threads.
 
-Python cannot stop a thread. :func:`call_within` runs the call in a daemon
-thread and waits at most ``timeout`` seconds for it: past that, the caller
-goes on and the call is abandoned: it runs on until it returns, and its late
-answer (or exception) is dropped. Being a daemon, the thread does not keep
-the process alive at exit. This is how a sync caller bounds a user's part
-that may hang (a cascade's grader, a retriever). :func:`acall_within` is the
-same for an async caller: unlike ``asyncio.to_thread``, a hung call does not
-hold one of the event loop's executor threads (a few hung calls would
-exhaust them, and every later ``to_thread`` would wait), nor keep
-``asyncio.run`` from returning.
+Python cannot stop a thread. A call that must not hang its caller (a user's
+retriever, web searcher, cache, expander, grader or parents lookup) runs in a
+worker thread, and the caller waits at most ``timeout`` seconds for it: past
+that, the caller goes on and the call is abandoned. It runs on until it
+returns, its late answer (or exception) is dropped, and its thread is busy
+until then.
+
+:class:`Workers` is the router's pool of such threads, owned by the router and
+closed with it:
+
+* at most ``size`` threads, ever: a call that finds every thread busy waits
+  in a queue within its own timeout, and is refused (:data:`EXHAUSTED`, which
+  the callers turn into their stage's typed error) if none comes free; so 500
+  calls that time out leave at most ``size`` threads behind, never 500;
+* one kind of call (``"web"``, ``"retriever"`` ...) holds at most ``share`` of
+  the threads (half, by default): hung web calls cannot take the threads a
+  healthy query's retrieval needs;
+* threads are made on demand and end after ``idle`` seconds without work, or
+  at :meth:`Workers.close` (a thread held by a call that never returns ends
+  when it does; a later call makes new threads as needed);
+* :meth:`Workers.call` is for sync callers, :meth:`Workers.acall` for async
+  ones: unlike ``asyncio.to_thread``, a hung call holds none of the event
+  loop's executor threads (six hung calls used to take all of them on a
+  2-core host, and every later ``to_thread`` on that loop waited), nor keeps
+  ``asyncio.run`` from returning. Threads are daemons: they never keep the
+  process alive at exit.
+
+A part that bounds its own calls (an in-process index, the in-process cache, a
+Redis cache with socket timeouts) says so with a true ``bounded`` attribute
+(:func:`is_bounded`): a sync caller calls it in its own thread, at no cost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from ._exceptions import ConfigError
 
 
 class Abandoned:
@@ -27,50 +51,191 @@ class Abandoned:
     __slots__ = ()
 
 
+class Exhausted:
+    """The outcome of a call that never started: every thread it could use was
+    held, for its whole timeout, by calls that had not returned."""
+
+    __slots__ = ()
+
+
 ABANDONED = Abandoned()
+EXHAUSTED = Exhausted()
+
+_QUEUED, _RUNNING, _DONE, _DROPPED = range(4)
 
 
-def call_within(fn: Callable[[], Any], timeout: float, name: str) -> Any:
-    """``fn()`` run in a daemon thread named ``name``: its value, the ``Exception``
-    it raised (returned, not raised), or :data:`ABANDONED` when it has not
-    finished within ``timeout`` seconds."""
-    outcome: list[Any] = []
-    done = threading.Event()
+def is_bounded(part: Any) -> bool:
+    """Whether ``part`` bounds its own calls (a true ``bounded`` attribute, or a
+    plain mapping): a sync caller may call it in its own thread."""
+    return getattr(part, "bounded", False) is True or isinstance(part, Mapping)
 
-    def run() -> None:
+
+class _Job:
+    __slots__ = ("done", "fn", "kind", "notify", "outcome", "state")
+
+    def __init__(self, fn: Callable[[], Any], kind: str, notify: Callable[[Any], None] | None):
+        self.fn = fn
+        self.kind = kind
+        self.notify = notify
+        self.state = _QUEUED
+        self.outcome: Any = None
+        self.done = threading.Event()
+
+
+class Workers:
+    """A bounded pool of daemon threads for calls that may be given up (see the
+    module docstring).
+
+    Args:
+        size: the most threads at once (>= 1).
+        share: the largest fraction of them one kind of call may hold (at least
+            one thread).
+        idle: seconds a thread waits for work before it ends.
+        name: the threads' name prefix.
+
+    Raises:
+        ConfigError: a bad argument.
+    """
+
+    def __init__(
+        self, size: int = 8, *, share: float = 0.5, idle: float = 30.0, name: str = "crag-worker"
+    ) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError("size", size, "must be an integer >= 1")
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ConfigError("share", share, "must be a number in (0, 1]")
+        self.size = size
+        self.cap = max(1, math.floor(size * share))  # threads one kind may hold
+        self._idle_seconds = idle
+        self._name = name
+        self._cond = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._busy: Counter[str] = Counter()
+        self._threads = 0
+        self._idle = 0
+        self._closing = False
+
+    def __repr__(self) -> str:
+        return (
+            f"Workers(size={self.size}, threads={self._threads}, busy={sum(self._busy.values())})"
+        )
+
+    @property
+    def threads(self) -> int:
+        """How many of the pool's threads are alive now."""
+        return self._threads
+
+    # -- calls ------------------------------------------------------------------------
+
+    def call(self, fn: Callable[[], Any], timeout: float, kind: str) -> Any:
+        """``fn()`` on a worker thread, waited for at most ``timeout`` seconds: its
+        value, the exception it raised (returned, not raised), :data:`ABANDONED`
+        (started, not finished in time) or :data:`EXHAUSTED` (never started)."""
+        job = _Job(fn, kind, None)
+        self._submit(job)
+        if job.done.wait(timeout):
+            return job.outcome
+        return self._give_up(job)
+
+    async def acall(self, fn: Callable[[], Any], timeout: float | None, kind: str) -> Any:
+        """:meth:`call` for a coroutine (``None``: no timeout): the event loop is
+        never blocked, and none of its executor threads is used."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(outcome: Any) -> None:
+            if not future.done():  # not given up meanwhile
+                future.set_result(outcome)
+
+        def notify(outcome: Any) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(settle, outcome)
+
+        job = _Job(fn, kind, notify)
+        self._submit(job)
         try:
-            outcome.append(fn())
-        except Exception as exc:  # noqa: BLE001 - returned to the caller, who types it
-            outcome.append(exc)
-        finally:
-            done.set()
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
+            return self._give_up(job)
+        except BaseException:  # the caller was cancelled: the call is given up too
+            self._give_up(job)
+            raise
 
-    threading.Thread(target=run, name=name, daemon=True).start()
-    if not done.wait(timeout) or not outcome:  # not finished (or died of a BaseException)
-        return ABANDONED
-    return outcome[0]
+    def close(self) -> None:
+        """End the idle threads now, and each busy one when its call returns (a
+        later call starts threads again)."""
+        with self._cond:
+            self._closing = True
+            self._idle = 0  # every waiting thread is woken
+            self._cond.notify_all()
 
+    # -- the pool ---------------------------------------------------------------------
 
-async def acall_within(fn: Callable[[], Any], timeout: float, name: str) -> Any:
-    """:func:`call_within` for a coroutine: ``fn()`` in a daemon thread, awaited at
-    most ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
+    def _submit(self, job: _Job) -> None:
+        with self._cond:
+            self._closing = False
+            self._queue.append(job)
+            if self._idle:  # counted off here, not by the woken thread: a second call
+                self._idle -= 1  # must not notify the same thread again (a lost wake-up)
+                self._cond.notify()
+            elif self._threads < self.size and self._busy[job.kind] < self.cap:
+                self._threads += 1
+                number = self._threads
+                try:
+                    threading.Thread(
+                        target=self._work, name=f"{self._name}-{number}", daemon=True
+                    ).start()
+                except RuntimeError:  # the system refused a thread: the job waits its turn
+                    self._threads -= 1
 
-    def settle(outcome: Any) -> None:
-        if not future.done():  # not given up meanwhile
-            future.set_result(outcome)
+    def _give_up(self, job: _Job) -> Any:
+        with self._cond:
+            if job.state == _DONE:  # finished as the wait ended
+                return job.outcome
+            if job.state == _QUEUED:
+                self._queue.remove(job)
+                job.state = _DROPPED
+                return EXHAUSTED
+            job.state = _DROPPED  # running: its late outcome is dropped
+            return ABANDONED
 
-    def run() -> None:
-        try:
-            outcome = fn()
-        except Exception as exc:  # noqa: BLE001 - returned to the caller, who types it
-            outcome = exc
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, outcome)
+    def _take(self) -> _Job | None:
+        """The first queued job whose kind holds fewer than ``cap`` threads (under the lock)."""
+        for job in self._queue:
+            if self._busy[job.kind] < self.cap:
+                self._queue.remove(job)
+                job.state = _RUNNING
+                self._busy[job.kind] += 1
+                return job
+        return None
 
-    threading.Thread(target=run, name=name, daemon=True).start()
-    try:
-        return await asyncio.wait_for(future, timeout)
-    except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
-        return ABANDONED
+    def _work(self) -> None:
+        cond = self._cond
+        with cond:
+            while True:
+                job = self._take()
+                if job is None:
+                    if self._closing:
+                        break
+                    self._idle += 1
+                    if not cond.wait(self._idle_seconds):  # timed out: nobody counted it off
+                        self._idle -= 1
+                        if not self._queue:
+                            break  # idle too long
+                    continue
+                cond.release()
+                try:
+                    try:
+                        outcome = job.fn()
+                    except BaseException as exc:  # noqa: BLE001 - returned to the caller, typed there
+                        outcome = exc
+                finally:
+                    cond.acquire()
+                self._busy[job.kind] -= 1
+                if job.state == _RUNNING:
+                    job.state = _DONE
+                    job.outcome = outcome
+                    job.done.set()
+                    if job.notify is not None:
+                        job.notify(outcome)
+            self._threads -= 1

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._exceptions import ConfigError, InputError
 from ._optional import requires
 from ._text.analyzer import Analyzer
 from ._types import Chunk
@@ -73,6 +74,10 @@ class LsaEmbedder:
         seed: the SVD's random state, for reproducible vectors.
     """
 
+    bounded = True
+    """Its calls end by themselves (in-process work): the router calls it directly,
+    never on a worker thread (see ``crag_heuristic._deadline``)."""
+
     def __init__(
         self,
         texts: Sequence[str],
@@ -85,12 +90,25 @@ class LsaEmbedder:
             from sklearn.decomposition import TruncatedSVD
             from sklearn.feature_extraction.text import TfidfVectorizer
 
+        if isinstance(texts, str | bytes) or not isinstance(texts, Sequence):
+            raise InputError("texts must be a sequence of strings")
+        if not all(isinstance(text, str) for text in texts):
+            raise InputError("texts must be a sequence of strings")
+        if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
+            raise ConfigError("n_components", n_components, "must be an integer >= 1")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise ConfigError("seed", seed, "must be an integer in [0, 2**32)")
+        if analyzer is not None and not isinstance(analyzer, Analyzer):
+            raise ConfigError("analyzer", analyzer, "must be an Analyzer or None")
         self.analyzer = analyzer or Analyzer()
         self._tfidf = TfidfVectorizer(analyzer=self.analyzer.terms, sublinear_tf=True)
-        matrix = self._tfidf.fit_transform(list(texts))
-        components = max(1, min(n_components, matrix.shape[0] - 1, matrix.shape[1] - 1))
-        self._svd = TruncatedSVD(n_components=components, random_state=seed)
-        self._svd.fit(matrix)
+        try:
+            matrix = self._tfidf.fit_transform(list(texts))
+            components = max(1, min(n_components, matrix.shape[0] - 1, matrix.shape[1] - 1))
+            self._svd = TruncatedSVD(n_components=components, random_state=seed)
+            self._svd.fit(matrix)
+        except ValueError as exc:  # no texts, no term in any, a single term
+            raise InputError(f"LSA cannot be fitted on these texts: {exc}") from None
         self.dimension = components
 
     def embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -122,6 +140,9 @@ class LsaProjection:
         components: the SVD components, ``(dimension, len(vocabulary))``.
         analyzer: the term analyzer the projection was fitted with.
     """
+
+    bounded = True
+    """Its calls end by themselves (in-process work): see ``LsaEmbedder.bounded``."""
 
     def __init__(
         self,

@@ -369,8 +369,12 @@ def test_without_a_timeout_a_sync_search_runs_in_the_calling_thread() -> None:
             seen.append(threading.current_thread().name)
             return super().search(query, k)
 
-    CRAG(Recording([Chunk(id="a", text="solar")])).retrieve("solar")
+    chunks = [Chunk(id="a", text="solar")]
+    CRAG(Recording(chunks), config={"retriever_timeout": None}).retrieve("solar")
     assert seen == [threading.current_thread().name]
+    with CRAG(Recording(chunks)) as bounded:  # 10 s by default: on one of the router's threads
+        bounded.retrieve("solar")
+    assert seen[1].startswith("crag-router-")
 
 
 # -- parts that are not parts ------------------------------------------------------------------

@@ -56,6 +56,10 @@ class MemoryCache:
 
     backend = _BACKEND
 
+    bounded = True
+    """Its calls end by themselves (in-process work): the router calls it directly,
+    never on a worker thread (see ``crag_heuristic._deadline``)."""
+
     def __init__(
         self,
         *,

@@ -62,6 +62,14 @@ def _log(level: str, op: str, key: str | None, **fields: Any) -> None:
     getattr(logger, level)("crag.cache", op=op, backend=_BACKEND, key_prefix=prefix, **fields)
 
 
+def _timed(client: Any) -> bool:
+    """Whether a redis-py client's connections have a socket timeout."""
+    pool = getattr(client, "connection_pool", None)
+    options = getattr(pool, "connection_kwargs", None) or {}
+    timeout = options.get("socket_timeout")
+    return isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
+
+
 class RedisCache:
     """A :class:`~crag_heuristic._protocols.Cache` and ``AsyncCache`` on Redis.
 
@@ -160,6 +168,17 @@ class RedisCache:
                 self._client, self._owns_client = make(asynchronous=False), True
             if async_client is None:
                 self._built_async = LoopClients(functools.partial(make, asynchronous=True))
+
+    @property
+    def bounded(self) -> bool:
+        """Whether every call ends by itself: clients built here have socket
+        timeouts; an injected one does when its pool was given a
+        ``socket_timeout``. Then the router calls this cache directly, never on
+        a worker thread (``RouterConfig.cache_timeout`` bounds the others)."""
+        return all(
+            client is None or (client is self._client and self._owns_client) or _timed(client)
+            for client in (self._client, self._async_client)
+        )
 
     def __repr__(self) -> str:
         state = "up" if self.healthy else "down"

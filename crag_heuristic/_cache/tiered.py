@@ -31,6 +31,7 @@ import asyncio
 import math
 from collections.abc import Iterable
 
+from .._deadline import is_bounded
 from .._exceptions import CacheError, ConfigError
 from .._protocols import AsyncCache, Cache
 from .codec import check_key, check_ttl, check_value
@@ -110,6 +111,12 @@ class TieredCache:
         self.near_ttl = float(near_ttl)
         self._signer = signer_of(secret, "secret")
         self._counters = Counters(_BACKEND)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether every call ends by itself: the in-process tier's do; the shared
+        tier's when it says so (a ``RedisCache`` with socket timeouts)."""
+        return is_bounded(self.far)
 
     def __repr__(self) -> str:
         shared = "all" if self.far_kinds is None else sorted(self.far_kinds)

@@ -59,6 +59,10 @@ class SynonymExpander:
         InputError: a synonym file that cannot be read, or ``synonyms`` of a wrong type.
     """
 
+    bounded = True
+    """Its calls end by themselves (in-process work): the router calls it directly,
+    never on a worker thread (see ``crag_heuristic._deadline``)."""
+
     def __init__(
         self,
         synonyms: SynonymSet | Sequence[str | os.PathLike[str]] | None = None,

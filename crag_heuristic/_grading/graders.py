@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from .._checks import CheckedQuery, as_real
-from .._deadline import Abandoned, call_within
+from .._deadline import Abandoned, Exhausted, Workers
 from .._evaluator.model import sigmoid
 from .._exceptions import ConfigError, GraderError, GraderOutputError, GraderTimeout
 from .._types import Chunk
@@ -310,13 +310,15 @@ def call_grader(
     chunks: Sequence[Chunk],
     fingerprint: str,
     timeout: float | None = None,
+    workers: Workers | None = None,
 ) -> Any:
     """``grader.grade(query, chunks)``, or the :class:`GraderError` it came to
     (a grader may raise anything; an async-only grader cannot answer here).
 
-    With a ``timeout`` the call runs in a daemon thread and is abandoned after
-    ``timeout`` seconds (:class:`GraderTimeout`; the thread cannot be stopped,
-    its late answer is dropped).
+    With a ``timeout`` the call runs on one of ``workers``' threads (the
+    router's; a pool of one made for the call when none is given) and is
+    abandoned after ``timeout`` seconds (:class:`GraderTimeout`; the thread
+    cannot be stopped, its late answer is dropped).
     """
     grade = getattr(grader, "grade", None)
     if grade is None:
@@ -328,12 +330,21 @@ def call_grader(
             return grade(query, list(chunks))
         except Exception as exc:  # noqa: BLE001 - a user's grader may raise anything
             return _grader_error(exc, fingerprint)
-    outcome = call_within(lambda: grade(query, list(chunks)), timeout, "crag-grader")
-    if isinstance(outcome, Abandoned):
+    pool = workers if workers is not None else Workers(1, name="crag-grader")
+    outcome = pool.call(lambda: grade(query, list(chunks)), timeout, "grader")
+    if isinstance(outcome, Abandoned | Exhausted):
+        return _late(outcome, timeout, fingerprint)
+    return _grader_error(outcome, fingerprint) if isinstance(outcome, BaseException) else outcome
+
+
+def _late(outcome: Abandoned | Exhausted, timeout: float | None, fingerprint: str) -> GraderTimeout:
+    if isinstance(outcome, Exhausted):
         return GraderTimeout(
-            f"no grades within {timeout} s (escalation timeout)", grader=fingerprint
+            f"no worker thread came free for the grader within {timeout} s (the router's "
+            "threads are held by calls that have not returned)",
+            grader=fingerprint,
         )
-    return _grader_error(outcome, fingerprint) if isinstance(outcome, Exception) else outcome
+    return GraderTimeout(f"no grades within {timeout} s (escalation timeout)", grader=fingerprint)
 
 
 async def acall_grader(
@@ -342,32 +353,38 @@ async def acall_grader(
     chunks: Sequence[Chunk],
     fingerprint: str,
     timeout: float | None,
+    workers: Workers | None = None,
 ) -> Any:
-    """``await grader.agrade(query, chunks)`` (``grade`` in a worker thread without
-    it) within ``timeout`` seconds, or the :class:`GraderError` it came to
-    (:class:`GraderTimeout` past the timeout; a worker thread cannot be
-    stopped, its late answer is dropped)."""
+    """``await grader.agrade(query, chunks)`` (``grade`` on one of ``workers``'
+    threads without it, never on the event loop's executor) within ``timeout``
+    seconds, or the :class:`GraderError` it came to (:class:`GraderTimeout` past
+    the timeout; a worker thread cannot be stopped, its late answer is dropped)."""
     import asyncio
 
     native = getattr(grader, "agrade", None)
+    if isinstance(grader, CallableGrader) and grader._afn is None:
+        native = None  # its agrade is grade in asyncio's executor: the router's threads instead
     try:
-        if native is not None:
-            call: Awaitable[Any] = native(query, list(chunks))
-        else:
-            call = asyncio.to_thread(grader.grade, query, list(chunks))
+        if native is None:
+            pool = workers if workers is not None else Workers(1, name="crag-grader")
+            outcome = await pool.acall(lambda: grader.grade(query, list(chunks)), timeout, "grader")
+            if isinstance(outcome, Abandoned | Exhausted):
+                return _late(outcome, timeout, fingerprint)
+            if isinstance(outcome, BaseException):
+                return _grader_error(outcome, fingerprint)
+            return outcome
+        call: Awaitable[Any] = native(query, list(chunks))
         if timeout is None:
             return await call
         try:
             return await asyncio.wait_for(call, timeout)
         except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
-            return GraderTimeout(
-                f"no grades within {timeout} s (escalation timeout)", grader=fingerprint
-            )
+            return _late(Abandoned(), timeout, fingerprint)
     except Exception as exc:  # noqa: BLE001 - a user's grader may raise anything
         return _grader_error(exc, fingerprint)
 
 
-def _grader_error(error: Exception, fingerprint: str) -> GraderError:
+def _grader_error(error: BaseException, fingerprint: str) -> GraderError:
     """A grader's exception as a :class:`GraderError` (the exception its
     ``__cause__``): a timeout of its own
     (``TimeoutError``, or a class named ``...Timeout...`` such as

@@ -285,6 +285,9 @@ class BM25Retriever:
 
     scope: str | None = None
     _mask: npt.NDArray[np.bool_] | None = None
+    bounded = True
+    """Its calls end by themselves (in-process work): the router calls it directly,
+    never on a worker thread (see ``crag_heuristic._deadline``)."""
 
     def __init__(
         self,
@@ -303,9 +306,9 @@ class BM25Retriever:
         if not documents:
             raise InputError("BM25Retriever needs at least one document")
         if variant not in _VARIANTS:
-            raise InputError(f"variant must be one of {sorted(_VARIANTS)}, got {variant!r}")
+            raise InputError(f"variant must be one of {sorted(_VARIANTS)}, got {_short(variant)}")
         if backend not in _BACKENDS:
-            raise InputError(f"backend must be one of {list(_BACKENDS)}, got {backend!r}")
+            raise InputError(f"backend must be one of {list(_BACKENDS)}, got {_short(backend)}")
         if not (
             isinstance(k1, int | float) and isinstance(b, int | float) and k1 >= 0 and 0 <= b <= 1
         ):

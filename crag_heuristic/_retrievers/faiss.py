@@ -360,6 +360,15 @@ class FaissRetriever(VectorRetriever[npt.NDArray[np.float32], Rows]):
     def _failed(self, exc: Exception) -> str:
         return f"FAISS search failed: {exc}"
 
+    @property
+    def bounded(self) -> bool:
+        """Whether its searches end by themselves: FAISS works in process, and so does
+        its embedder when the embedder says so (a true ``bounded``, as the sample's
+        LSA embedder has; a model behind a network call has none). Then the
+        router calls it directly, never on a worker thread."""
+        embed = getattr(self._embed, "__self__", self._embed)  # a bound embed_query
+        return getattr(embed, "bounded", False) is True
+
     def __len__(self) -> int:
         """The vectors in the index (the router asks for no more than this)."""
         return int(self.index.ntotal)

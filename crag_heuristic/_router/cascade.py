@@ -17,6 +17,7 @@ from typing import Any
 
 from .._checks import check_query
 from .._config import EvaluatorConfig, RouterConfig
+from .._deadline import Workers
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
 from .._failures import Failure, FailureStage, FailureText
@@ -27,9 +28,9 @@ from .._logging import get_logger
 from .._protocols import AsyncCache, AsyncGrader, Cache, EventLogger, Grader
 from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation, Verdict, check_chunks
+from .calls import Calls
 from .context import Context
 from .flow import CacheGet, CacheSet, GradeCall, Request, escalate
-from .router import _cache_acall, _cache_call
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,15 @@ class Cascade:
         self.fingerprint = grader_fingerprint(grader)
         self._log = logger if logger is not None else get_logger()
         self._config = RouterConfig()
+        self._workers = Workers(4, name="crag-cascade")
+        self._calls = Calls(self._config, self._workers, self._parts)
+
+    def _parts(self) -> dict[str, Any]:
+        return {"cache": self.cache, "web": None, "parents": None, "expander": None}
+
+    def close(self) -> None:
+        """End the cascade's worker threads (see ``CRAG.close``)."""
+        self._workers.close()
 
     def __repr__(self) -> str:
         return f"Cascade(evaluator={self.evaluator!r}, grader={self.fingerprint!r})"
@@ -193,9 +203,10 @@ class Cascade:
                 request.chunks,
                 self.fingerprint,
                 self.escalation.timeout,
+                self._workers,
             )
         assert isinstance(request, CacheGet | CacheSet)
-        return _cache_call(self.cache, request, "aevaluate()")
+        return self._calls.cache(request, "aevaluate()")
 
     async def _acall(self, request: Request) -> Any:
         if isinstance(request, GradeCall):
@@ -205,6 +216,7 @@ class Cascade:
                 request.chunks,
                 self.fingerprint,
                 self.escalation.timeout,
+                self._workers,
             )
         assert isinstance(request, CacheGet | CacheSet)
-        return await _cache_acall(self.cache, request)
+        return await self._calls.acache(request)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import os
 import threading
 from collections import deque
@@ -24,9 +23,9 @@ from .._cache.memory import MemoryCache
 from .._cache.signing import signer_of
 from .._checks import CheckedQuery, check_k, check_query
 from .._config import EvaluatorConfig, RouterConfig
-from .._deadline import Abandoned, acall_within, call_within
+from .._deadline import Workers
 from .._evaluator.evaluator import Evaluator
-from .._exceptions import CacheError, InputError, RetrieverError, WebSearchError, WebSearchTimeout
+from .._exceptions import CacheError, InputError
 from .._failures import FailureStage, last_failure
 from .._grading.escalation import Escalation
 from .._grading.graders import acall_grader, call_grader, grader_fingerprint
@@ -52,21 +51,19 @@ from .._protocols import (
 from .._retrievers.langchain import adapter_hint
 from .._retrievers.scope import check_scopes
 from .._text.corpus import CorpusStats
-from .._types import Chunk
+from .calls import Calls
 from .context import Context
 from .events import Done, StageEvent
 from .flow import (
     CacheGet,
     CacheSet,
     Emit,
+    Expand,
     GradeCall,
     Request,
     Search,
     WebCall,
     correct,
-    retrieved_chunks,
-    retriever_error,
-    web_chunks,
 )
 from .parents import ParentGet
 from .result import CRAGResult, Strategy
@@ -214,6 +211,8 @@ class CRAG:
                 f"config must be a RouterConfig or a dict, got {type(config).__name__}"
             )
         self.config = config
+        self._workers = Workers(config.worker_threads, name="crag-router")
+        self._calls = Calls(config, self._workers, self._parts)
         self.lexical: Retriever | AsyncRetriever | None = lexical
         self.parents: ParentLookup | AsyncParentLookup | None = parents
         self.metrics: MetricsSink | None = metrics
@@ -277,6 +276,16 @@ class CRAG:
     def expander(self) -> QueryExpander | None:
         """The query expander, or ``None`` (the default: no expansion)."""
         return self._expander
+
+    def _parts(self) -> dict[str, Any]:
+        """The parts the requests call (read at each call: they may be replaced)."""
+        return {
+            "web": self.web,
+            "cache": self.cache,
+            "parents": self.parents,
+            "expander": self.expander,
+            "corpus_stats": self.corpus_stats(),
+        }
 
     # -- shared ---------------------------------------------------------------------------
 
@@ -436,11 +445,14 @@ class CRAG:
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     def _call(self, request: Request) -> Any:
-        """Run one request; return its value or the exception it raised."""
+        """Run one request (see :mod:`.calls`); return its value or the typed error."""
         if isinstance(request, Emit):  # no I/O (the drivers hand its event over)
             return None
+        calls = self._calls
+        if isinstance(request, Search):
+            return calls.search(request)
         if isinstance(request, CacheGet | CacheSet):
-            return _cache_call(self.cache, request, "aretrieve()")
+            return calls.cache(request)
         if isinstance(request, GradeCall):
             assert self.escalation is not None
             return call_grader(
@@ -449,38 +461,13 @@ class CRAG:
                 request.chunks,
                 self._grader_fingerprint,
                 self.escalation.timeout,
+                self._workers,
             )
         if isinstance(request, ParentGet):
-            get = getattr(self.parents, "get", None)
-            if get is None:
-                return InputError(f"{type(self.parents).__name__} is async-only: use aretrieve()")
-            try:
-                return get(request.parent_id)
-            except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
-                return exc
-        if isinstance(request, Search):
-            return self._search(request)
-        web_search = getattr(self.web, "search", None)
-        if web_search is None:
-            return WebSearchError(f"{type(self.web).__name__} is async-only: use aretrieve()")
-        try:
-            return web_chunks(web_search(request.query, request.max_results), self.web)
-        except Exception as exc:  # noqa: BLE001 - any web failure is recorded, never raised
-            return _web_error(exc)
-
-    def _search(self, request: Search) -> Any:
-        """One sync search: its checked chunks, or the :class:`RetrieverError` it came
-        to (in a daemon thread abandoned after ``retriever_timeout``, when set)."""
-        retriever = request.retriever
-        if getattr(retriever, "search", None) is None:
-            return RetrieverError(f"{type(retriever).__name__} is async-only: use aretrieve()")
-        call, timeout = _sync_search(request), self.config.retriever_timeout
-        if timeout is not None:
-            return _searched(call_within(call, timeout, "crag-retriever"), request, timeout)
-        try:
-            return call()
-        except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
-            return retriever_error(exc, retriever)
+            return calls.parent(request)
+        if isinstance(request, Expand):
+            return calls.expand(request)
+        return calls.web(request)
 
     # -- async ----------------------------------------------------------------------------
 
@@ -536,29 +523,12 @@ class CRAG:
             result = self._finish(stop.value)
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
-    async def _asearch(self, request: Search) -> Any:
-        """One async search: ``asearch`` (cancelled past ``retriever_timeout``), else
-        ``search`` in a worker thread (with a timeout, a daemon thread abandoned
-        past it); its checked chunks, or the :class:`RetrieverError` it came to."""
-        retriever, timeout = request.retriever, self.config.retriever_timeout
-        if timeout is not None and getattr(retriever, "asearch", None) is None:
-            # not asyncio.to_thread: a hung search would hold an executor thread
-            outcome = await acall_within(_sync_search(request), timeout, "crag-retriever")
-            return _searched(outcome, request, timeout)
-        try:
-            search = _chunks_async(retriever, retrieved_chunks, request.query, request.k)
-            if timeout is None:
-                return await search
-            try:
-                return await asyncio.wait_for(search, timeout)
-            except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
-                return _retriever_timeout(retriever, timeout)
-        except Exception as exc:  # noqa: BLE001 - a user's retriever may raise anything
-            return retriever_error(exc, retriever)
-
     async def _acall(self, request: Request) -> Any:
+        calls = self._calls
+        if isinstance(request, Search):
+            return await calls.asearch(request)
         if isinstance(request, CacheGet | CacheSet):
-            return await _cache_acall(self.cache, request)
+            return await calls.acache(request)
         if isinstance(request, GradeCall):
             assert self.escalation is not None
             return await acall_grader(
@@ -567,28 +537,34 @@ class CRAG:
                 request.chunks,
                 self._grader_fingerprint,
                 self.escalation.timeout,
+                self._workers,
             )
         if isinstance(request, ParentGet):
-            try:
-                return await _async_or_thread(self.parents, "aget", "get", request.parent_id)
-            except Exception as exc:  # noqa: BLE001 - a failed lookup keeps the chunk
-                return exc
-        if isinstance(request, Search):
-            return await self._asearch(request)
+            return await calls.aparent(request)
+        if isinstance(request, Expand):
+            return await calls.aexpand(request)
         assert isinstance(request, WebCall)
-        try:
-            call = _chunks_async(self.web, web_chunks, request.query, request.max_results)
-            timeout = self.config.web_timeout
-            if timeout is None:
-                return await call
-            try:
-                return await asyncio.wait_for(call, timeout)
-            except asyncio.TimeoutError:  # TimeoutError on 3.11+, distinct on 3.10
-                return WebSearchTimeout(
-                    f"no web answer within {timeout} s (router web_timeout)", query=request.query
-                )
-        except Exception as exc:  # noqa: BLE001
-            return _web_error(exc)
+        return await calls.aweb(request)
+
+    # -- resources ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the router's worker threads: the idle ones now, each one still held by a
+        call that never returned when it does. The parts (cache, web searcher ...)
+        are the caller's: they stay open. A later query starts threads again."""
+        self._workers.close()
+
+    def __enter__(self) -> CRAG:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> CRAG:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _result(events: Iterator[StageEvent]) -> CRAGResult:
@@ -616,100 +592,3 @@ def _size(retriever: Any) -> int | None:
     except Exception:  # noqa: BLE001 - a size it cannot tell is no size
         return None
     return size if isinstance(size, int) and size >= 0 else None
-
-
-def _sync_search(request: Search) -> Callable[[], list[Chunk]]:
-    """``request.retriever.search`` for ``request``, its answer checked."""
-    retriever: Any = request.retriever
-
-    def call() -> list[Chunk]:
-        return retrieved_chunks(retriever.search(request.query, request.k), retriever)
-
-    return call
-
-
-def _searched(outcome: Any, request: Search, timeout: float) -> Any:
-    """What a search run in a daemon thread came to, as the flow takes it."""
-    if isinstance(outcome, Abandoned):
-        return _retriever_timeout(request.retriever, timeout)
-    if isinstance(outcome, Exception):
-        return retriever_error(outcome, request.retriever)
-    return outcome
-
-
-def _retriever_timeout(retriever: Any, timeout: float) -> RetrieverError:
-    name = type(retriever).__name__
-    return RetrieverError(
-        f"{name}.search gave no answer within {timeout} s (router retriever_timeout)",
-        timeout=timeout,
-        retriever=name,
-    )
-
-
-def _async_or_thread(part: Any, async_name: str, sync_name: str, *args: Any) -> Awaitable[Any]:
-    native: Callable[..., Awaitable[Any]] | None = getattr(part, async_name, None)
-    if native is not None:
-        return native(*args)
-    return asyncio.to_thread(getattr(part, sync_name), *args)
-
-
-async def _chunks_async(
-    part: Any, check: Callable[[Any, Any, str], list[Chunk]], *args: Any
-) -> list[Chunk]:
-    """``part.asearch(*args)`` (awaited, or an async iterator collected), else
-    ``part.search(*args)`` in a worker thread (a generator is materialised there,
-    off the event loop); the answer checked by ``check``."""
-    native = getattr(part, "asearch", None)
-    if native is None:
-        return await asyncio.to_thread(lambda: check(part.search(*args), part, "search"))
-    value = native(*args)
-    if hasattr(value, "__aiter__"):
-        value = [item async for item in value]
-    elif inspect.isawaitable(value):
-        value = await value
-    return check(value, part, "asearch")
-
-
-def _cache_call(cache: Any, request: CacheGet | CacheSet, async_entry: str) -> Any:
-    """Run a cache request on a sync cache: its value, or the :class:`CacheError`
-    it came to (``async_entry`` names the async call an async-only cache needs)."""
-    method = getattr(cache, "get" if isinstance(request, CacheGet) else "set", None)
-    if method is None:
-        return CacheError(
-            f"this cache is async-only: use {async_entry}", backend="cache", operation="get"
-        )
-    try:
-        if isinstance(request, CacheGet):
-            return method(request.key)
-        return method(request.key, request.value, request.ttl)
-    except Exception as exc:  # noqa: BLE001 - a cache failure never fails a call
-        return _cache_error(exc, request)
-
-
-async def _cache_acall(cache: Any, request: CacheGet | CacheSet) -> Any:
-    """The async :func:`_cache_call`: ``aget``/``aset``, else the sync method in a thread."""
-    try:
-        if isinstance(request, CacheGet):
-            return await _async_or_thread(cache, "aget", "get", request.key)
-        return await _async_or_thread(cache, "aset", "set", request.key, request.value, request.ttl)
-    except Exception as exc:  # noqa: BLE001 - a cache failure never fails a call
-        return _cache_error(exc, request)
-
-
-def _cache_error(error: Exception, request: CacheGet | CacheSet) -> CacheError:
-    if isinstance(error, CacheError):
-        return error
-    operation = "get" if isinstance(request, CacheGet) else "set"
-    wrapped = CacheError(
-        f"the cache raised {type(error).__name__}: {error}", backend="cache", operation=operation
-    )
-    wrapped.__cause__ = error
-    return wrapped
-
-
-def _web_error(error: Exception) -> WebSearchError:
-    if isinstance(error, WebSearchError):
-        return error
-    wrapped = WebSearchError(f"the web searcher raised {type(error).__name__}: {error}")
-    wrapped.__cause__ = error
-    return wrapped
