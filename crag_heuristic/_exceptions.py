@@ -10,7 +10,8 @@ caller can catch the whole family with one ``except``. The tree::
     ├── InputError                   the caller passed something unusable (also ValueError)
     │   ├── InvalidQueryError        empty, whitespace-only or non-string query
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
-    │   │   └── DuplicateChunkError  two chunks share an id
+    │   │   ├── DuplicateChunkError  two chunks share an id
+    │   │   └── ScoreOrderError      scores that run the wrong way for their kind (likely)
     │   ├── SynonymFormatError       a bad line in a synonym file (path, line_number, line)
     │   ├── CorpusStatsFileError     an unusable statistics file (path, field, found, expected)
     │   └── IndexDirectoryError      an unusable index directory (path, field, found, expected)
@@ -190,7 +191,7 @@ class InvalidChunkError(InputError):
         if index is not None:
             where.append(f"#{index}")
         if chunk_id is not None:
-            where.append(f"id={chunk_id!r}")
+            where.append(f"id={_short(chunk_id)}")
         prefix = f"chunk {' '.join(where)}: " if where else "chunk: "
         super().__init__(f"{prefix}invalid {field} {_short(value)}: {reason}")
 
@@ -207,6 +208,31 @@ class DuplicateChunkError(InvalidChunkError):
             chunk_id=chunk_id,
             index=index,
         )
+
+
+class ScoreOrderError(InvalidChunkError):
+    """A ranking whose scores run the wrong way for their declared kind.
+
+    A similarity's scores fall down a ranking and a distance's rise: a list of
+    three or more scores of a similarity kind that only rise (or of a distance
+    kind that only fall) was declared the wrong way round, e.g. Chroma's cosine
+    space (``1 - cos``) declared ``"cosine"``, which would grade its worst
+    chunk best. Declare the kind it likely is; for a list reordered after
+    scoring (a reranker), evaluate it with ``ranked=False``.
+
+    Attributes:
+        declared: the declared kind's name (``"cosine"``).
+        likely: the kinds the scores likely are, most likely first.
+        scores: the scores, in ranking order.
+    """
+
+    def __init__(
+        self, declared: str, likely: tuple[str, ...], scores: tuple[float, ...], reason: str
+    ) -> None:
+        self.declared = declared
+        self.likely = likely
+        self.scores = scores
+        super().__init__("score_kind", declared, reason)
 
 
 class SynonymFormatError(InputError):

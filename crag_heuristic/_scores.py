@@ -10,6 +10,7 @@ The conversions (``d`` a distance, ``s`` a score, ``c`` a cosine):
 ``SQUARED_L2``      ``c = 1 - d / 2``: for unit vectors ``|a-b|^2 = 2 - 2 cos``.
                     FAISS ``METRIC_L2`` indexes return this squared distance.
 ``L2``              ``c = 1 - d^2 / 2`` (a plain Euclidean distance)
+``COSINE_DISTANCE`` ``c = 1 - d`` (Chroma's ``cosine`` space returns ``1 - cos``)
 ``DISTANCE``        ``1 / (1 + d)`` for any other non-negative distance
 ``BM25``            ``s / (s + saturation)``: 0 for no match, 1/2 at ``saturation``
 ``PROBABILITY``     ``s``
@@ -34,11 +35,13 @@ _COSINE_LIKE = (
     ScoreKind.INNER_PRODUCT,
     ScoreKind.SQUARED_L2,
     ScoreKind.L2,
+    ScoreKind.COSINE_DISTANCE,
 )
 
 
 def to_cosine(score: float, kind: ScoreKind) -> float:
-    """Convert a cosine-like raw score (cosine, IP, squared L2, L2) to a cosine.
+    """Convert a cosine-like raw score (cosine, IP, squared L2, L2, cosine distance)
+    to a cosine.
 
     Raises:
         ValueError: for kinds that are not cosine-like.
@@ -49,6 +52,8 @@ def to_cosine(score: float, kind: ScoreKind) -> float:
         return 1.0 - score / 2.0
     if kind is ScoreKind.L2:
         return 1.0 - score * score / 2.0
+    if kind is ScoreKind.COSINE_DISTANCE:
+        return 1.0 - score
     if kind is ScoreKind.INNER_PRODUCT:
         return 2.0 / (1.0 + math.exp(-max(-60.0, min(60.0, score)))) - 1.0
     raise ValueError(f"{kind.value} is not a cosine-like score kind")

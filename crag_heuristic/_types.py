@@ -6,15 +6,17 @@ and converts to and from plain JSON-ready dicts (``to_dict`` / ``from_dict``).
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._checks import as_real
-from ._exceptions import InvalidChunkError
+from ._checks import as_real, as_text
+from ._exceptions import CragError, InputError, InvalidChunkError, ScoreOrderError
 
 # Float error allowed below zero for distances, and above 1 for probabilities,
 # before a score is rejected (a distance a hair below 0 is stored as 0).
@@ -41,6 +43,8 @@ class ScoreKind(str, enum.Enum):
                               FAISS ``METRIC_L2`` returns it: cos = 1 - d / 2
     ``L2``                    plain Euclidean distance between unit vectors:
                               cos = 1 - d**2 / 2
+    ``COSINE_DISTANCE``       cosine distance ``1 - cos`` in [0, 2], as Chroma's
+                              ``cosine`` space returns it: cos = 1 - d
     ``DISTANCE``              any other non-negative distance: 1 / (1 + d)
     ``BM25``                  a BM25 score (>= 0): s / (s + saturation)
     ``PROBABILITY``           already a relevance probability in [0, 1]
@@ -52,12 +56,21 @@ class ScoreKind(str, enum.Enum):
     For ``RRF``, ``WEB`` and ``UNKNOWN`` the score-based signal (semantic
     coherence) is reported as unavailable and its weight is shared among the
     other signals; the evaluation says so in its reasoning.
+
+    A ranking's scores go one way: a similarity's fall down the list, a
+    distance's rise. A list of three or more scores of one kind that run the
+    other way (every step up, for a similarity) is a distance declared as a
+    similarity, or the reverse: :func:`check_ranking` refuses it with an
+    :class:`~crag_heuristic.InvalidChunkError` naming the kind it likely is
+    (Chroma's cosine space declared ``cosine`` would grade every retrieval
+    excellent: its best chunk scores lowest).
     """
 
     COSINE = "cosine"
     INNER_PRODUCT = "inner_product"
     SQUARED_L2 = "squared_l2"
     L2 = "l2"
+    COSINE_DISTANCE = "cosine_distance"
     DISTANCE = "distance"
     BM25 = "bm25"
     PROBABILITY = "probability"
@@ -68,12 +81,21 @@ class ScoreKind(str, enum.Enum):
     @property
     def is_distance(self) -> bool:
         """True when lower scores mean more similar."""
-        return self in (ScoreKind.SQUARED_L2, ScoreKind.L2, ScoreKind.DISTANCE)
+        return self in _DISTANCE_KINDS
 
     @property
     def is_comparable(self) -> bool:
         """True when the score has a query-independent meaning the evaluator can use."""
         return self not in (ScoreKind.RRF, ScoreKind.WEB, ScoreKind.UNKNOWN)
+
+
+_DISTANCE_KINDS = frozenset(
+    {ScoreKind.SQUARED_L2, ScoreKind.L2, ScoreKind.COSINE_DISTANCE, ScoreKind.DISTANCE}
+)
+_SIMILARITY_KINDS = frozenset(
+    {ScoreKind.COSINE, ScoreKind.INNER_PRODUCT, ScoreKind.PROBABILITY, ScoreKind.BM25}
+)
+_RANKING_MIN = 3  # scores of one kind needed before their direction says anything
 
 
 class Verdict(str, enum.Enum):
@@ -238,7 +260,7 @@ class Chunk:
         if chunk_id is None:
             chunk_id = raw.pop("_id", None)
         if isinstance(chunk_id, int) and not isinstance(chunk_id, bool):
-            chunk_id = str(chunk_id)
+            chunk_id = as_text(chunk_id) or chunk_id  # one too long to print is refused below
         if "text" not in raw:
             raise InvalidChunkError("text", None, "missing", chunk_id=chunk_id)
         text = raw.pop("text")
@@ -275,6 +297,7 @@ _NON_NEGATIVE_KINDS = frozenset(
     {
         ScoreKind.SQUARED_L2,
         ScoreKind.L2,
+        ScoreKind.COSINE_DISTANCE,
         ScoreKind.DISTANCE,
         ScoreKind.BM25,
         ScoreKind.PROBABILITY,
@@ -288,6 +311,7 @@ _RANGES: dict[ScoreKind, tuple[float, float]] = {
     ScoreKind.COSINE: (-1 - _COSINE_TOLERANCE, 1 + _COSINE_TOLERANCE),
     ScoreKind.SQUARED_L2: (-_NEGATIVE_TOLERANCE, 4 + _COSINE_TOLERANCE),
     ScoreKind.L2: (-_NEGATIVE_TOLERANCE, 2 + _COSINE_TOLERANCE),
+    ScoreKind.COSINE_DISTANCE: (-_NEGATIVE_TOLERANCE, 2 + _COSINE_TOLERANCE),
     ScoreKind.DISTANCE: (-_NEGATIVE_TOLERANCE, _NO_BOUND),
     ScoreKind.BM25: (-_NEGATIVE_TOLERANCE, _NO_BOUND),
     ScoreKind.PROBABILITY: (-_NEGATIVE_TOLERANCE, 1 + _NEGATIVE_TOLERANCE),
@@ -354,6 +378,11 @@ def _range_reason(kind: ScoreKind, value: float) -> str:
             "a squared L2 distance between unit vectors lies in [0, 4]; "
             "declare score_kind='distance' for vectors that are not unit length"
         )
+    if kind is ScoreKind.COSINE_DISTANCE:
+        return (
+            "a cosine distance (1 - cos) lies in [0, 2]; declare score_kind='squared_l2' "
+            "for a squared L2 distance, 'distance' for another distance"
+        )
     return (  # L2
         "an L2 distance between unit vectors lies in [0, 2]; "
         "declare score_kind='distance' for vectors that are not unit length"
@@ -383,11 +412,31 @@ class Signals:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Signals:
-        return cls(**{name: _opt_float(data.get(name)) for name in cls.NAMES})
+        """The signals of a dict of :meth:`as_dict` (a missing one is ``None``).
+
+        Raises:
+            InputError: not a mapping, or a value that is not a number.
+        """
+        with _reading("signals"):
+            return cls(**{name: _opt_float(data.get(name)) for name in cls.NAMES})
 
 
 def _opt_float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+@contextlib.contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """Turn what reading a dict of ``what`` raised (a missing key, a value of the
+    wrong type, a number too big) into an :class:`InputError` saying so."""
+    try:
+        yield
+    except CragError:
+        raise
+    except KeyError as exc:
+        raise InputError(f"not a dict of {what}: no {exc}") from None
+    except (TypeError, ValueError, OverflowError, AttributeError, RecursionError) as exc:
+        raise InputError(f"not a dict of {what}: {type(exc).__name__}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,14 +472,20 @@ class ChunkEvaluation:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ChunkEvaluation:
-        return cls(
-            chunk_id=str(data["chunk_id"]),
-            score=float(data["score"]),
-            verdict=Verdict(data["verdict"]),
-            signals=Signals.from_dict(data["signals"]),
-            similarity=_opt_float(data.get("similarity")),
-            features={k: _opt_float(v) for k, v in (data.get("features") or {}).items()},
-        )
+        """The grade of a dict of :meth:`to_dict`.
+
+        Raises:
+            InputError: a missing field or a value of the wrong type.
+        """
+        with _reading("a chunk grade"):
+            return cls(
+                chunk_id=str(data["chunk_id"]),
+                score=float(data["score"]),
+                verdict=Verdict(data["verdict"]),
+                signals=Signals.from_dict(data["signals"]),
+                similarity=_opt_float(data.get("similarity")),
+                features={k: _opt_float(v) for k, v in (data.get("features") or {}).items()},
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,15 +536,22 @@ class Evaluation:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evaluation:
-        return cls(
-            verdict=Verdict(data["verdict"]),
-            score=float(data["score"]),
-            signals=Signals.from_dict(data["signals"]),
-            chunks=tuple(ChunkEvaluation.from_dict(item) for item in data["chunks"]),
-            reasoning=str(data["reasoning"]),
-            profile=str(data["profile"]),
-            details=dict(data.get("details") or {}),
-        )
+        """The evaluation of a dict of :meth:`to_dict` (a cached one is read by the
+        router with more checks: ``crag_heuristic._router.cached``).
+
+        Raises:
+            InputError: a missing field or a value of the wrong type.
+        """
+        with _reading("an evaluation"):
+            return cls(
+                verdict=Verdict(data["verdict"]),
+                score=float(data["score"]),
+                signals=Signals.from_dict(data["signals"]),
+                chunks=tuple(ChunkEvaluation.from_dict(item) for item in data["chunks"]),
+                reasoning=str(data["reasoning"]),
+                profile=str(data["profile"]),
+                details=dict(data.get("details") or {}),
+            )
 
 
 def check_chunk(chunk: Chunk, index: int | None = None) -> None:
@@ -587,3 +649,48 @@ def check_chunks(chunks: Any) -> Sequence[Chunk]:
         if first != index:
             raise DuplicateChunkError(chunk.id, first, index)
     return chunks
+
+
+def check_ranking(chunks: Sequence[Chunk]) -> None:
+    """Refuse a ranking whose scores run the wrong way for their declared kind.
+
+    ``chunks`` are best first. For each similarity kind (cosine, inner product,
+    probability, BM25) among them, the scores of that kind, in order, must not
+    only rise; for each distance kind (squared L2, L2, cosine distance,
+    distance), not only fall. Three scores at least are needed: two point the
+    wrong way by chance as often as not in a list reordered after scoring.
+
+    Raises:
+        ScoreOrderError: the scores of one kind all run the wrong way (naming the
+            kind they likely are).
+    """
+    kinds = {chunk.score_kind for chunk in chunks if chunk.score is not None}
+    for kind in kinds & (_SIMILARITY_KINDS | _DISTANCE_KINDS):
+        scores = [c.score for c in chunks if c.score_kind is kind and c.score is not None]
+        if len(scores) < _RANKING_MIN:
+            continue
+        rising = all(b >= a for a, b in itertools.pairwise(scores))
+        falling = all(b <= a for a, b in itertools.pairwise(scores))
+        distance = kind in _DISTANCE_KINDS
+        if distance and falling and scores[-1] < scores[0]:
+            likely: tuple[str, ...] = ("cosine",) if max(scores) <= 1.0 else ("inner_product",)
+            how = "fall down the ranking, as a similarity's do; a distance's rise"
+        elif not distance and rising and scores[-1] > scores[0]:
+            if min(scores) >= -_COSINE_TOLERANCE and max(scores) <= 2.0 + _COSINE_TOLERANCE:
+                likely = ("cosine_distance", "squared_l2")
+            else:
+                likely = ("squared_l2", "distance")
+            how = "rise down the ranking, as a distance's do; a similarity's fall"
+        else:
+            continue
+        shown = ", ".join(f"{score:.4g}" for score in scores[:5])
+        named = " or ".join(repr(name) for name in likely)
+        raise ScoreOrderError(
+            kind.value,
+            likely,
+            tuple(scores),
+            f"the {kind.value} scores ({shown}{' ...' if len(scores) > 5 else ''}) {how}: "
+            f"declare score_kind={named} ('cosine_distance' is 1 - cos, Chroma's cosine "
+            "space; 'squared_l2' is FAISS IndexFlatL2 and Chroma's l2 space); for a list "
+            "reordered after scoring (a reranker), evaluate it with ranked=False",
+        )

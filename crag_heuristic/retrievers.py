@@ -10,7 +10,10 @@ extra raises :class:`~crag_heuristic.MissingDependencyError` naming it.
 
 Each vector adapter converts its backend's raw scores with a
 :class:`ScoreConversion` (:class:`FaissScores`, :class:`QdrantScores`,
-:class:`DeclaredScores`) and says which in ``score_semantics``.
+:class:`DeclaredScores`) and says which in ``score_semantics``. A ranking whose
+scores run the wrong way for their kind (a distance declared as a similarity)
+is refused with :class:`ScoreOrderError` (an ``InvalidChunkError``), which
+names the kind the scores likely are.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._exceptions import ScoreOrderError
 from ._retrievers.base import ScoreConversion
 from ._retrievers.bm25 import BM25Retriever
 from ._retrievers.faiss import FaissRetriever, FaissScores
@@ -36,6 +40,7 @@ __all__ = [
     "QdrantRetriever",
     "QdrantScores",
     "ScoreConversion",
+    "ScoreOrderError",
 ]
 
 # Names whose module needs an extra: imported on first use (the module's import names the extra).

@@ -31,6 +31,9 @@ MAKERS: dict[str, Callable[[], errors.CragError]] = {
         "score", 7.5, "a cosine lies in [-1, 1]", chunk_id="c1", index=3
     ),
     "DuplicateChunkError": lambda: errors.DuplicateChunkError("c1", 0, 4),
+    "ScoreOrderError": lambda: errors.ScoreOrderError(
+        "cosine", ("cosine_distance", "squared_l2"), (0.1, 0.2, 0.3), "they rise"
+    ),
     "SynonymFormatError": lambda: errors.SynonymFormatError("syn.txt", 12, "a =>", "no target"),
     "CorpusStatsFileError": lambda: errors.CorpusStatsFileError(
         "stats.npz", "analyzer", "abc", "def", note="rebuild"

@@ -25,6 +25,7 @@ ERRORS: list[CragError] = [
     errors.InvalidChunkError("score", object(), "not a number", chunk_id="a", index=2),
     errors.DuplicateChunkError("a", 0, 3),
     errors.InsufficientLabelsError("recall 0.1 needs 22 failed lists; got 3", needed=22, have=3),
+    errors.ScoreOrderError("cosine", ("cosine_distance",), (0.1, 0.2, 0.3), "they rise"),
     errors.SynonymFormatError("syn.txt", 4, "car =>", "nothing after =>"),
     errors.CorpusStatsFileError("/stats.json", "analyzer", "english:1", "english:2"),
     errors.IndexDirectoryError("/index", "file", "docs.jsonl changed", "sha256 0123abcd"),

@@ -13,7 +13,12 @@ from crag_heuristic.refinement import refine
 
 EVALUATOR = Evaluator()
 kinds = st.sampled_from(list(ScoreKind))
-RANGES = {ScoreKind.COSINE: (-1, 1), ScoreKind.SQUARED_L2: (0, 4), ScoreKind.L2: (0, 2)}
+RANGES = {
+    ScoreKind.COSINE: (-1, 1),
+    ScoreKind.SQUARED_L2: (0, 4),
+    ScoreKind.L2: (0, 2),
+    ScoreKind.COSINE_DISTANCE: (0, 2),
+}
 texts = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=300)
 
 
@@ -45,7 +50,7 @@ def chunk_lists(draw: st.DrawFn) -> list[Chunk]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query=st.text(min_size=1, max_size=80).filter(lambda q: q.strip()), chunks=chunk_lists())
 def test_scores_and_signals_stay_in_bounds(query: str, chunks: list[Chunk]) -> None:
-    evaluation = EVALUATOR.evaluate(query, chunks)
+    evaluation = EVALUATOR.evaluate(query, chunks, ranked=False)  # in any order, not ranked
     assert 0.0 <= evaluation.score <= 1.0
     for value in evaluation.signals.as_dict().values():
         assert value is None or 0.0 <= value <= 1.0

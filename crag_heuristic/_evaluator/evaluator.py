@@ -22,7 +22,15 @@ from .._logging import get_logger
 from .._scores import similarity
 from .._text.analyzer import Analyzer, QueryTerms, TextStats
 from .._text.corpus import CorpusStats
-from .._types import Chunk, ChunkEvaluation, Evaluation, Signals, Verdict, check_chunks
+from .._types import (
+    Chunk,
+    ChunkEvaluation,
+    Evaluation,
+    Signals,
+    Verdict,
+    check_chunks,
+    check_ranking,
+)
 from . import model
 from .refine import Refinement, refine
 
@@ -231,6 +239,7 @@ class Evaluator:
         *,
         config: EvaluatorConfig | str | None = None,
         chunk_grades: Mapping[str, float] | None = None,
+        ranked: bool = True,
     ) -> Evaluation:
         """Grade ``chunks`` (one retrieval result) against ``query``.
 
@@ -249,6 +258,11 @@ class Evaluator:
                 probabilities, so the chunks' grades and the set stage (e.g.
                 ``best_chunk``) read them. Recorded in
                 ``details["external_grades"]``.
+            ranked: ``chunks`` are in the order their scores ranked them (a
+                retriever's answer): three or more scores of one kind that
+                run the wrong way for it are refused (:class:`ScoreOrderError`,
+                see :func:`~crag_heuristic._types.check_ranking`). ``False`` for
+                a list reordered after scoring (fused, reranked).
 
         Returns:
             The set's verdict and score, each signal, per-chunk grades and a
@@ -261,11 +275,19 @@ class Evaluator:
         Raises:
             InvalidQueryError: blank or non-string query.
             InvalidChunkError: an element is not a Chunk, or ids repeat.
+            ScoreOrderError: (an ``InvalidChunkError``) with ``ranked``, a
+                similarity's scores that only rise down the list, or a
+                distance's that only fall: the kind is declared the wrong way
+                round (the error names the kind it likely is).
             InputError: ``chunk_grades`` names an unknown chunk or holds a
                 value that is not a number in [0, 1].
         """
         checked = check_query(query)
         check_chunks(chunks)
+        if not isinstance(ranked, bool):
+            raise InputError(f"ranked must be true or false, got {type(ranked).__name__}")
+        if ranked:
+            check_ranking(chunks)
         if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
             raise InputError(
                 f"corpus_stats must be a CorpusStats or None, got {type(corpus_stats).__name__}"

@@ -54,11 +54,13 @@ from typing import Any
 
 from .._checks import check_k, check_query, real_number
 from .._exceptions import (
+    ConfigError,
     InputError,
     InvalidChunkError,
     RetrieverError,
     WebSearchError,
     WebSearchResponseError,
+    _short,
 )
 from .._redact import describe
 from .._text.analyzer import Analyzer
@@ -92,7 +94,7 @@ def _score_kind(value: ScoreKind | str) -> ScoreKind:
         return ScoreKind(value)
     except ValueError:
         allowed = ", ".join(kind.value for kind in ScoreKind)
-        raise InputError(f"score_kind must be one of: {allowed}; got {value!r}") from None
+        raise InputError(f"score_kind must be one of: {allowed}; got {_short(value)}") from None
 
 
 def _is_faiss_store(store: Any) -> bool:
@@ -127,6 +129,8 @@ def store_scores(
     """
     if score_kind is not None:
         kind = _score_kind(score_kind)
+        if _is_faiss_store(store):
+            _check_declared_faiss(kind, store.index.metric_type)
         return DeclaredScores(kind, f"declared by the caller: {kind.value}", kind.value)
     if _is_faiss_store(store):
         if normalized is None:
@@ -144,6 +148,43 @@ def store_scores(
         "as UNKNOWN and the gate has no similarity evidence (declare score_kind=...)",
         "unknown",
     )
+
+
+def _check_declared_faiss(kind: ScoreKind, metric: int) -> None:
+    """Refuse a declared kind that the FAISS index's metric contradicts.
+
+    ``METRIC_L2`` indexes return squared L2 distances (``squared_l2``, or any
+    ``distance``); ``METRIC_INNER_PRODUCT`` ones inner products (``cosine`` for
+    unit vectors, ``inner_product``); other metrics, distances.
+
+    Raises:
+        ConfigError: ``score_kind`` names the metric it is and the kind to declare.
+    """
+    import faiss
+
+    unknown = {ScoreKind.UNKNOWN}
+    if metric == faiss.METRIC_L2:
+        allowed, what = {ScoreKind.SQUARED_L2, ScoreKind.DISTANCE} | unknown, "squared L2 distances"
+        fix = "squared_l2"
+    elif metric == faiss.METRIC_INNER_PRODUCT:
+        allowed = {ScoreKind.COSINE, ScoreKind.INNER_PRODUCT} | unknown
+        what, fix = "inner products", "cosine' (unit vectors) or 'inner_product"
+    else:
+        allowed, what, fix = {ScoreKind.DISTANCE} | unknown, "distances", "distance"
+    if kind not in allowed:
+        raise ConfigError(
+            "score_kind",
+            kind.value,
+            f"the store's FAISS index (metric {_metric_label(metric)}) returns {what}: "
+            f"declare '{fix}', or leave score_kind out to read it from the index",
+        )
+
+
+def _metric_label(metric: int) -> str:
+    import faiss
+
+    names = {faiss.METRIC_L2: "L2", faiss.METRIC_INNER_PRODUCT: "INNER_PRODUCT"}
+    return names.get(metric, str(metric))
 
 
 def stable_document_id(text: str, source: Any = None) -> str:

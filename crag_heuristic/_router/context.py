@@ -78,7 +78,9 @@ class Context:
         self.on_stage(stage, elapsed)
 
     def evaluate(self, query: CheckedQuery, chunks: Sequence[Chunk], stage: str) -> Evaluation:
-        """Grade the first ``gate_k`` chunks (all when unset); timed and logged."""
+        """Grade the first ``gate_k`` chunks (all when unset); timed and logged. The
+        lists graded here are rankings the drivers checked (``retrieved_chunks``), or
+        lists the flow made (fused, web results): not checked again as rankings."""
         if self.config.gate_k:
             chunks = chunks[: self.config.gate_k]
         started = time.perf_counter()
@@ -87,10 +89,10 @@ class Context:
                 c.id: self.grades[c.id, c.text] for c in chunks if (c.id, c.text) in self.grades
             }
             evaluation = self.evaluator.evaluate(
-                query, chunks, self.corpus_stats, chunk_grades=known or None
+                query, chunks, self.corpus_stats, chunk_grades=known or None, ranked=False
             )
         else:
-            evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats)
+            evaluation = self.evaluator.evaluate(query, chunks, self.corpus_stats, ranked=False)
         self.timed(stage, started)
         self.log(
             "crag.evaluate",

@@ -37,8 +37,10 @@ from .._config import RouterConfig
 from .._exceptions import (
     CacheError,
     CragError,
+    InputError,
     InvalidChunkError,
     RetrieverError,
+    ScoreOrderError,
     WebSearchResponseError,
 )
 from .._expansion.fusion import reciprocal_rank_fusion
@@ -48,7 +50,7 @@ from .._grading.graders import checked_grades
 from .._grading.lists import SetEscalation, escalated_set_evaluation, select_list
 from .._protocols import AsyncRetriever, Retriever
 from .._redact import describe
-from .._types import Chunk, Evaluation, Verdict, check_chunk
+from .._types import Chunk, Evaluation, Verdict, check_chunk, check_ranking
 from .._usage import usage_of
 from .._web.keywords import keyword_query
 from .._web.urls import is_http_url
@@ -111,6 +113,17 @@ class GradeCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Expand:
+    """Ask the query expander for expanded queries of ``query`` given the first
+    retrieval's ``chunks`` (the outcome: what ``expand`` returned, or the
+    exception it came to). A request, not a call in the flow: the drivers bound
+    it (``RouterConfig.expander_timeout``) and keep it off the event loop."""
+
+    query: CheckedQuery
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Emit:
     """Hand a stage event to the caller (only when ``Context.stream``; always alone in
     its list; the outcome is ``None``)."""
@@ -118,7 +131,7 @@ class Emit:
     event: StageEvent
 
 
-Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet | Emit
+Request = Search | WebCall | CacheGet | CacheSet | GradeCall | ParentGet | Expand | Emit
 _V = TypeVar("_V")
 Flow = Generator[list[Request], list[Any], CRAGResult]
 
@@ -541,27 +554,28 @@ def _expand(
     """
     cfg = ctx.config
     started = time.perf_counter()
-    queries: tuple[str, ...] = ()
-    expander = ctx.get_expander()
-    if expander is not None:
+    checked: tuple[CheckedQuery, ...] = ()
+    if ctx.get_expander() is not None:
+        [expansion] = yield [Expand(query, tuple(state.chunks))]
         try:
-            expansion = expander.expand(query, chunks=state.chunks, corpus_stats=ctx.corpus_stats)
-            queries = tuple(q for q in expansion.queries if q.strip() and q != query)
-        except CragError as exc:
+            if isinstance(expansion, BaseException):
+                raise expansion
+            checked = _expanded_queries(expansion, query)
+        except Exception as exc:  # noqa: BLE001 - a user's expander may answer anything
             failure = ctx.failed(FailureStage.EXPANSION, exc)
             ctx.notes.append(f"query expansion failed ({failure.text})")
     ctx.timed("expand", started)
+    queries = tuple(map(str.__str__, checked))  # plain strings, for the result
 
     on = cfg.expand_on
     primary = on in ("primary", "both") or ctx.lexical is None
-    checked = tuple(map(check_query, queries))  # the expander's: checked once, here
     requests = [Search(ctx.retriever, q, depth) for q in checked] if primary else []
     if ctx.lexical is not None:
         lexical_queries = (query, *checked) if on in ("lexical", "both") else (query,)
         requests += [Search(ctx.lexical, q, depth, lexical=True) for q in lexical_queries]
     if not requests:  # no lexical retriever and no expanded query: nothing to correct with
         if fallback is None:
-            why = "no expander" if expander is None else "the expander gave no query"
+            why = "no expander" if ctx.get_expander() is None else "the expander gave no query"
             ctx.notes.append(
                 f"no correction was possible ({why} and no lexical retriever: give the router "
                 "lexical= or an expander): the retrieval is kept"
@@ -609,6 +623,22 @@ def _expand(
     state.chunks = fused
     state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
     return True
+
+
+def _expanded_queries(expansion: Any, query: str) -> tuple[CheckedQuery, ...]:
+    """The expander's queries other than ``query``, each checked once, here.
+
+    Raises:
+        InvalidQueryError: a query that is not a non-empty string.
+        InputError: an answer without a sequence of ``queries``.
+    """
+    queries = getattr(expansion, "queries", None)
+    if isinstance(queries, str | bytes) or not isinstance(queries, Sequence):
+        raise InputError(
+            f"the expander returned {type(expansion).__name__} without a sequence of queries"
+        )
+    kept = [q for q in queries if not isinstance(q, str) or (q.strip() and q != query)]
+    return tuple(map(check_query, kept))
 
 
 def _lexical_weight(cfg: RouterConfig, evaluation: Evaluation) -> float:
@@ -806,16 +836,24 @@ def _chunk_list(value: Any) -> tuple[list[Chunk], str | None]:
 
 
 def retrieved_chunks(value: Any, retriever: Any, method: str = "search") -> list[Chunk]:
-    """What ``retriever.<method>`` returned, checked: any iterable of :class:`Chunk`.
+    """What ``retriever.<method>`` returned, checked: any iterable of :class:`Chunk`,
+    a ranking whose scores run the way their kind does (see
+    :func:`~crag_heuristic._types.check_ranking`).
 
     Raises:
         RetrieverError: anything else (``None``, a number, a string, a mapping, an
-            element that is not a chunk), naming the retriever.
+            element that is not a chunk, a similarity's scores that only rise),
+            naming the retriever (a :class:`ScoreOrderError` its cause, naming
+            the kind the scores likely are).
     """
     chunks, problem = _chunk_list(value)
+    name = type(retriever).__name__
     if problem is not None:
-        name = type(retriever).__name__
         raise RetrieverError(f"{name}.{method} returned {problem}", retriever=name)
+    try:
+        check_ranking(chunks)
+    except ScoreOrderError as exc:
+        raise RetrieverError(f"{name}.{method} returned {exc}", retriever=name) from exc
     return chunks
 
 
