@@ -103,3 +103,15 @@ def as_real(value: Any) -> float | None:
         return math.inf
     except (TypeError, ValueError):
         return None
+
+
+def as_text(value: Any) -> str | None:
+    """``str(value)`` (an id or a source given as a number, a UUID ...), or ``None``
+    when the value cannot be written as text: an integer of more than 4,300
+    digits (Python refuses to print it), or an object whose ``__str__`` raises."""
+    if type(value) is str:
+        return value
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - any failure to print is "not text"
+        return None

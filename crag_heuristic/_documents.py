@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._checks import as_text
 from ._exceptions import RetrieverError
 from ._types import Chunk, ScoreKind
 
@@ -65,12 +66,19 @@ def to_chunk(
         metadata = dict(entry.get("metadata") or {})
         source = entry.get("source", metadata.get("source"))
         chunk_id = entry.get("id", entry.get("_id", default_id))
+        id_text, source_text = as_text(chunk_id), None if source is None else as_text(source)
+        if id_text is None or (source is not None and source_text is None):
+            raise RetrieverError(
+                f"docstore entry {default_id!r}: its id or source cannot be written as text "
+                f"({type(chunk_id if id_text is None else source).__name__})",
+                retriever=retriever,
+            )
         return Chunk(
-            id=str(chunk_id),
+            id=id_text,
             text=text,
             score=score,
             score_kind=score_kind,
-            source=None if source is None else str(source),
+            source=source_text,
             metadata={**metadata, **extra},
             parent_id=entry.get("parent_id"),
         )

@@ -27,12 +27,16 @@ one, and ``"far"``, the shared one). The router hands its cache to
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from ._cache.stats import CacheStats
+from ._exceptions import ConfigError
 from ._optional import requires
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 
 # Stage latencies run from tens of microseconds (evaluation) to seconds (web).
 _BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -56,6 +60,12 @@ class PrometheusMetrics:
     def __init__(self, registry: Any = None, *, namespace: str = "crag") -> None:
         with requires("metrics", "PrometheusMetrics"):
             import prometheus_client as prom
+        if registry is not None and not callable(getattr(registry, "register", None)):
+            raise ConfigError("registry", registry, "must be a prometheus_client CollectorRegistry")
+        if not isinstance(namespace, str) or not _NAME.match(namespace):
+            raise ConfigError(
+                "namespace", namespace, "must be a metric name: [a-zA-Z_:][a-zA-Z0-9_:]*"
+            )
         self.registry = registry if registry is not None else prom.CollectorRegistry()
         options: dict[str, Any] = {"namespace": namespace, "registry": self.registry}
         self._decisions = prom.Counter(

@@ -31,32 +31,63 @@ from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from crag_heuristic import (
     CRAG,
+    BM25Retriever,
     Chunk,
+    ChunkEvaluation,
+    CircuitBreaker,
     CragError,
+    Evaluation,
     Evaluator,
     EvaluatorConfig,
+    Failure,
+    FaissRetriever,
     MemoryCache,
+    RedisCache,
     RouterConfig,
     ScoreKind,
+    SearxngClient,
+    SearxngConfig,
+    Signals,
+    WebOutcome,
     load_config,
 )
 from crag_heuristic import config as sections
 from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_INTERNAL, read_chunks, read_docs, read_records
 from crag_heuristic._text.corpus import CorpusStats
+from crag_heuristic.cache import TieredCache, evaluation_key
+from crag_heuristic.expansion import (
+    Expansion,
+    PRFExpander,
+    SynonymExpander,
+    load_synonyms,
+    parse_synonyms,
+    reciprocal_rank_fusion,
+)
+from crag_heuristic.grading import CallableGrader, Cascade, Escalation, SetEscalation
+from crag_heuristic.metrics import PrometheusMetrics
+from crag_heuristic.refinement import refine
+from crag_heuristic.retrievers import LangChainRetriever
+from crag_heuristic.sample import LsaEmbedder
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
+from crag_heuristic.text import Analyzer, SentenceVectors
+from crag_heuristic.web import keyword_query
 
-TESTS = 7  # the tests below, which share the examples
-TOTAL = int(os.environ.get("CRAG_FUZZ_EXAMPLES", "280"))
+TESTS = 7  # the tests below, which share the examples with the doors (test_public_doors)
+UNITS = TESTS + 45  # the tests and the doors (checked in test_every_door_is_counted)
+TOTAL = int(os.environ.get("CRAG_FUZZ_EXAMPLES", "420"))
 FUZZ = settings(
-    max_examples=max(1, -(-TOTAL // TESTS)),  # at least TOTAL in all
+    max_examples=max(1, -(-TOTAL // UNITS)),  # at least TOTAL in all
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
@@ -564,3 +595,559 @@ def test_cli_readers(text: str, raw: bytes, use_raw: bool, kind: ScoreKind | Non
         ]
         code = main(argv, out=io.StringIO())
         assert code != EXIT_INTERNAL
+
+
+# -- every other public door ------------------------------------------------------------------
+# Each door draws its arguments (mostly wrong) and calls one public entry point; a result
+# or a CragError are the only outcomes taken. Found by this fuzz (issue 26) and now typed:
+# TieredCache (OverflowError), load_config (TypeError), keyword_query (TypeError),
+# Evaluation.from_dict (KeyError), the SearXNG client (UnicodeEncodeError, ExceptionGroup).
+
+Door = Callable[[st.DrawFn], Callable[[], Any]]
+DOORS: dict[str, Door] = {}
+
+
+def door(name: str) -> Callable[[Door], Door]:
+    def register(make: Door) -> Door:
+        DOORS[name] = make
+        return make
+
+    return register
+
+
+def kwargs_of(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]]) -> dict[str, Any]:
+    """Some of ``fields``, each drawn (mostly junk, see :func:`sometimes`)."""
+    chosen = draw(st.sets(st.sampled_from(sorted(fields))))
+    return {name: draw(fields[name]) for name in chosen}
+
+
+ttls = sometimes(st.none() | st.floats(min_value=0.001, max_value=100))
+keys = sometimes(st.just("crag:v0:eval:abc") | st.text(min_size=1, max_size=12))
+values = sometimes(st.just('{"a": 1}') | st.text(max_size=12))
+secrets_ = st.one_of(st.none(), st.just("s" * 32), junk)
+timeouts = sometimes(st.floats(min_value=0.001, max_value=5) | st.none())
+
+
+def _dict_door(name: str, load: Callable[[Any], Any], fields: list[str]) -> None:
+    @door(name)
+    def make(draw: st.DrawFn) -> Callable[[], Any]:
+        data = draw(sometimes(st.dictionaries(st.sampled_from([*fields, "x"]), junk, max_size=6)))
+        return lambda: load(data)
+
+
+def _grade_dict() -> dict[str, Any]:
+    return {"chunk_id": "a", "score": 0.5, "verdict": "partial", "signals": {}, "features": {}}
+
+
+_dict_door("Chunk.from_dict", Chunk.from_dict, ["id", "_id", "text", "title", "score", "metadata"])
+_dict_door("Signals.from_dict", Signals.from_dict, list(Signals.NAMES))
+_dict_door(
+    "ChunkEvaluation.from_dict",
+    ChunkEvaluation.from_dict,
+    ["chunk_id", "score", "verdict", "signals", "similarity", "features"],
+)
+_dict_door(
+    "Evaluation.from_dict",
+    Evaluation.from_dict,
+    ["verdict", "score", "signals", "chunks", "reasoning", "profile", "details"],
+)
+_dict_door("Failure.from_dict", Failure.from_dict, ["stage", "type", "message", "attributes"])
+_dict_door("Expansion.from_dict", Expansion.from_dict, ["original", "queries", "method", "terms"])
+_dict_door(
+    "Escalation.from_dict", Escalation.from_dict, ["band", "budget", "timeout", "max_chunks"]
+)
+_dict_door("SetEscalation.from_dict", SetEscalation.from_dict, ["band", "timeout", "max_chunks"])
+_dict_door("EvaluatorConfig.from_dict", EvaluatorConfig.from_dict, SECTIONS[EvaluatorConfig])
+_dict_door("RouterConfig.from_dict", RouterConfig.from_dict, SECTIONS[RouterConfig])
+
+
+@door("load_config")
+def _load_config(draw: st.DrawFn) -> Callable[[], Any]:
+    source = draw(
+        st.one_of(
+            junk,
+            st.sampled_from(["synapse", "crag", "nope", "", "/no/such/file.toml", Path("/x")]),
+            st.builds(lambda: EvaluatorConfig()),
+        )
+    )
+    return lambda: load_config(source)  # type: ignore[arg-type]
+
+
+@door("EvaluatorConfig.from_profile")
+def _from_profile(draw: st.DrawFn) -> Callable[[], Any]:
+    name = draw(sometimes(st.sampled_from(["synapse", "crag", "minilm-scifact"])))
+    return lambda: EvaluatorConfig.from_profile(name)
+
+
+@door("MemoryCache")
+def _memory_cache(draw: st.DrawFn) -> Callable[[], Any]:
+    options = kwargs_of(
+        draw,
+        {"max_entries": sometimes(st.integers(1, 5)), "default_ttl": ttls, "clock": junk},
+    )
+    key, value, ttl = draw(keys), draw(values), draw(ttls)
+
+    def call() -> Any:
+        cache = MemoryCache(**options)
+        outcome(lambda: cache.set(key, value, ttl))
+        outcome(lambda: cache.get(key))
+        outcome(lambda: asyncio.run(cache.aget(key)))
+        return cache.delete(key)
+
+    return call
+
+
+@door("TieredCache")
+def _tiered_cache(draw: st.DrawFn) -> Callable[[], Any]:
+    options = kwargs_of(
+        draw,
+        {
+            "near_ttl": sometimes(st.floats(0.01, 10)),
+            "max_entries": sometimes(st.integers(1, 5)),
+            "near_kinds": sometimes(st.just(("eval",))),
+            "far_kinds": sometimes(st.just(("web",)) | st.none()),
+            "secret": secrets_,
+        },
+    )
+    far = draw(st.one_of(st.builds(lambda: MemoryCache()), junk))
+    key, value, ttl = draw(keys), draw(values), draw(ttls)
+
+    def call() -> Any:
+        cache = TieredCache(far, **options)
+        outcome(lambda: cache.set(key, value, ttl))
+        outcome(lambda: asyncio.run(cache.aset(key, value, ttl)))
+        outcome(lambda: cache.get(key))
+        return asyncio.run(cache.aget(key))
+
+    return call
+
+
+@door("RedisCache")
+def _redis_cache(draw: st.DrawFn) -> Callable[[], Any]:
+    url = draw(
+        st.one_of(
+            junk,
+            st.sampled_from(
+                [
+                    "redis://127.0.0.1:1/0",  # nothing listens: refused at once
+                    "redis://:p/w?d#x@127.0.0.1:1/0",
+                    "redis://h:notaport/0",
+                    "redis://h:99999999/0",
+                    "rediss://[::1/0",
+                    "http://h",
+                    "redis://\udc80@h",
+                ]
+            ),
+        )
+    )
+    options = kwargs_of(
+        draw,
+        {
+            "namespace": sometimes(st.just("ns")),
+            "default_ttl": ttls,
+            "socket_timeout": sometimes(st.just(0.05)),
+            "retry_interval": sometimes(st.just(0.05)),
+            "secret": secrets_,
+            "client_options": st.one_of(st.none(), st.dictionaries(st.text(max_size=5), junk)),
+        },
+    )
+    key, value = draw(keys), draw(values)
+
+    def call() -> Any:
+        cache = RedisCache(url=url, **options)
+        outcome(lambda: cache.set(key, value))
+        return cache.get(key)
+
+    return call
+
+
+@door("evaluation_key")
+def _evaluation_key(draw: st.DrawFn) -> Callable[[], Any]:
+    query, chunks = draw(queries), draw(chunk_lists())
+    options = kwargs_of(
+        draw,
+        {
+            "corpus_fingerprint": sometimes(st.none() | st.just("c")),
+            "analyzer_fingerprint": sometimes(st.none() | st.just("a")),
+            "all_evidence": sometimes(st.booleans()),
+            "namespace": sometimes(st.just("crag")),
+            "version": sometimes(st.just("1.0")),
+        },
+    )
+    fingerprint = draw(sometimes(st.just("f")))
+    return lambda: evaluation_key(query, chunks, config_fingerprint=fingerprint, **options)
+
+
+@door("keyword_query")
+def _keyword_query(draw: st.DrawFn) -> Callable[[], Any]:
+    query = draw(queries)
+    options = kwargs_of(
+        draw,
+        {
+            "analyzer": st.one_of(st.none(), st.just(EVALUATOR.analyzer), junk),
+            "corpus_stats": st.one_of(st.none(), st.just(STATS), junk),
+            "max_terms": sometimes(st.integers(0, 10)),
+        },
+    )
+    return lambda: keyword_query(query, **options)
+
+
+WEB_OPTIONS = {
+    "timeout": sometimes(st.floats(0.01, 5)),
+    "max_retries": sometimes(st.integers(0, 2)),
+    "categories": sometimes(st.just(["general"])),
+    "engines": sometimes(st.just("a,b")),
+    "language": sometimes(st.just("de")),
+    "safesearch": sometimes(st.sampled_from([0, 1, 2])),
+    "max_content_chars": sometimes(st.integers(1, 50)),
+    "headers": sometimes(st.just({"X-Token": "t"})),
+}
+
+
+@door("SearxngConfig")
+def _searxng_config(draw: st.DrawFn) -> Callable[[], Any]:
+    options = kwargs_of(draw, WEB_OPTIONS)
+    return lambda: repr(SearxngConfig(**options))
+
+
+def _searx_answer(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(
+        200, json={"results": [{"url": "https://a.org/", "title": "t", "content": "c"}]}
+    )
+
+
+@door("SearxngClient")
+def _searxng_client(draw: st.DrawFn) -> Callable[[], Any]:
+    base = draw(
+        st.one_of(
+            junk,
+            st.sampled_from(
+                [
+                    "http://searx.test",
+                    "http://u:p/w?#@searx.test:8080/",
+                    "http://searx.test:port",
+                    "http://searx.test/?q=1",
+                    "http://sea rx.test",
+                    "http://\u00fcber.test",
+                    "ftp://searx.test",
+                ]
+            ),
+        )
+    )
+    options = kwargs_of(draw, WEB_OPTIONS)
+    query, max_results = draw(queries), draw(sometimes(st.integers(1, 10)))
+    asynchronous = draw(st.booleans())
+    transport = httpx.MockTransport(_searx_answer)
+
+    def call() -> Any:
+        with SearxngClient(
+            base,
+            client=httpx.Client(transport=transport),
+            async_client=httpx.AsyncClient(transport=transport),
+            sleep=lambda s: None,
+            **options,
+        ) as client:
+            if asynchronous:
+                return asyncio.run(client.asearch(query, max_results))
+            return client.search(query, max_results)
+
+    return call
+
+
+@door("CircuitBreaker")
+def _breaker(draw: st.DrawFn) -> Callable[[], Any]:
+    options = kwargs_of(
+        draw,
+        {
+            "failure_threshold": sometimes(st.integers(1, 5)),
+            "window": sometimes(st.floats(0.1, 60)),
+            "cooldown": sometimes(st.floats(0.1, 60)),
+            "failure_rate": sometimes(st.none() | st.floats(0.1, 1)),
+            "name": sometimes(st.just("web")),
+            "clock": junk,
+        },
+    )
+    return lambda: CircuitBreaker(**options).acquire()
+
+
+@door("Analyzer")
+def _analyzer(draw: st.DrawFn) -> Callable[[], Any]:
+    options = kwargs_of(
+        draw,
+        {
+            "language": sometimes(st.sampled_from(["english", "german", "klingon"])),
+            "stop_words": sometimes(st.just(["the"])),
+            "native": sometimes(st.none() | st.booleans()),
+        },
+    )
+    text = draw(queries)
+    return lambda: Analyzer(**options).analyze(text)
+
+
+@door("CorpusStats.build")
+def _stats_build(draw: st.DrawFn) -> Callable[[], Any]:
+    texts = draw(sometimes(st.lists(good_text, max_size=4)))
+    options = kwargs_of(
+        draw,
+        {
+            "ids": sometimes(st.lists(st.text(min_size=1, max_size=3), max_size=4)),
+            "analyses": sometimes(st.booleans()),
+            "engine": sometimes(st.just("local")),
+            "partition_size": sometimes(st.integers(1, 4)),
+        },
+    )
+    return lambda: CorpusStats.build(texts, **options)
+
+
+@door("CorpusStats.load")
+def _stats_load(draw: st.DrawFn) -> Callable[[], Any]:
+    raw = draw(st.binary(max_size=64) | st.just(b"PK\x03\x04" + b"\x00" * 30))
+    return lambda: _with_file(raw, CorpusStats.load)
+
+
+@door("SentenceVectors.load")
+def _vectors_load(draw: st.DrawFn) -> Callable[[], Any]:
+    raw = draw(st.binary(max_size=64) | st.just(b"PK\x03\x04" + b"\x00" * 30))
+    return lambda: _with_file(raw, SentenceVectors.load)
+
+
+def _with_file(raw: bytes, load: Callable[[Path], Any]) -> Any:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "data.npz"
+        path.write_bytes(raw)
+        return load(path)
+
+
+@door("parse_synonyms")
+def _parse_synonyms(draw: st.DrawFn) -> Callable[[], Any]:
+    text = draw(
+        sometimes(
+            st.lists(
+                st.sampled_from(["a, b", "a => b", "a,b => c", "=>", "# x", "a, , b", "\ud800"]),
+                max_size=4,
+            ).map("\n".join)
+        )
+    )
+    return lambda: parse_synonyms(text)
+
+
+@door("SynonymExpander")
+def _synonym_expander(draw: st.DrawFn) -> Callable[[], Any]:
+    synonyms = draw(st.one_of(st.none(), junk, st.just(["/no/such/file.txt"])))
+    options = kwargs_of(
+        draw,
+        {"max_per_term": sometimes(st.integers(1, 3)), "max_queries": sometimes(st.integers(1, 3))},
+    )
+    query, chunks = draw(queries), draw(chunk_lists())
+    return lambda: SynonymExpander(synonyms, **options).expand(query, chunks=chunks)
+
+
+@door("PRFExpander")
+def _prf_expander(draw: st.DrawFn) -> Callable[[], Any]:
+    options = kwargs_of(
+        draw,
+        {"n_docs": sometimes(st.integers(1, 3)), "n_terms": sometimes(st.integers(1, 3))},
+    )
+    query, chunks = draw(queries), draw(chunk_lists())
+    stats = draw(st.one_of(st.none(), st.just(STATS), junk))
+    return lambda: PRFExpander(**options).expand(query, chunks=chunks, corpus_stats=stats)
+
+
+@door("reciprocal_rank_fusion")
+def _rrf(draw: st.DrawFn) -> Callable[[], Any]:
+    rankings = draw(st.one_of(st.lists(chunk_lists(), max_size=3), junk))
+    k, weights = draw(sometimes(st.integers(0, 60))), draw(st.none() | junk)
+    keep = draw(sometimes(st.booleans()))
+    return lambda: reciprocal_rank_fusion(rankings, k, weights, keep_scores=keep)
+
+
+@door("refine")
+def _refine(draw: st.DrawFn) -> Callable[[], Any]:
+    query, chunks = draw(queries), draw(chunk_lists())
+    options = kwargs_of(
+        draw,
+        {
+            "corpus_stats": st.one_of(st.none(), st.just(STATS), junk),
+            "token_budget": sometimes(st.none() | st.integers(1, 50)),
+            "threshold": sometimes(st.none() | st.floats(0, 1)),
+        },
+    )
+    return lambda: refine(query, chunks, **options)
+
+
+def _grade_by_length(query: str, texts: list[str]) -> list[float]:
+    return [min(1.0, len(text) / 100) for text in texts]
+
+
+@door("Cascade")
+def _cascade(draw: st.DrawFn) -> Callable[[], Any]:
+    grader = draw(st.one_of(st.just(CallableGrader(_grade_by_length, name="by-length")), junk))
+    escalation = draw(
+        st.one_of(st.none(), st.dictionaries(st.sampled_from(["band", "budget"]), junk))
+    )
+    query, chunks = draw(queries), draw(chunk_lists())
+    return lambda: Cascade(None, grader, escalation, cache=MemoryCache()).evaluate(query, chunks)
+
+
+@door("CallableGrader")
+def _callable_grader(draw: st.DrawFn) -> Callable[[], Any]:
+    fn = draw(st.one_of(st.just(_grade_by_length), junk))
+    name = draw(st.none() | sometimes(st.just("g")))
+    chunks = draw(valid_chunks())
+    return lambda: CallableGrader(fn, name=name).grade("q", chunks)
+
+
+@door("BM25Retriever")
+def _bm25(draw: st.DrawFn) -> Callable[[], Any]:
+    documents = draw(st.one_of(st.lists(st.one_of(good_text, junk), max_size=4), junk))
+    options = kwargs_of(
+        draw,
+        {
+            "k1": sometimes(st.floats(0, 3)),
+            "b": sometimes(st.floats(0, 1)),
+            "variant": sometimes(st.sampled_from(["lucene", "okapi", "atire"])),
+            "backend": sometimes(st.sampled_from(["sparse", "dense"])),
+        },
+    )
+    query, k = draw(queries), draw(ks)
+    return lambda: BM25Retriever(documents, **options).search(query, k)  # type: ignore[arg-type]
+
+
+@door("FaissRetriever")
+def _faiss(draw: st.DrawFn) -> Callable[[], Any]:
+    index, docstore, embed = draw(junk), draw(junk), draw(junk)
+    return lambda: FaissRetriever(index, docstore, embed)
+
+
+@door("Evaluator.refine")
+def _evaluator_refine(draw: st.DrawFn) -> Callable[[], Any]:
+    query, chunks = draw(queries), draw(chunk_lists())
+    budget = draw(sometimes(st.none() | st.integers(1, 50)))
+    ranked = draw(sometimes(st.booleans()))
+    return lambda: (
+        EVALUATOR.refine(query, chunks, token_budget=budget),
+        EVALUATOR.evaluate(query, chunks, ranked=ranked),
+    )
+
+
+@door("CRAG.stream")
+def _stream(draw: st.DrawFn) -> Callable[[], Any]:
+    chunks = draw(valid_chunks(max_size=4))
+    secret = draw(secrets_)
+    query, k = draw(queries), draw(ks)
+    asynchronous = draw(st.booleans())
+
+    async def collect(crag: CRAG) -> list[Any]:
+        return [event async for event in crag.astream(query, k)]
+
+    def call() -> Any:
+        with CRAG(ListRetriever(chunks), cache_secret=secret) as crag:
+            if asynchronous:
+                return asyncio.run(collect(crag))
+            return list(crag.stream(query, k))
+
+    return call
+
+
+def _kwargs_door(name: str, make: Callable[..., Any], fields: dict[str, Any]) -> None:
+    @door(name)
+    def draw_call(draw: st.DrawFn) -> Callable[[], Any]:
+        options = kwargs_of(draw, fields)
+        return lambda: make(**options)
+
+
+_kwargs_door(
+    "Escalation",
+    Escalation,
+    {
+        "band": sometimes(st.tuples(st.floats(0, 1), st.floats(0, 1))),
+        "budget": sometimes(st.floats(0, 1)),
+        "max_chunks": sometimes(st.none() | st.integers(1, 5)),
+        "timeout": timeouts,
+        "grade_ttl": sometimes(st.floats(1, 100)),
+    },
+)
+_kwargs_door(
+    "SetEscalation",
+    SetEscalation,
+    {
+        "band": sometimes(st.tuples(st.floats(0, 1), st.floats(0, 1))),
+        "combine": sometimes(st.sampled_from(["noisy_or", "max", "mean"])),
+        "certainty": sometimes(st.floats(0, 1)),
+        "trust": sometimes(st.none() | st.floats(0, 1)),
+        "timeout": timeouts,
+    },
+)
+_kwargs_door(
+    "Expansion",
+    lambda **options: Expansion(**{"original": "q", **options}),
+    {
+        "original": queries,
+        "queries": sometimes(st.tuples(good_text)),
+        "added": junk,
+        "weights": junk,
+        "method": sometimes(st.just("prf")),
+    },
+)
+_kwargs_door(
+    "WebOutcome",
+    WebOutcome,
+    {"query": queries, "used": sometimes(st.booleans()), "results": numbers, "failure": junk},
+)
+_kwargs_door(
+    "LsaEmbedder",
+    lambda **options: LsaEmbedder(**{"texts": ["solar panels", "wind", "bees"], **options}),
+    {
+        "texts": sometimes(st.lists(good_text, min_size=2, max_size=5)),
+        "n_components": sometimes(st.integers(1, 4)),
+        "seed": sometimes(st.integers(0, 5)),
+    },
+)
+
+
+@door("Failure")
+def _failure(draw: st.DrawFn) -> Callable[[], Any]:
+    stage = draw(sometimes(st.sampled_from(["web", "cache", "grader"])))
+    error = draw(st.one_of(junk, st.just(CragError("x")), st.just(ValueError("x"))))
+    return lambda: Failure(stage, error).to_dict()  # type: ignore[arg-type]
+
+
+@door("CorpusStats.from_jsonl")
+def _stats_jsonl(draw: st.DrawFn) -> Callable[[], Any]:
+    text = draw(file_texts)
+    size = draw(sometimes(st.integers(1, 64)))
+    return lambda: _with_file(
+        text.encode("utf-8", "surrogatepass"),
+        lambda p: CorpusStats.from_jsonl(p, partition_bytes=size),
+    )
+
+
+@door("load_synonyms")
+def _load_synonyms(draw: st.DrawFn) -> Callable[[], Any]:
+    raw = draw(st.binary(max_size=40) | st.just(b"a, b\nc => d"))
+    return lambda: _with_file(raw, load_synonyms)
+
+
+@door("LangChainRetriever")
+def _langchain_retriever(draw: st.DrawFn) -> Callable[[], Any]:
+    base = draw(junk)
+    kind = draw(st.none() | kinds)
+    return lambda: LangChainRetriever(base, score_kind=kind)
+
+
+@door("PrometheusMetrics")
+def _prometheus(draw: st.DrawFn) -> Callable[[], Any]:
+    namespace = draw(sometimes(st.just("crag_fuzz")))
+    registry = draw(st.one_of(st.builds(CollectorRegistry), junk))
+    return lambda: PrometheusMetrics(registry, namespace=namespace).decision("relevant")
+
+
+def test_every_door_is_counted() -> None:
+    assert TESTS + len(DOORS) == UNITS
+
+
+@pytest.mark.parametrize("name", sorted(DOORS))
+@FUZZ
+@given(data=st.data())
+def test_public_doors(name: str, data: st.DataObject) -> None:
+    outcome(DOORS[name](cast(st.DrawFn, data.draw)))

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crag_heuristic import ConfigError
 from crag_heuristic._text.analyzer import TextStats, split_sentences
 from crag_heuristic.text import Analyzer
 
@@ -68,7 +69,7 @@ def test_custom_stop_words_change_the_fingerprint() -> None:
 
 
 def test_unknown_language_fails_at_construction() -> None:
-    with pytest.raises(KeyError):
+    with pytest.raises(ConfigError, match="not a Snowball language"):
         Analyzer(language="klingon")
 
 

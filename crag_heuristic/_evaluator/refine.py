@@ -29,6 +29,7 @@ from typing import Any
 from .. import _signals as sig
 from .._checks import check_query
 from .._config import EvaluatorConfig, _check_number
+from .._exceptions import InputError
 from .._text.analyzer import Analyzer, split_sentences
 from .._text.corpus import CorpusStats
 from .._types import Chunk, check_chunks
@@ -141,6 +142,14 @@ def refine(
     """
     check_query(query)
     check_chunks(chunks)
+    if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
+        raise InputError(
+            f"corpus_stats must be a CorpusStats or None, got {type(corpus_stats).__name__}"
+        )
+    if analyzer is not None and not isinstance(analyzer, Analyzer):
+        raise InputError(f"analyzer must be an Analyzer or None, got {type(analyzer).__name__}")
+    if config is not None and not isinstance(config, EvaluatorConfig):
+        raise InputError(f"config must be an EvaluatorConfig or None, got {type(config).__name__}")
     cfg = config or EvaluatorConfig()
     budget = cfg.refine.token_budget if token_budget is None else token_budget
     cut = cfg.refine.strip_threshold if threshold is None else threshold

@@ -23,6 +23,17 @@ from typing import Any
 from .._exceptions import InputError, _short
 
 
+def _text(value: Any) -> str:
+    """A string of an expansion, as a plain ``str``.
+
+    Raises:
+        TypeError: ``value`` is not a string.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{_short(value)} is not a string")
+    return str.__str__(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Expansion:
     """The result of expanding one query.
@@ -53,16 +64,19 @@ class Expansion:
             raise InputError(
                 f"Expansion.method must be a non-empty string, got {_short(self.method)}"
             )
-        object.__setattr__(self, "original", str(self.original))  # a plain str
-        object.__setattr__(self, "queries", tuple(str(q) for q in self.queries))
-        object.__setattr__(
-            self,
-            "added",
-            tuple((str(term), tuple(str(s) for s in used)) for term, used in self.added),
-        )
-        object.__setattr__(
-            self, "weights", tuple((str(term), float(w)) for term, w in self.weights)
-        )
+        try:
+            queries = tuple(_text(q) for q in self.queries)
+            added = tuple((_text(term), tuple(map(_text, used))) for term, used in self.added)
+            weights = tuple((_text(term), float(w)) for term, w in self.weights)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InputError(
+                "Expansion.queries must hold strings, added (term, terms) pairs and weights "
+                f"(term, number) pairs: {type(exc).__name__}: {exc}"
+            ) from None
+        object.__setattr__(self, "original", str.__str__(self.original))  # a plain str
+        object.__setattr__(self, "queries", queries)
+        object.__setattr__(self, "added", added)
+        object.__setattr__(self, "weights", weights)
 
     @property
     def expanded(self) -> bool:

@@ -63,6 +63,8 @@ def fuse(
         raise InputError(f"k must be a finite number >= 0, got {_short(k)}")
     if weights is None:
         weights = [1.0] * len(rankings)
+    if isinstance(weights, str | bytes) or not isinstance(weights, Sequence):
+        raise InputError(f"weights must be a sequence of numbers or None, got {_short(weights)}")
     if len(weights) != len(rankings):
         raise InputError(f"got {len(weights)} weights for {len(rankings)} rankings")
     if any(not is_finite_number(w) or w < 0 for w in weights):

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from .._checks import check_query
 from .._config import _check_number
+from .._exceptions import InputError
 from .._scores import similarity
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats
@@ -50,6 +51,10 @@ class PRFExpander:
     Raises:
         ConfigError: a count that is not a positive integer.
     """
+
+    bounded = True
+    """Its calls end by themselves (in-process work): the router calls it directly,
+    never on a worker thread (see ``crag_heuristic._deadline``)."""
 
     def __init__(
         self, *, n_docs: int = 5, n_terms: int = 5, analyzer: Analyzer | None = None
@@ -124,9 +129,14 @@ class PRFExpander:
         Raises:
             InvalidQueryError: a blank or non-string query.
             InvalidChunkError: ``chunks`` is not a sequence of chunks with unique ids.
+            InputError: ``corpus_stats`` is not a :class:`CorpusStats` or ``None``.
         """
         check_query(query)
         check_chunks(chunks)
+        if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
+            raise InputError(
+                f"corpus_stats must be a CorpusStats or None, got {type(corpus_stats).__name__}"
+            )
         best = self.term_weights(query, chunks, corpus_stats)[: self.n_terms]
         terms = tuple(surface for _, surface, _ in best)
         queries = (" ".join([*query.split(), *terms]),) if terms else ()

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .._exceptions import InputError, SynonymFormatError
+from .._exceptions import InputError, SynonymFormatError, _short
 from .._text.analyzer import Analyzer
 
 if sys.version_info >= (3, 11):
@@ -410,7 +410,7 @@ def load_synonyms(*sources: str | os.PathLike[str], analyzer: Analyzer | None = 
                 rules.extend(_bundled_rules(source, available))
                 continue
         if not isinstance(source, str | os.PathLike):
-            raise InputError(f"a synonym source must be a path or a name, got {source!r}")
+            raise InputError(f"a synonym source must be a path or a name, got {_short(source)}")
         path = Path(source)
         try:
             data = path.read_bytes()

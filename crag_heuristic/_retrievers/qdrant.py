@@ -62,7 +62,7 @@ with requires("qdrant", "QdrantRetriever"):
     from qdrant_client import AsyncQdrantClient, QdrantClient
     from qdrant_client.http import models
 
-from .._exceptions import InputError, InvalidChunkError, RetrieverError
+from .._exceptions import InputError, InvalidChunkError, RetrieverError, _short
 from .._scores import to_cosine
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, resolve_corpus_stats
@@ -118,7 +118,7 @@ def _distance(value: models.Distance | str) -> models.Distance:
         if str(value).lower() in (member.value.lower(), member.name.lower()):
             return member
     allowed = ", ".join(member.value for member in models.Distance)
-    raise InputError(f"distance must be one of: {allowed}; got {value!r}")
+    raise InputError(f"distance must be one of: {allowed}; got {_short(value)}")
 
 
 class QdrantScores(ScoreConversion):

@@ -36,7 +36,7 @@ from typing import Any
 
 import Stemmer
 
-from .._exceptions import ConfigError
+from .._exceptions import ConfigError, InputError
 
 try:  # the optional C extension (setup.py): the same counts as the Python path, faster
     from ._native import TermCounter
@@ -114,8 +114,23 @@ def _default_settings(language: str) -> tuple[frozenset[str], str]:
 
 def _settings(language: str, words: Iterable[str]) -> tuple[frozenset[str], str]:
     """The case-folded stop words and the analyzer's fingerprint; a bad language
-    name fails here, not in a worker thread."""
-    Stemmer.Stemmer(language)
+    name fails here, not in a worker thread.
+
+    Raises:
+        ConfigError: a language Snowball does not know, or stop words that are
+            not an iterable of strings.
+    """
+    try:
+        Stemmer.Stemmer(language)
+    except (KeyError, UnicodeError):  # an unknown name, one not even ASCII
+        raise ConfigError(
+            "language", language, "is not a Snowball language (english, german ...)"
+        ) from None
+    if isinstance(words, str) or not isinstance(words, Iterable):
+        raise ConfigError("stop_words", words, "must be an iterable of words or None")
+    words = list(words)
+    if not all(isinstance(w, str) for w in words):
+        raise ConfigError("stop_words", words, "every stop word must be a string")
     stop_words = frozenset(w.casefold() for w in words)
     digest = hashlib.sha256("\n".join([language, *sorted(stop_words)]).encode("utf-8")).hexdigest()
     return stop_words, f"{language}:{digest[:16]}"
@@ -274,6 +289,8 @@ class Analyzer:
             raise ConfigError(
                 "native", native, "the C extension crag_heuristic._text._native is not built"
             )
+        if not isinstance(language, str):
+            raise ConfigError("language", language, "must be a Snowball language name")
         self.language = language
         self._native_option = native  # as asked (pickled so): None, True or False
         self.stop_words: frozenset[str]
@@ -488,7 +505,12 @@ class Analyzer:
         This is the evaluator's hot path: one cache lookup per token and one
         count of the looked-up terms, both in C; the Python work is per text,
         not per token.
+
+        Raises:
+            InputError: ``text`` is not a string.
         """
+        if not isinstance(text, str):
+            raise InputError(f"text must be a string, got {type(text).__name__}")
         return self._analyze(text, on_demand=False)
 
     def analyze_lazily(self, text: str) -> TextStats:

@@ -61,6 +61,7 @@ from .counting import (
     texts_partitions,
 )
 from .engines import LocalEngine, resolve_engine
+from .npz import read_npz
 from .terms import TermTable
 
 if TYPE_CHECKING:
@@ -382,8 +383,7 @@ class CorpusStats:
         )
         name = os.fspath(path)
         try:
-            with np.load(name, allow_pickle=False) as data:
-                fields = {key: data[key] for key in data.files}
+            fields = read_npz(name)
         except FileNotFoundError:
             raise CorpusStatsFileError(name, "file", "missing", "a statistics file") from None
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -505,8 +505,8 @@ def write_npz(path: str | os.PathLike[str], arrays: Mapping[str, Any]) -> Path:
 
 
 def _check_size(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
+        raise InputError(f"{name} must be an integer in [1, 2**40], got {_short(value)}")
 
 
 # -- file checks ----------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import as_text
 from .._documents import to_chunk
 from .._exceptions import InputError, RetrieverError
 from .._types import ScoreKind
@@ -76,11 +77,12 @@ class TextsPartition:
             if self.ids is None:
                 yield doc_id, text
                 continue
-            if not isinstance(doc_id, str | int) or isinstance(doc_id, bool):
+            shown = as_text(doc_id) if isinstance(doc_id, str | int) else None
+            if shown is None or isinstance(doc_id, bool):
                 raise InputError(
                     f"id #{self.first + position} is {type(doc_id).__name__}, not a string"
                 )
-            yield str(doc_id), text
+            yield shown, text
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class FilePartition:
                     score_kind=ScoreKind.UNKNOWN,
                     retriever="docs",
                 )
-            except (ValueError, RetrieverError) as exc:  # bad UTF-8 or JSON, no text
+            except (ValueError, RecursionError, RetrieverError) as exc:  # bad UTF-8 or JSON
                 raise InputError(f"{self.path}: the line at byte {where}: {exc}") from None
             has_id = isinstance(record, dict) and ("id" in record or "_id" in record)
             yield (chunk.id if has_id else position), chunk.text
@@ -132,8 +134,12 @@ def texts_partitions(
         raise InputError("texts must be an iterable of strings, not one string")
     if isinstance(ids, str | bytes):
         raise InputError("ids must be an iterable of strings, not one string")
-    text_iter = iter(texts)
-    id_iter = None if ids is None else iter(ids)
+    try:
+        text_iter = iter(texts)
+        id_iter = None if ids is None else iter(ids)
+    except TypeError:
+        what = "texts" if not isinstance(texts, Iterable) else "ids"
+        raise InputError(f"{what} must be an iterable of strings") from None
     first = 0
     for index in itertools.count():
         chunk = list(itertools.islice(text_iter, size))

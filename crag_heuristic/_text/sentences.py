@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._exceptions import InputError
+from .._exceptions import InputError, _short
 from .._types import Chunk
 from .analyzer import split_sentences
+from .npz import read_npz
 
 SENTENCES_FORMAT = 1
 """The version of the sentence vectors' file format."""
@@ -115,7 +116,7 @@ class SentenceVectors:
                 number of vectors, vectors of changing width or non-finite ones.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise InputError(f"batch_size must be a positive integer, got {_short(batch_size)}")
         ids: list[str] = []
         digests: list[bytes] = []
         counts: list[int] = []
@@ -199,19 +200,18 @@ class SentenceVectors:
         """
         source = Path(path)
         try:
-            with np.load(source, allow_pickle=False) as stored:
-                fields = {name: stored[name] for name in stored.files}
+            fields = read_npz(source)
         except (OSError, ValueError) as exc:
             raise InputError(f"{source}: not a sentence vectors file ({exc})") from exc
         if fields.get("kind") is None or str(fields["kind"]) != _KIND:
             raise InputError(f"{source} holds no sentence vectors")
-        version = int(fields["format_version"])
-        if version != SENTENCES_FORMAT:
-            raise InputError(
-                f"{source}: sentence vectors format {version}; this library reads "
-                f"{SENTENCES_FORMAT}"
-            )
         try:
+            version = int(fields["format_version"])
+            if version != SENTENCES_FORMAT:
+                raise InputError(
+                    f"{source}: sentence vectors format {version}; this library reads "
+                    f"{SENTENCES_FORMAT}"
+                )
             return cls(
                 [str(i) for i in fields["ids"]],
                 [bytes(d) for d in fields["digests"]],
@@ -221,3 +221,7 @@ class SentenceVectors:
             )
         except KeyError as exc:
             raise InputError(f"{source}: the sentence vectors file lacks {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"{source}: damaged sentence vectors ({exc})") from exc

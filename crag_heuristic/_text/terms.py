@@ -156,6 +156,8 @@ class TermTable(Mapping[str, int]):
             InputError: a term the table does not hold.
         """
         data = [utf8(term) for term in terms]
+        if not data:  # nothing asked (an empty table included)
+            return np.zeros(0, dtype=np.int64)
         keys = np.fromiter(map(key64, data), dtype=np.uint64, count=len(data))
         table_keys, n = self._keys, len(self._keys)
         found = table_keys.searchsorted(keys)

@@ -115,6 +115,8 @@ class CircuitBreaker:
         self.window = float(window)
         self.cooldown = float(cooldown)
         self.name = name
+        if not callable(clock):
+            raise ConfigError("clock", clock, "must be a callable returning seconds")
         self._clock = clock
         self._log: EventLogger = logger if logger is not None else get_logger()
         self._lock = threading.Lock()

@@ -20,6 +20,7 @@ import re
 import unicodedata
 
 from .._checks import check_query
+from .._exceptions import InputError, _short
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats
 
@@ -50,6 +51,14 @@ def keyword_query(
     'bees communicate location flowers'
     """
     check_query(query)
+    if analyzer is not None and not isinstance(analyzer, Analyzer):
+        raise InputError(f"analyzer must be an Analyzer or None, got {type(analyzer).__name__}")
+    if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
+        raise InputError(
+            f"corpus_stats must be a CorpusStats or None, got {type(corpus_stats).__name__}"
+        )
+    if isinstance(max_terms, bool) or not isinstance(max_terms, int) or max_terms < 0:
+        raise InputError(f"max_terms must be an integer >= 0, got {_short(max_terms)}")
     analyzer = analyzer or Analyzer()
     text = unicodedata.normalize("NFKC", query)
     phrases = [m.group(0) for m in _PHRASE_RE.finditer(text)]

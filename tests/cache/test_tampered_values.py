@@ -162,6 +162,8 @@ EVALUATION: dict[str, Tamper] = {
     "reasoning-number": on_value(setter(["reasoning"], 5)),
     "details-list": on_value(setter(["details"], [])),
     "field-missing": on_value(lambda ev: {k: v for k, v in ev.items() if k != "profile"}),
+    # the same bands, another profile's name: only the profile check tells it apart
+    "profile-renamed": on_value(setter(["profile"], "another-profile")),
     "value-a-list": on_value(lambda ev: [ev]),
     "another-profiles-evaluation": from_other("synapse-under-this-key"),
     "another-profiles-entry": from_other("synapse"),
