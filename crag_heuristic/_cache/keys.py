@@ -16,33 +16,33 @@ never reads an older release's entries; ``kind`` says what the value holds.
 The canonical payload is ``json.dumps(payload, sort_keys=True,
 separators=(",", ":"), ensure_ascii=True, allow_nan=False)`` encoded as ASCII;
 ``ensure_ascii`` writes unpaired surrogates in a query as ``\\udXXX`` escapes,
-so any string hashes. For an evaluation::
+so any string hashes. An evaluation's key is the SHA-256 of a header, a NUL
+byte, then one 32-byte digest per chunk (:func:`chunk_digest`), in input order::
 
-    {"analyzer": <analyzer fingerprint or null>,
-     "chunks": [{"id": ..., "kind": <score kind>, "parent": <parent_id>,
-                 "score": <float or null>, "source": <source>,
-                 "text": <sha256 hex of the text's UTF-8 bytes>}, ...],   # input order
-     "config": <config fingerprint>, "corpus": <corpus fingerprint or null>,
-     "evidence": "all" or "gate", "query": <query>, "schema": 2, "type": "eval"}
+    header = {"analyzer": <analyzer fingerprint or null>, "chunks": <how many>,
+              "config": <config fingerprint>, "corpus": <corpus fingerprint or null>,
+              "evidence": "all" or "gate", "query": <query>, "schema": 4, "type": "eval"}
+    chunk  = SHA-256(canonical [id, kind, parent, score, sentence, source] + NUL + text)
 
-Chunk texts enter through their own SHA-256 (encoded with ``"surrogatepass"``,
-so a text with an unpaired surrogate still hashes), which keeps the payload
-small. The score, its kind, the source and the parent id are part of the key
-because they change the evaluation (semantic coherence and source
-diversity); ``metadata`` is not, since the evaluator never reads it. Chunk
-order is kept: it changes which chunk is ``top``. ``evidence`` is ``"all"``
-for an evaluator with ``all_evidence=True`` (its evaluations record every
-feature) and ``"gate"`` otherwise: every setting that changes an evaluation
-is in its key. A web payload is
-``{"max_results": n, "query": q, "schema": 2, "searcher": fingerprint,
-"type": "web"}``. A grade payload is ``{"chunk": <id>, "grader": <grader fingerprint>,
-"query": q, "schema": 2, "text": <sha256 hex of the text>, "type": "grade"}``: one
-chunk per key, so a later query's list that shares chunks reuses their answers
-(the score, kind and source are not part of it: a grader reads only the query
-and the text). ``schema`` changes whenever this layout, or the layout of the
-values stored under the keys, does (schema 2: evaluations keyed by their
-evidence, and every value sealed with its key, see
-``crag_heuristic._router.cached``).
+A chunk's digest depends on it alone, so the router computes it once per chunk
+(:class:`ChunkDigests`, a bounded memo keyed by every field it reads, the text
+among them) and a repeated list costs a look-up per chunk, not a hash of every
+text (issue 27: the key was a third of a cache hit). The score, its kind, the
+source, the parent id and the sentence score are part of the key because they
+change the evaluation (semantic coherence and source diversity); ``metadata``
+is not, since the evaluator never reads it. Chunk order is kept: it changes
+which chunk is ``top``. ``evidence`` is ``"all"`` for an evaluator with
+``all_evidence=True`` (its evaluations record every feature) and ``"gate"``
+otherwise: every setting that changes an evaluation is in its key. A web
+payload is ``{"max_results": n, "query": q, "schema": 4, "searcher":
+fingerprint, "type": "web"}``. A grade payload is ``{"chunk": <id>, "grader":
+<grader fingerprint>, "query": q, "schema": 4, "text": <sha256 hex of the text>,
+"type": "grade"}``: one chunk per key, so a later query's list that shares
+chunks reuses their answers (the score, kind and source are not part of it: a
+grader reads only the query and the text). ``schema`` changes whenever this
+layout, or the layout of the values stored under the keys, does (schema 2:
+evaluations keyed by their evidence, and every value sealed with its key, see
+``crag_heuristic._router.cached``; 4: evaluation keys from per-chunk digests).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._checks import check_query
@@ -58,7 +58,7 @@ from .._exceptions import ConfigError, InputError
 from .._types import Chunk, check_chunks
 from .._version import __version__
 
-KEY_SCHEMA = 3
+KEY_SCHEMA = 4
 """Version of the payload layout; part of every payload."""
 
 _PART = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
@@ -126,17 +126,66 @@ def _check_fingerprint(name: str, value: Any, *, optional: bool) -> str | None:
     return value
 
 
-def _chunk_entry(chunk: Chunk) -> dict[str, Any]:
+def _fingerprint(name: str, value: Any) -> str:
+    checked = _check_fingerprint(name, value, optional=False)
+    assert checked is not None
+    return checked
+
+
+def chunk_digest(chunk: Chunk) -> bytes:
+    """The 32-byte SHA-256 of one chunk's part of an evaluation key: the canonical JSON
+    of ``[id, kind, parent_id, score, sentence_score, source]`` (a score of -0.0 as
+    0.0), a NUL byte, then the text's UTF-8 (unpaired surrogates kept as-is)."""
     score = None if chunk.score is None else chunk.score + 0.0  # -0.0 -> 0.0
-    return {
-        "id": chunk.id,
-        "kind": chunk.score_kind.value,
-        "parent": chunk.parent_id,
-        "score": score,
-        "sentence": chunk.sentence_score,
-        "source": chunk.source,
-        "text": text_digest(chunk.text),
-    }
+    fields = [
+        chunk.id,
+        chunk.score_kind.value,
+        chunk.parent_id,
+        score,
+        chunk.sentence_score,
+        chunk.source,
+    ]
+    digest = hashlib.sha256(canonical_json(fields))
+    digest.update(b"\x00")
+    digest.update(chunk.text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
+
+
+class ChunkDigests:
+    """:func:`chunk_digest`, computed once per chunk: a bounded memo keyed by every
+    field the digest reads (the text among them, compared in full: a chunk whose
+    text changed is another entry, never a stale digest).
+
+    A text the retriever hands out again is the same string object, whose hash
+    Python keeps, so a lookup costs a tuple's hash and an identity test; a digest
+    costs a SHA-256 over the text. The memo is emptied when it holds ``size``
+    entries (bounded memory, no bookkeeping per lookup).
+
+    Args:
+        size: the most chunks remembered.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._memo: dict[tuple[Any, ...], bytes] = {}
+
+    def __call__(self, chunk: Chunk) -> bytes:
+        entry = (
+            chunk.id,
+            chunk.text,
+            chunk.score,
+            chunk.score_kind,
+            chunk.source,
+            chunk.parent_id,
+            chunk.sentence_score,
+        )
+        digest = self._memo.get(entry)
+        if digest is None:
+            digest = chunk_digest(chunk)
+            if len(self._memo) >= self._size:
+                self._memo.clear()
+            self._memo[entry] = digest
+        return digest
 
 
 def evaluation_key(
@@ -168,15 +217,53 @@ def evaluation_key(
         InvalidChunkError: a chunk is not a :class:`Chunk` or ids repeat.
         ConfigError: a bad fingerprint, ``namespace`` or ``version``.
     """
-    payload = {
-        "analyzer": _check_fingerprint("analyzer_fingerprint", analyzer_fingerprint, optional=True),
-        "chunks": [_chunk_entry(chunk) for chunk in check_chunks(chunks)],
-        "config": _check_fingerprint("config_fingerprint", config_fingerprint, optional=False),
-        "corpus": _check_fingerprint("corpus_fingerprint", corpus_fingerprint, optional=True),
+    _check_part("namespace", namespace)
+    _check_part("version", version)
+    return checked_evaluation_key(
+        check_query(query),
+        check_chunks(chunks),
+        config_fingerprint=_fingerprint("config_fingerprint", config_fingerprint),
+        corpus_fingerprint=_check_fingerprint(
+            "corpus_fingerprint", corpus_fingerprint, optional=True
+        ),
+        analyzer_fingerprint=_check_fingerprint(
+            "analyzer_fingerprint", analyzer_fingerprint, optional=True
+        ),
+        all_evidence=all_evidence,
+        namespace=namespace,
+        version=version,
+    )
+
+
+def checked_evaluation_key(
+    query: str,
+    chunks: Sequence[Chunk],
+    *,
+    config_fingerprint: str,
+    corpus_fingerprint: str | None,
+    analyzer_fingerprint: str | None,
+    all_evidence: bool,
+    namespace: str = "crag",
+    version: str = __version__,
+    digest: Callable[[Chunk], bytes] = chunk_digest,
+) -> str:
+    """:func:`evaluation_key` of inputs checked already (the router's: its query was
+    checked at the door, its chunks where the retriever answered), each chunk's
+    digest from ``digest`` (a :class:`ChunkDigests`, to compute each once)."""
+    header = {
+        "analyzer": analyzer_fingerprint,
+        "chunks": len(chunks),
+        "config": config_fingerprint,
+        "corpus": corpus_fingerprint,
         "evidence": "all" if all_evidence else "gate",
-        "query": check_query(query),
+        "query": query,
+        "schema": KEY_SCHEMA,
+        "type": "eval",
     }
-    return cache_key("eval", payload, namespace=namespace, version=version)
+    hashed = hashlib.sha256(canonical_json(header))
+    hashed.update(b"\x00")
+    hashed.update(b"".join(map(digest, chunks)))
+    return f"{namespace}:v{version}:eval:{hashed.hexdigest()}"
 
 
 def searcher_fingerprint(searcher: Any) -> str:

@@ -53,6 +53,7 @@ logger = get_logger()
 
 _BACKEND = "redis"
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+_CHECKED_SIZE = 512  # texts remembered as checked JSON (one per key)
 _T = TypeVar("_T")
 
 
@@ -148,6 +149,7 @@ class RedisCache:
         self.retry_interval = check_seconds("retry_interval", retry_interval)
         self._clock = clock
         self._signer = signer_of(secret, "secret")
+        self._parsed: dict[str, str] = {}  # key -> the last text found JSON under it
         self._window = DownWindow(self.retry_interval, clock)
         self._counters = Counters(_BACKEND)
         self._errors = redis_errors()
@@ -322,7 +324,7 @@ class RedisCache:
         if raw is not None:
             try:
                 if self._signer is None:
-                    text = decode_value(raw, backend=_BACKEND)
+                    text = self._checked(key, raw)
                 else:  # signed here: JSON text when set (checked then), not parsed again
                     text = self._signer.open(
                         self._store_key(key), decode_text(raw, backend=_BACKEND), backend=_BACKEND
@@ -334,6 +336,22 @@ class RedisCache:
                 raise
         self._counters.add("hits" if text is not None else "misses")
         _log("debug", "get", key, hit=text is not None)
+        return text
+
+    def _checked(self, key: str, raw: Any) -> str:
+        """The JSON text of ``raw``, parsed once per text: a value read again as the
+        same text (a repeated hit) is not parsed again (the parse cost as much as
+        the evaluation a hit saves). Bounded: emptied at ``_CHECKED_SIZE`` keys.
+
+        Raises:
+            CacheError: ``kind="payload"`` when it is not UTF-8 JSON text.
+        """
+        text = decode_text(raw, backend=_BACKEND)
+        if self._parsed.get(key) != text:
+            decode_value(text, backend=_BACKEND)
+            if len(self._parsed) >= _CHECKED_SIZE:
+                self._parsed.clear()
+            self._parsed[key] = text
         return text
 
     def _finish_set(self, key: str, px: int | None) -> None:

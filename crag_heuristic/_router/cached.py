@@ -33,7 +33,8 @@ what is wrong; the flow counts it as a miss (``cache_hit`` false,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import marshal
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .._cache.codec import dumps, loads
@@ -162,6 +163,120 @@ def _evaluation(data: Any, chunks: Sequence[Chunk], config: EvaluatorConfig) -> 
         profile=profile,
         details=details,
     )
+
+
+class OpenedEvaluations:
+    """Evaluations this router opened or stored, by key, with the text they were read
+    from or written as: a value read again as the same text is not parsed, checked
+    nor verified again (the same text holds the same, already checked, content).
+
+    Parsing and checking a cached evaluation cost as much as the evaluation it
+    saved (issue 27); with the text compared whole (an identity test for a
+    ``MemoryCache``, which hands back the string it was given; a comparison of
+    bytes for Redis), a repeated hit is a copy of the evaluation. Each hit gets a
+    copy of its own (its ``details`` and each grade's ``features`` are fresh,
+    to their leaves), so what one caller does to its result never reaches
+    another's. Bounded: emptied when it holds ``size`` entries.
+
+    Args:
+        size: the most evaluations remembered.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._entries: dict[str, tuple[str, _Copier]] = {}
+
+    def get(self, key: str, text: Any) -> Evaluation | None:
+        """A copy of the evaluation remembered for ``key`` if it was read from or
+        stored as ``text``, else ``None``."""
+        entry = self._entries.get(key)
+        if entry is None or (entry[0] is not text and entry[0] != text):
+            return None
+        return entry[1].copy()
+
+    def put(self, key: str, text: str, evaluation: Evaluation) -> None:
+        """Remember ``evaluation`` (a copy) as what ``text`` under ``key`` holds."""
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[key] = (text, _Copier(evaluation))
+
+
+class _Copier:
+    """Fresh copies of one evaluation: its mutable parts (the details and each grade's
+    features) kept as one ``marshal`` blob, read back in C (a third of a copy in
+    Python); signals and verdicts are immutable and shared. ``marshal`` reads
+    only what was written here, in this process, never a stored value."""
+
+    __slots__ = ("_blob", "_evaluation")
+
+    def __init__(self, evaluation: Evaluation) -> None:
+        self._evaluation = evaluation
+        parts = (dict(evaluation.details), [dict(g.features) for g in evaluation.chunks])
+        try:
+            self._blob: bytes | None = marshal.dumps(parts)
+        except ValueError:  # a value marshal does not write: copied in Python
+            self._blob = None
+        if self._blob is None:
+            self._evaluation = copied(evaluation)
+
+    def copy(self) -> Evaluation:
+        evaluation = self._evaluation
+        if self._blob is None:
+            return copied(evaluation)
+        details, features = marshal.loads(self._blob)
+        return Evaluation(
+            verdict=evaluation.verdict,
+            score=evaluation.score,
+            signals=evaluation.signals,
+            chunks=tuple(
+                ChunkEvaluation(
+                    chunk_id=grade.chunk_id,
+                    score=grade.score,
+                    verdict=grade.verdict,
+                    signals=grade.signals,
+                    similarity=grade.similarity,
+                    features=own,
+                )
+                for grade, own in zip(evaluation.chunks, features, strict=True)
+            ),
+            reasoning=evaluation.reasoning,
+            profile=evaluation.profile,
+            details=details,
+        )
+
+
+def copied(evaluation: Evaluation) -> Evaluation:
+    """``evaluation`` with fresh mutable parts: the details (copied to their leaves)
+    and each grade's features. Signals and verdicts are immutable: shared."""
+    return Evaluation(
+        verdict=evaluation.verdict,
+        score=evaluation.score,
+        signals=evaluation.signals,
+        chunks=tuple(
+            ChunkEvaluation(
+                chunk_id=grade.chunk_id,
+                score=grade.score,
+                verdict=grade.verdict,
+                signals=grade.signals,
+                similarity=grade.similarity,
+                features=dict(grade.features),
+            )
+            for grade in evaluation.chunks
+        ),
+        reasoning=evaluation.reasoning,
+        profile=evaluation.profile,
+        details=_json_copy(evaluation.details),
+    )
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of JSON-like data: new dicts and lists, the same scalars."""
+    kind = type(value)
+    if kind is dict or isinstance(value, Mapping):
+        return {key: _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item) for item in value]
+    return value
 
 
 def _grade(data: Any, chunk_id: str, bands: Thresholds) -> ChunkEvaluation:

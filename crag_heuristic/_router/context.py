@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .._cache.keys import ChunkDigests, checked_evaluation_key
 from .._cache.signing import Signer
 from .._checks import CheckedQuery
 from .._config import RouterConfig
@@ -19,6 +20,7 @@ from .._grading.lists import SetEscalation
 from .._protocols import AsyncRetriever, QueryExpander, Retriever
 from .._text.corpus import CorpusStats
 from .._types import Chunk, Evaluation
+from .cached import OpenedEvaluations
 
 
 @dataclass
@@ -48,6 +50,21 @@ class Context:
     grades: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, text) -> answer
     stream: bool = False  # yield each stage's event (Emit) as it happens
     signer: Signer | None = None  # cached values signed and checked with a secret
+    chunk_digests: ChunkDigests = field(default_factory=ChunkDigests)  # the router's, kept
+    opened: OpenedEvaluations = field(default_factory=OpenedEvaluations)  # the router's, kept
+
+    def evaluation_key(self, query: CheckedQuery, chunks: Sequence[Chunk]) -> str:
+        """The cache key of the evaluator's evaluation of ``chunks`` (checked already)."""
+        evaluator, stats = self.evaluator, self.corpus_stats
+        return checked_evaluation_key(
+            query,
+            chunks,
+            config_fingerprint=evaluator.fingerprint,
+            corpus_fingerprint=None if stats is None else stats.fingerprint(),
+            analyzer_fingerprint=evaluator.analyzer.fingerprint,
+            all_evidence=evaluator.all_evidence,
+            digest=self.chunk_digests,
+        )
 
     def failed(self, stage: FailureStage, error: BaseException) -> Failure:
         """Record that ``stage`` failed with ``error`` (a part's own exception

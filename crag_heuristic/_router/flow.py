@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from .._cache.keys import evaluation_key, grade_key, web_key
+from .._cache.keys import grade_key, web_key
 from .._checks import CheckedQuery, check_query
 from .._config import RouterConfig
 from .._exceptions import (
@@ -203,7 +203,7 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
         ]
 
     if verdict is Verdict.RELEVANT:
-        _fast_path(ctx, query, state)
+        yield from _fast_path(ctx, query, state)
     elif cfg.max_retries == 0:
         ctx.notes.append("correction is off (max_retries = 0): the retrieval is returned as is")
     elif verdict is Verdict.PARTIAL:
@@ -345,32 +345,42 @@ def _first_evaluation(
     ctx: Context, query: CheckedQuery, chunks: list[Chunk]
 ) -> Generator[list[Request], list[Any], tuple[Evaluation, bool]]:
     """The first evaluation, from the cache when it holds it; (evaluation, hit)."""
-    if not (ctx.has_cache and ctx.config.cache_evaluations):
-        return ctx.evaluate(query, chunks, "evaluate"), False
+    return (yield from _evaluated(ctx, query, chunks, "evaluate"))
+
+
+def _evaluated(
+    ctx: Context, query: CheckedQuery, chunks: Sequence[Chunk], stage: str
+) -> Generator[list[Request], list[Any], tuple[Evaluation, bool]]:
+    """``ctx.evaluate`` of ``chunks`` (the first retrieval, or a corrected list), from
+    the cache when it holds it; (evaluation, hit). A value read again as the same
+    text is not opened again (``ctx.opened``). Lists the cascade's grader answered
+    for (``ctx.grades``) are evaluated afresh: its answers are not in the key."""
+    if not (ctx.has_cache and ctx.config.cache_evaluations) or ctx.grades:
+        return ctx.evaluate(query, chunks, stage), False
     if ctx.config.gate_k:
         chunks = chunks[: ctx.config.gate_k]
-    evaluator = ctx.evaluator
-    key = evaluation_key(
-        query,
-        chunks,
-        config_fingerprint=evaluator.fingerprint,
-        corpus_fingerprint=None if ctx.corpus_stats is None else ctx.corpus_stats.fingerprint(),
-        analyzer_fingerprint=evaluator.analyzer.fingerprint,
-        all_evidence=evaluator.all_evidence,
-    )
+    key = ctx.evaluation_key(query, chunks)
     started = time.perf_counter()
     [cached] = yield [CacheGet(key)]
     ctx.timed("cache", started)
-    opener = partial(
-        open_evaluation, key=key, chunks=chunks, config=evaluator.config, signer=ctx.signer
-    )
-    hit, writable = _read(ctx, cached, "evaluation", opener)
+    hit = ctx.opened.get(key, cached)
+    writable = True
+    if hit is None:
+        opener = partial(
+            open_evaluation, key=key, chunks=chunks, config=ctx.evaluator.config, signer=ctx.signer
+        )
+        hit, writable = _read(ctx, cached, "evaluation", opener)
+        if hit is not None:
+            ctx.opened.put(key, cached, hit)
     if hit is not None:
-        ctx.log("crag.cache", op="get", what="evaluation", hit=True)
+        ctx.log("crag.cache", op="get", what="evaluation", hit=True, stage=stage)
         return hit, True
-    evaluation = ctx.evaluate(query, chunks, "evaluate")
+    evaluation = ctx.evaluate(query, chunks, stage)
     if writable:
-        yield from _store(ctx, key, evaluation.to_dict(), ctx.config.evaluation_ttl, "evaluation")
+        ttl = ctx.config.evaluation_ttl
+        stored = yield from _store(ctx, key, evaluation.to_dict(), ttl, "evaluation")
+        if stored is not None:
+            ctx.opened.put(key, stored, evaluation)
     return evaluation, False
 
 
@@ -396,18 +406,21 @@ def _read(
 
 def _store(
     ctx: Context, key: str, value: Any, ttl: float, what: str
-) -> Generator[list[Request], list[Any], None]:
-    """Store ``value`` sealed under ``key``; a failure is recorded, never raised."""
+) -> Generator[list[Request], list[Any], str | None]:
+    """Store ``value`` sealed under ``key``; the text stored, or ``None`` when it was
+    not (a failure is recorded, never raised)."""
     started = time.perf_counter()
     try:
         payload = seal(key, value, ctx.signer)
     except CacheError as exc:  # not JSON-serialisable (a web result's metadata, say)
         ctx.cache_failed(exc, f"{what} write")
-        return
+        return None
     [stored] = yield [CacheSet(key, payload, ttl)]
     ctx.timed("cache", started)
     if isinstance(stored, BaseException):
         ctx.cache_failed(stored, f"{what} write")
+        return None
+    return payload
 
 
 def escalate(
@@ -522,7 +535,9 @@ def escalate(
     return evaluation, report
 
 
-def _fast_path(ctx: Context, query: CheckedQuery, state: _State) -> None:
+def _fast_path(
+    ctx: Context, query: CheckedQuery, state: _State
+) -> Generator[list[Request], list[Any], None]:
     """RELEVANT: keep the chunks; optionally drop the ones graded IRRELEVANT."""
     if not ctx.config.drop_irrelevant:
         return
@@ -533,7 +548,7 @@ def _fast_path(ctx: Context, query: CheckedQuery, state: _State) -> None:
         state.chunks = [c for c in state.chunks if c.id in kept or c.id not in graded]
         ctx.counts["dropped"] = dropped
         ctx.notes.append(f"dropped {dropped} chunk(s) graded irrelevant on their own")
-        state.evaluation = ctx.evaluate(query, state.chunks, "re_evaluate")
+        state.evaluation, _ = yield from _evaluated(ctx, query, state.chunks, "re_evaluate")
 
 
 def _expand(
@@ -621,7 +636,7 @@ def _expand(
     ctx.timed("fuse", started)
     ctx.counts["fused"] = len(fused)
     state.chunks = fused
-    state.evaluation = ctx.evaluate(query, fused, "re_evaluate")
+    state.evaluation, _ = yield from _evaluated(ctx, query, fused, "re_evaluate")
     return True
 
 
@@ -692,7 +707,7 @@ def _web(
         final += [c for c in retrieved if c.id in keep and c.id not in seen]
     state.chunks = final
     state.web_used = True
-    state.evaluation = ctx.evaluate(query, final, "re_evaluate")
+    state.evaluation, _ = yield from _evaluated(ctx, query, final, "re_evaluate")
 
 
 def _cached_web(

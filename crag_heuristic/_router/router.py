@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Literal
 
-from .._cache.keys import searcher_fingerprint
+from .._cache.keys import ChunkDigests, searcher_fingerprint
 from .._cache.memory import MemoryCache
 from .._cache.signing import signer_of
 from .._checks import CheckedQuery, check_k, check_query
@@ -51,6 +51,7 @@ from .._protocols import (
 from .._retrievers.langchain import adapter_hint
 from .._retrievers.scope import check_scopes
 from .._text.corpus import CorpusStats
+from .cached import OpenedEvaluations
 from .calls import Calls
 from .context import Context
 from .events import Done, StageEvent
@@ -202,6 +203,8 @@ class CRAG:
         self.web: WebSearcher | AsyncWebSearcher | None = web
         self.cache: Cache | AsyncCache | None = None if cache is False else cache
         self._signer = signer_of(cache_secret, "cache_secret")
+        self._chunk_digests = ChunkDigests()  # each chunk's part of a key, computed once
+        self._opened = OpenedEvaluations()  # cached evaluations opened once per text
         if config is None:
             config = RouterConfig()
         elif isinstance(config, Mapping):
@@ -340,6 +343,8 @@ class CRAG:
             grader_fingerprint=self._grader_fingerprint,
             stream=stream,
             signer=self._signer,
+            chunk_digests=self._chunk_digests,
+            opened=self._opened,
         )
 
     def _web_fingerprint(self) -> str:

@@ -24,8 +24,11 @@ from crag_heuristic import (
 from crag_heuristic._cache.codec import dumps, loads
 from crag_heuristic._cache.keys import (
     KEY_SCHEMA,
+    ChunkDigests,
     cache_key,
     canonical_json,
+    checked_evaluation_key,
+    chunk_digest,
     evaluation_key,
     text_digest,
     web_key,
@@ -63,22 +66,46 @@ def test_key_layout_names_namespace_version_and_kind() -> None:
 
 
 def test_hand_checked_digest_of_a_tiny_payload() -> None:
-    # The canonical payload, written out by hand: sorted keys, no spaces, text by its SHA-256.
+    # The header and the chunk's part, written out by hand: sorted keys, no spaces;
+    # the chunk's fields then its text, after a NUL byte (schema 4).
     assert hashlib.sha256(b"hi").hexdigest() == SHA256_OF_HI == text_digest("hi")
-    expected_payload = (
-        '{"analyzer":null,"chunks":[{"id":"a","kind":"cosine","parent":null,"score":0.5,'
-        f'"sentence":null,"source":null,"text":"{SHA256_OF_HI}"}}],"config":"cfg","corpus":null,'
-        '"evidence":"gate","query":"q","schema":3,"type":"eval"}'
+    header = (
+        '{"analyzer":null,"chunks":1,"config":"cfg","corpus":null,"evidence":"gate",'
+        '"query":"q","schema":4,"type":"eval"}'
     )
-    digest = hashlib.sha256(expected_payload.encode("ascii")).hexdigest()
+    chunk_part = hashlib.sha256(b'["a","cosine",null,0.5,null,null]\x00hi').digest()
+    digest = hashlib.sha256(header.encode("ascii") + b"\x00" + chunk_part).hexdigest()
     chunk = Chunk(id="a", text="hi", score=0.5, score_kind=ScoreKind.COSINE)
     key = evaluation_key("q", [chunk], config_fingerprint="cfg", version="0.1.0")
     assert key == f"crag:v0.1.0:eval:{digest}"
-    assert KEY_SCHEMA == 3
+    assert KEY_SCHEMA == 4
+
+
+def test_the_router_computes_each_chunks_part_once_and_the_same() -> None:
+    """The memo gives the digest the key function computes, and a chunk whose text
+    changed is another entry (never a stale digest)."""
+    digests = ChunkDigests(size=2)
+    chunk = Chunk(id="a", text="hi", score=0.5, score_kind=ScoreKind.COSINE)
+    assert digests(chunk) == chunk_digest(chunk)
+    changed = chunk.replace(text="hi!")
+    assert digests(changed) == chunk_digest(changed) != digests(chunk)
+    assert digests(chunk.replace(score=-0.0)) == digests(chunk.replace(score=0.0))
+    digests(chunk.replace(id="b"))  # a third entry empties the memo: still right
+    assert digests(chunk) == chunk_digest(chunk)
+    keyed = checked_evaluation_key(
+        "q",
+        [chunk, changed.replace(id="c")],
+        config_fingerprint="cfg",
+        corpus_fingerprint=None,
+        analyzer_fingerprint=None,
+        all_evidence=False,
+        digest=digests,
+    )
+    assert keyed == evaluation_key("q", [chunk, changed.replace(id="c")], config_fingerprint="cfg")
 
 
 def test_hand_checked_web_key() -> None:
-    payload = '{"max_results":5,"query":"solar","schema":3,"searcher":"sx","type":"web"}'
+    payload = '{"max_results":5,"query":"solar","schema":4,"searcher":"sx","type":"web"}'
     digest = hashlib.sha256(payload.encode("ascii")).hexdigest()
     assert (
         web_key("solar", 5, searcher_fingerprint="sx", version="0.1.0")
