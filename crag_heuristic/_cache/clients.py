@@ -96,12 +96,15 @@ def build_client(
         settings["password"] = login[1] or None
     settings.update(options or {})
     try:
-        return factory(bare, **settings)
+        client = factory(bare, **settings)
+        pool = client.connection_pool  # a connection is made on first use: try one now
+        pool.connection_class(**pool.connection_kwargs)
     except ValueError as exc:  # its message may quote part of the URL: never shown
         reason = f"redis-py refused it ({type(exc).__name__}): check its host, port and database"
         raise ConfigError("url", redact_url(url), reason) from None
     except TypeError as exc:  # an option redis-py does not take
         raise ConfigError("client_options", sorted(options or {}), redact(str(exc))) from None
+    return client
 
 
 def _idle_disconnect(client: Any) -> Any:

@@ -124,12 +124,7 @@ def decode_text(raw: Any, *, backend: str) -> str:
             raise TypeError(f"unexpected payload type {type(raw).__name__}")
         return bytes(raw).decode("utf-8")
     except (TypeError, ValueError) as exc:
-        raise CacheError(
-            f"cached payload is not JSON text: {exc}",
-            backend=backend,
-            operation="get",
-            kind="payload",
-        ) from exc
+        raise _not_json(exc, backend) from exc
 
 
 def decode_value(raw: Any, *, backend: str) -> str:
@@ -142,10 +137,14 @@ def decode_value(raw: Any, *, backend: str) -> str:
     try:
         json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise CacheError(
-            f"cached payload is not JSON text: {exc}",
-            backend=backend,
-            operation="get",
-            kind="payload",
-        ) from exc
+        raise _not_json(exc, backend) from exc
     return text
+
+
+def _not_json(error: Exception, backend: str) -> CacheError:
+    return CacheError(
+        f"cached payload is not JSON text: {error}",
+        backend=backend,
+        operation="get",
+        kind="payload",
+    )

@@ -52,7 +52,11 @@ def key_kind(key: str) -> str:
 def _kinds(name: str, kinds: Iterable[str] | None) -> frozenset[str] | None:
     if kinds is None:
         return None
-    if isinstance(kinds, str) or not all(isinstance(k, str) and k for k in kinds):
+    if (
+        isinstance(kinds, str)
+        or not isinstance(kinds, Iterable)
+        or not all(isinstance(k, str) and k for k in kinds)
+    ):
         raise ConfigError(name, kinds, "must be an iterable of key kinds ('eval', 'grade' ...)")
     return frozenset(kinds)
 

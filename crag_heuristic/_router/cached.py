@@ -220,34 +220,23 @@ class _Copier:
             self._evaluation = copied(evaluation)
 
     def copy(self) -> Evaluation:
-        evaluation = self._evaluation
         if self._blob is None:
-            return copied(evaluation)
+            return copied(self._evaluation)
         details, features = marshal.loads(self._blob)
-        return Evaluation(
-            verdict=evaluation.verdict,
-            score=evaluation.score,
-            signals=evaluation.signals,
-            chunks=tuple(
-                ChunkEvaluation(
-                    chunk_id=grade.chunk_id,
-                    score=grade.score,
-                    verdict=grade.verdict,
-                    signals=grade.signals,
-                    similarity=grade.similarity,
-                    features=own,
-                )
-                for grade, own in zip(evaluation.chunks, features, strict=True)
-            ),
-            reasoning=evaluation.reasoning,
-            profile=evaluation.profile,
-            details=details,
-        )
+        return _with_parts(self._evaluation, details, features)
 
 
 def copied(evaluation: Evaluation) -> Evaluation:
     """``evaluation`` with fresh mutable parts: the details (copied to their leaves)
     and each grade's features. Signals and verdicts are immutable: shared."""
+    features = [dict(grade.features) for grade in evaluation.chunks]
+    return _with_parts(evaluation, _json_copy(evaluation.details), features)
+
+
+def _with_parts(
+    evaluation: Evaluation, details: dict[str, Any], features: Sequence[dict[str, Any]]
+) -> Evaluation:
+    """``evaluation`` with these details and these features, grade by grade."""
     return Evaluation(
         verdict=evaluation.verdict,
         score=evaluation.score,
@@ -259,13 +248,13 @@ def copied(evaluation: Evaluation) -> Evaluation:
                 verdict=grade.verdict,
                 signals=grade.signals,
                 similarity=grade.similarity,
-                features=dict(grade.features),
+                features=own,
             )
-            for grade in evaluation.chunks
+            for grade, own in zip(evaluation.chunks, features, strict=True)
         ),
         reasoning=evaluation.reasoning,
         profile=evaluation.profile,
-        details=_json_copy(evaluation.details),
+        details=details,
     )
 
 
