@@ -300,13 +300,6 @@ class InsufficientLabelsError(InputError):
         self.have = have
         super().__init__(message)
 
-    def __reduce__(self) -> Any:
-        return (_rebuild_insufficient, (self.args[0], self.needed, self.have))
-
-
-def _rebuild_insufficient(message: str, needed: int, have: int) -> InsufficientLabelsError:
-    return InsufficientLabelsError(message, needed=needed, have=have)
-
 
 class IndexDirectoryError(InputError):
     """An index directory (``crag-heuristic index``) that cannot be used: refused whole.
@@ -346,15 +339,6 @@ class IndexDirectoryError(InputError):
             f"index directory {path!r}: {field} is {_short(found)}, expected {_short(expected)}"
             + (f" ({advice})" if advice else "")
         )
-
-    def __reduce__(self) -> Any:
-        return (_rebuild_index_error, (self.path, self.field, self.found, self.expected, self.note))
-
-
-def _rebuild_index_error(
-    path: str, field: str, found: Any, expected: Any, note: str
-) -> IndexDirectoryError:
-    return IndexDirectoryError(path, field, found, expected, note=note)
 
 
 class RetrieverError(CragError):

@@ -61,6 +61,21 @@ MAKERS: dict[str, Callable[[], errors.CragError]] = {
         "all failed", engines=("a", "b"), reasons=("timeout", "403"), query="q", url=CAUSE
     ),
     "CircuitOpenError": lambda: errors.CircuitOpenError("open", retry_after=4.5, url=CAUSE),
+    "InsufficientLabelsError": lambda: errors.InsufficientLabelsError(
+        "recall 0.1 needs 22 failed lists; got 3", needed=22, have=3
+    ),
+    "IndexDirectoryError": lambda: errors.IndexDirectoryError(
+        "/index", "file", "docs.jsonl changed", "sha256 0123abcd", note="rebuild"
+    ),
+    "GraderHTTPError": lambda: errors.GraderHTTPError(
+        "503", status_code=503, retry_after=2.0, grader="openai:gpt"
+    ),
+    "GraderConnectionError": lambda: errors.GraderConnectionError("reset", grader="openai:gpt"),
+    "ServiceError": lambda: errors.ServiceError("no route GET /v2", status=404),
+    "UnauthorizedError": lambda: errors.UnauthorizedError("no valid API key", status=401),
+    "RequestTooLargeError": lambda: errors.RequestTooLargeError("body", limit=1024, status=413),
+    "OverloadedError": lambda: errors.OverloadedError("busy", retry_after=1.0, status=503),
+    "RequestTimeoutError": lambda: errors.RequestTimeoutError("slow", timeout=2.5, status=504),
     "CacheError": lambda: errors.CacheError(
         "down", backend="redis", operation="get", kind="down", retry_after=0.75
     ),

@@ -118,6 +118,7 @@ def run_server(
             server.run(sockets=[sock])
     finally:
         sock.close()
+        crag.close()  # the router's worker threads
         close = getattr(crag.cache, "close", None)
         if callable(close):
             with contextlib.suppress(Exception):
