@@ -959,6 +959,9 @@ def _build(cls: type[_T], data: Mapping[str, Any], path: str) -> _T:
         kwargs[key] = value
     try:
         return cls(**kwargs)
+    except TypeError as exc:  # a section's required field missing (a guarantee's band ...)
+        where = path.rstrip(".") or "<root>"
+        raise ConfigError(where, dict(data), f"{cls.__name__}: {exc}") from None
     except ConfigError as exc:
         where = path.rstrip(".")
         if where and where.rsplit(".", 1)[-1] == exc.field:  # about the whole section

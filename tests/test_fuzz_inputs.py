@@ -74,17 +74,29 @@ from crag_heuristic.expansion import (
     parse_synonyms,
     reciprocal_rank_fusion,
 )
-from crag_heuristic.grading import CallableGrader, Cascade, Escalation, SetEscalation
+from crag_heuristic.grading import (
+    CallableGrader,
+    Cascade,
+    Escalation,
+    OpenAIGrader,
+    RecordedGrader,
+    SetEscalation,
+    binomial_lower,
+    binomial_upper,
+    guaranteed_band,
+)
+from crag_heuristic.index import IndexDirectory
 from crag_heuristic.metrics import PrometheusMetrics
 from crag_heuristic.refinement import refine
 from crag_heuristic.retrievers import LangChainRetriever
 from crag_heuristic.sample import LsaEmbedder
+from crag_heuristic.serve import ServeSettings
 from crag_heuristic.testing import ListRetriever, RecordingWebSearcher, StaticExpander
 from crag_heuristic.text import Analyzer, SentenceVectors
 from crag_heuristic.web import keyword_query
 
 TESTS = 7  # the tests below, which share the examples with the doors (test_public_doors)
-UNITS = TESTS + 45  # the tests and the doors (checked in test_every_door_is_counted)
+UNITS = TESTS + 51  # the tests and the doors (checked in test_every_door_is_counted)
 TOTAL = int(os.environ.get("CRAG_FUZZ_EXAMPLES", "420"))
 FUZZ = settings(
     max_examples=max(1, -(-TOTAL // UNITS)),  # at least TOTAL in all
@@ -1140,6 +1152,99 @@ def _prometheus(draw: st.DrawFn) -> Callable[[], Any]:
     namespace = draw(sometimes(st.just("crag_fuzz")))
     registry = draw(st.one_of(st.builds(CollectorRegistry), junk))
     return lambda: PrometheusMetrics(registry, namespace=namespace).decision("relevant")
+
+
+@door("IndexDirectory.load")
+def _index_directory(draw: st.DrawFn) -> Callable[[], Any]:
+    manifest = draw(st.one_of(junk.map(_json), st.binary(max_size=40), st.just(b"{}")))
+    verify = draw(sometimes(st.booleans()))
+
+    def call() -> Any:
+        with tempfile.TemporaryDirectory() as folder:
+            raw = (
+                manifest
+                if isinstance(manifest, bytes)
+                else manifest.encode("utf-8", "surrogatepass")
+            )
+            (Path(folder) / "manifest.json").write_bytes(raw)
+            return IndexDirectory.load(folder, verify=verify)
+
+    return call
+
+
+_kwargs_door(
+    "ServeSettings",
+    ServeSettings,
+    {
+        "api_keys": sometimes(st.just(("k" * 32,))),
+        "api_key_header": sometimes(st.just("X-API-Key")),
+        "max_body_bytes": sometimes(st.integers(1, 10**6)),
+        "max_k": sometimes(st.integers(1, 100)),
+        "max_query_chars": sometimes(st.integers(1, 100)),
+        "max_concurrency": sometimes(st.integers(1, 8)),
+        "request_timeout": sometimes(st.floats(0.1, 30)),
+    },
+)
+_kwargs_door(
+    "OpenAIGrader",
+    lambda **options: OpenAIGrader(**{"base_url": "http://llm.test/v1", "model": "m", **options}),
+    {
+        "base_url": sometimes(st.just("http://u:p@llm.test/v1")),
+        "model": sometimes(st.just("gpt")),
+        "api_key": st.none() | junk,
+        "prompt": sometimes(st.sampled_from(["binary", "graded", "nope"])),
+        "mode": sometimes(st.sampled_from(["list", "chunk"])),
+        "timeout": sometimes(st.floats(0.1, 30)),
+        "max_retries": sometimes(st.integers(0, 3)),
+        "max_concurrency": sometimes(st.integers(1, 4)),
+        "temperature": sometimes(st.none() | st.floats(0, 2)),
+        "max_passage_chars": sometimes(st.integers(1, 100)),
+        "headers": sometimes(st.just({"X-A": "b"})),
+    },
+)
+
+
+@door("RecordedGrader")
+def _recorded_grader(draw: st.DrawFn) -> Callable[[], Any]:
+    labels = draw(
+        sometimes(st.just({"q1": {"a": 2.0, "b": 0.0}}))
+        | st.dictionaries(st.text(max_size=3), junk, max_size=2)
+    )
+    options = kwargs_of(
+        draw,
+        {
+            "queries": sometimes(st.none() | st.just({"solar": "q1"})),
+            "relevant_min": sometimes(st.floats(0, 3)),
+            "output": sometimes(st.sampled_from(["binary", "graded"])),
+            "missing": sometimes(st.none() | st.floats(0, 1)),
+        },
+    )
+    query, chunks = draw(queries), draw(valid_chunks())
+    return lambda: RecordedGrader(labels, **options).grade(query, chunks)
+
+
+@door("guaranteed_band")
+def _guaranteed_band(draw: st.DrawFn) -> Callable[[], Any]:
+    scores = draw(sometimes(st.lists(st.floats(0, 1), max_size=30)))
+    good = draw(sometimes(st.lists(st.booleans(), max_size=30)))
+    options = kwargs_of(
+        draw,
+        {
+            "target": sometimes(st.sampled_from(["recall", "precision"])),
+            "eps": sometimes(st.floats(0.01, 0.5)),
+            "delta": sometimes(st.floats(0.01, 0.5)),
+            "centre": sometimes(st.floats(0, 1)),
+            "window": sometimes(st.none() | st.integers(1, 30)),
+        },
+    )
+    return lambda: guaranteed_band(scores, good, **options)
+
+
+@door("binomial bounds")
+def _binomial(draw: st.DrawFn) -> Callable[[], Any]:
+    k, n = draw(sometimes(st.integers(0, 50))), draw(sometimes(st.integers(0, 50)))
+    delta = draw(sometimes(st.floats(0.001, 0.5)))
+    return lambda: (binomial_lower(k, n, delta), binomial_upper(k, n, delta))
 
 
 def test_every_door_is_counted() -> None:

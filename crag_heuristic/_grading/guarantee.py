@@ -244,6 +244,9 @@ def _label(value: object) -> bool:
 
 
 def _checked(scores: Sequence[float], good: Sequence[bool]) -> tuple[list[float], list[bool]]:
+    for name, values in (("scores", scores), ("good", good)):
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            raise ConfigError(name, values, "must be a sequence")
     s = [as_real(v) for v in scores]
     g = [_label(v) for v in good]
     if len(s) != len(g):

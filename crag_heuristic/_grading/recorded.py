@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from .._checks import check_query
 from .._config import _check_number
 from .._exceptions import ConfigError, GraderOutputError, InputError
 from .._types import Chunk
@@ -199,7 +200,7 @@ class RecordedGrader:
             GraderOutputError: the labels know no such query (the message does
                 not repeat the query).
         """
-        text = query.strip()
+        text = check_query(query).strip()
         found = self._by_text.get(text, text)
         if found not in self._labels:
             raise GraderOutputError(
