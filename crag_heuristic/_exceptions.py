@@ -584,7 +584,9 @@ class CacheError(CragError):
             error reply), ``"payload"`` (a value that is not JSON text),
             ``"invalid"`` (JSON text, but not the value the reader expects:
             the wrong shape, a number out of range, made for another entry;
-            the router recomputes it and overwrites it), ``"down"`` (skipped:
+            the router recomputes it and overwrites it), ``"signature"`` (a
+            value read back unsigned or badly signed where a secret signs
+            them: refused, recomputed and overwritten as well), ``"down"`` (skipped:
             the backend failed moments ago and is not retried yet),
             ``"unsupported"`` (no client for this call), or ``"error"``
             (anything else).

@@ -142,9 +142,10 @@ def decode_value(raw: Any, *, backend: str) -> str:
 
 
 def _not_json(error: Exception, backend: str) -> CacheError:
-    return CacheError(
-        f"cached payload is not JSON text: {error}",
-        backend=backend,
-        operation="get",
-        kind="payload",
-    )
+    return refusal(f"cached payload is not JSON text: {error}", backend=backend, kind="payload")
+
+
+def refusal(message: str, *, backend: str, kind: str) -> CacheError:
+    """The :class:`CacheError` of a stored value refused on the way out (a read's:
+    the router counts it as a miss, recomputes the value and overwrites it)."""
+    return CacheError(message, backend=backend, operation="get", kind=kind)

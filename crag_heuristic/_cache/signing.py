@@ -28,6 +28,7 @@ import hmac
 from typing import Any
 
 from .._exceptions import CacheError, ConfigError
+from .codec import refusal
 
 MIN_SECRET_BYTES = 16
 _PREFIX = '{"mac":"'
@@ -111,12 +112,7 @@ class Signer:
 
 
 def _refused(backend: str, reason: str) -> CacheError:
-    return CacheError(
-        f"a cached value was refused: {reason}",
-        backend=backend,
-        operation="get",
-        kind="signature",
-    )
+    return refusal(f"a cached value was refused: {reason}", backend=backend, kind="signature")
 
 
 def signer_of(secret: str | bytes | Signer | None, name: str) -> Signer | None:

@@ -37,7 +37,7 @@ import marshal
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-from .._cache.codec import dumps, loads
+from .._cache.codec import dumps, loads, refusal
 from .._cache.signing import Signer
 from .._config import EvaluatorConfig, Thresholds
 from .._evaluator.evaluator import verdict_for
@@ -100,12 +100,7 @@ def _opened(text: Any, key: str, what: str, signer: Signer | None) -> Any:
 
 
 def _refused(what: str, reason: str) -> CacheError:
-    return CacheError(
-        f"the cached {what} was refused: {reason}",
-        backend=_BACKEND,
-        operation="get",
-        kind="invalid",
-    )
+    return refusal(f"the cached {what} was refused: {reason}", backend=_BACKEND, kind="invalid")
 
 
 def open_evaluation(
