@@ -75,7 +75,7 @@ DEFAULT_CHUNK_FEATURES = (
     "lexical_contrast",
     "rank",
 )
-DEFAULT_SET_FEATURES = ("similarity_top", "bm25_top", "bm25_scaled_max")
+DEFAULT_SET_FEATURES = ("similarity_top", "keyword_coverage", "lexical_coherence")
 DEFAULT_ANCHOR = ("similarity_top",)
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 
