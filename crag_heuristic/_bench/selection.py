@@ -63,15 +63,32 @@ MEAN_RULE = (
     f"held-out collections; {_BANDS_RULE}"
 )
 """The rule before it (issue 18 to issue 24's default): the mean decides."""
-RULE = WORST_RULE
-RULES: dict[str, str] = {"worst": WORST_RULE, "mean": MEAN_RULE}
+WITHIN_RULE = (
+    "evidence: among the variants whose set stage is fitted within collections (and the top-1 "
+    "cosine alone), the one whose smallest gain in failure AUC (natural + probes) over the "
+    "top-1 cosine, among the inner held-out collections, is largest (ties: the larger mean "
+    f"gain); {_BANDS_RULE}"
+)
+"""The worst-case rule among the steady family only: pooled fits stay in the ledger as
+references, not picks (added after the first nested run of the worst rule, whose inner
+step picked the pooled nine-feature 'wide' variant for Medline left out and lost 0.13 there:
+issue 25 found pooled fits transferring worst)."""
+RULE = WITHIN_RULE
+RULES: dict[str, str] = {"worst-within": WITHIN_RULE, "worst": WORST_RULE, "mean": MEAN_RULE}
 """The rules ``nested_loco(rule=...)`` knows, by name."""
+
+
+def eligible(rule: str, variant: GateVariant) -> bool:
+    """Whether ``rule`` may pick ``variant`` (every variant is scored either way)."""
+    if rule == "worst-within":
+        return variant.within_collection or variant.set_features == ("similarity_top",)
+    return True
 
 
 def evidence_key(rule: str, inner: Mapping[str, float]) -> tuple[float, ...]:
     """What step 1 ranks a variant by under ``rule`` (``"worst"`` or ``"mean"``), from
     its inner numbers (:func:`inner_numbers`); larger is better."""
-    if rule == "worst":
+    if rule in ("worst", "worst-within"):
         return (inner["min_gain"], inner["mean_gain"])
     if rule == "mean":
         return (inner["mean_auc"],)
@@ -284,7 +301,7 @@ class NestedResult:
     loco: dict[str, dict[str, tuple[float | None, float | None]]]
     on_all: GateVariant
     on_all_keys: dict[str, dict[str, Any]]
-    rule: str = "worst"
+    rule: str = "worst-within"
 
 
 def nested_loco(
@@ -293,16 +310,19 @@ def nested_loco(
     cache: FitCache,
     *,
     meets_goal: Callable[[Mapping[str, Any]], bool],
-    rule: str = "worst",
+    rule: str = "worst-within",
     log: Callable[[str], None] = lambda message: None,
 ) -> NestedResult:
     """The protocol of the module doc over ``cache``'s collections: per outer fold,
-    step 1 picks the evidence variant by ``rule`` (:data:`RULES`: ``"worst"``, the
-    smallest inner gain over the top-1 cosine, or ``"mean"``, the mean inner AUC),
+    step 1 picks the evidence variant by ``rule`` (:data:`RULES`: ``"worst-within"``,
+    the smallest inner gain over the top-1 cosine among the variants fitted within
+    collections; ``"worst"``, the same among all; ``"mean"``, the mean inner AUC),
     step 2 its band targets (``bands``, each a dict of :class:`GateVariant` band
     fields) by the number of inner collections where ``meets_goal`` holds for the
     natural-traffic verdicts."""
     evidence_key(rule, {"mean_auc": 0.0, "min_gain": 0.0, "mean_gain": 0.0})  # a known rule
+    if not any(eligible(rule, v) for v in evidence):
+        raise ValueError(f"no variant the rule {rule!r} may pick")
     from .failure import verdict_table
 
     if len({v.label for v in evidence}) != len(evidence):
@@ -332,7 +352,10 @@ def nested_loco(
             v.label: inner_numbers([inner_result(v, outer, i).auc for i in others], top1_aucs)
             for v in evidence
         }
-        chosen = max(evidence, key=lambda v: evidence_key(rule, step1[v.label]))  # first on ties
+        chosen = max(  # the first on ties
+            (v for v in evidence if eligible(rule, v)),
+            key=lambda v: evidence_key(rule, step1[v.label]),
+        )
         banded = [
             dataclasses.replace(chosen, label=f"{chosen.label} | {_band_label(b)}", **dict(b))  # type: ignore[arg-type]
             for b in bands

@@ -113,7 +113,7 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
             encode=not args.no_encode,
             sentences=args.sentences,
             self_calibrate=not args.no_self_calibration,
-            rule=args.rule or "worst",
+            rule=args.rule or "worst-within",
             command=_command_line(),
             log=_said(progress),
             loops=progress.iterate,
@@ -348,11 +348,12 @@ def register(commands: Any) -> None:
     )
     bench.add_argument(
         "--rule",
-        choices=("worst", "mean"),
+        choices=("worst-within", "worst", "mean"),
         help=(
-            "with --loco: how the evidence is picked on the inner collections: 'worst' (the "
-            "largest smallest gain over the top-1 cosine; the default) or 'mean' (the highest "
-            "mean AUC, the rule before it)"
+            "with --loco: how the evidence is picked on the inner collections: 'worst-within' "
+            "(the largest smallest gain over the top-1 cosine among the variants fitted within "
+            "collections; the default), 'worst' (the same among all) or 'mean' (the highest "
+            "mean AUC, the rule before them)"
         ),
     )
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")

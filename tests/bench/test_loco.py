@@ -66,6 +66,7 @@ def nested_run(three_collections: Path, tmp_path_factory: pytest.TempPathFactory
         bands=BAND_VARIANTS[:2],
         self_calibrate=False,
         encode=False,
+        rule="worst",  # the two variants are pooled fits: 'worst-within' picks neither
         log=lambda m: None,
     )
     results["out"] = out
@@ -162,6 +163,7 @@ def test_the_self_calibration_prior_never_saw_the_collection(
         evidence=TWO_VARIANTS[:1],
         bands=BAND_VARIANTS[:1],
         encode=False,
+        rule="worst",
         log=lambda m: None,
     )
     assert set(seen) == {"alpha", "beta", "gamma"}
@@ -292,3 +294,14 @@ def test_the_shipped_recipe_is_read_from_the_default_profile() -> None:
         {"set_features": ("similarity_top",)},
     ):
         assert not _library_default_is(dataclasses.replace(shipped, **change))
+
+
+def test_the_within_rule_picks_only_fits_within_collections() -> None:
+    from crag_heuristic._bench.selection import eligible
+
+    within = next(v for v in EVIDENCE_VARIANTS if v.within_collection)
+    alone = next(v for v in EVIDENCE_VARIANTS if v.set_features == ("similarity_top",))
+    pooled = EVIDENCE_VARIANTS[0]
+    assert eligible("worst-within", within) and eligible("worst-within", alone)
+    assert not eligible("worst-within", pooled)
+    assert eligible("worst", pooled) and eligible("mean", pooled)
