@@ -85,10 +85,11 @@ def test_the_default_profile_is_the_fitted_gate() -> None:
     config = EvaluatorConfig.from_profile(DEFAULT_PROFILE)
     assert DEFAULT_PROFILE == "minilm-multi" == Evaluator().config.name
     assert config.model is not None and "scifact train, llmjudge test" in config.model.fitted_on
+    assert "birco-clinical-trial test" in config.model.fitted_on  # nine collections
     assert [t.feature for t in config.model.set.terms] == [
         "similarity_top",
-        "bm25_top",
-        "bm25_scaled_max",
+        "keyword_coverage",
+        "lexical_coherence",
     ]
     assert {f.missing for f in config.model.fallbacks} == {
         ("similarity",),
