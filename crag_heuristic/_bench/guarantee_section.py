@@ -153,6 +153,24 @@ class _Tally:
         }
 
 
+def halvings(
+    rng: np.random.Generator, idx: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One random halving of the lists ``idx``: ``(calibration, test, choose, rest)``,
+    each sorted, with ``choose`` and ``rest`` a random halving of the calibration lists
+    (the best simple predictor is picked on ``choose``, its band chosen on ``rest``: a
+    band on the lists that picked it would not keep its guarantee).
+
+    Every half is drawn from the permutation, never from the sorted positions: the
+    lists come in the folder's order (its splits, then the probes), and a half cut
+    from sorted positions would be one part of that order, not exchangeable with the
+    test half."""
+    order = rng.permutation(idx)  # lists at random: exchangeable halves
+    calibration, test = order[: len(order) // 2], order[len(order) // 2 :]
+    choose, rest = calibration[: len(calibration) // 2], calibration[len(calibration) // 2 :]
+    return np.sort(calibration), np.sort(test), np.sort(choose), np.sort(rest)
+
+
 def _windows(good: np.ndarray) -> dict[str, int]:
     """The lists each target counts on a test half: the window whose realised risk the
     row scores (recall: its failed lists; agreement: all)."""
@@ -230,14 +248,9 @@ def guarantee_section(
             log(f"guarantee: {grader}, {traffic} ({len(idx)} lists)")
             for s in range(splits):
                 rng = np.random.default_rng(seed + s)
-                order = rng.permutation(idx)  # lists at random: exchangeable halves
-                a, b = np.sort(order[: len(order) // 2]), np.sort(order[len(order) // 2 :])
+                a, b, choose, rest = halvings(rng, idx)
                 gb = good_all[b]
                 windows = _windows(gb)  # a count of the test half: none of its lists' labels
-                # the best simple predictor is picked on one half of the calibration lists,
-                # its band chosen on the other: a band on the lists that picked it would not
-                # keep its guarantee
-                choose, rest = a[: len(a) // 2], a[len(a) // 2 :]
                 best = max(
                     SIMPLE,
                     key=lambda name: failure_auc(~good_all[choose], simple[name][choose]) or 0.0,

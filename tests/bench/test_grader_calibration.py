@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, EvaluatorConfig, InputError
@@ -18,7 +19,7 @@ from crag_heuristic._bench.grader_calibration import (
     examples_from_grader,
     fit_on_grader,
 )
-from crag_heuristic._bench.guarantee_section import guarantee_section
+from crag_heuristic._bench.guarantee_section import guarantee_section, halvings
 from crag_heuristic._bench.pipeline import HarnessRetriever, prepare
 from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
@@ -268,3 +269,19 @@ def test_the_band_is_never_chosen_on_the_refit_lists(
     assert made.report["refit"] is False and "refit_skipped" in made.report
     band = made.bands[("agreement", 0.05)]
     assert not isinstance(band, InsufficientLabelsError) and band.n == 64
+
+
+def test_the_halvings_are_cut_from_the_permutation_not_from_sorted_positions() -> None:
+    """The best simple predictor's band half must be a random quarter of the lists: cut
+    from sorted positions it was the calibration half's later lists (a folder's second
+    split, or its probes), not exchangeable with the test half."""
+    idx = np.arange(400)
+    seen_low_in_rest = 0
+    for seed in range(20):
+        calibration, test, choose, rest = halvings(np.random.default_rng(seed), idx)
+        assert sorted([*calibration, *test]) == list(idx)
+        assert sorted([*choose, *rest]) == list(calibration)
+        assert len(choose) == len(rest) == 100
+        # rest holds lists from the whole range, not the calibration half's upper part
+        seen_low_in_rest += int(rest.min() < calibration[len(calibration) // 2])
+    assert seen_low_in_rest == 20
