@@ -305,3 +305,106 @@ def test_the_within_rule_picks_only_fits_within_collections() -> None:
     assert eligible("worst-within", within) and eligible("worst-within", alone)
     assert not eligible("worst-within", pooled)
     assert eligible("worst", pooled) and eligible("mean", pooled)
+
+
+@pytest.fixture(scope="module")
+def three_datasets(three_collections: Path) -> dict[str, CollectionData]:
+    return {
+        p.name: CollectionData.of(prepare(p, encode=False), 5)
+        for p in collection_folders([three_collections])
+    }
+
+
+def test_the_band_step_never_reads_the_outer_collection(
+    nested_run: dict[str, Any], three_datasets: dict[str, CollectionData]
+) -> None:
+    """Step 2 (the band targets) of each outer fold is recomputed here from the two inner
+    collections alone, each scored by the banded pick fitted without it and without the
+    outer one: a step 2 that also counted the outer collection's verdicts (its goal met
+    or not, its fast-path share) would not reproduce the run's numbers nor, always, its pick."""
+    from crag_heuristic._bench.failure import verdict_table
+    from crag_heuristic._bench.selection import _band_label
+    from crag_heuristic._bench.variants import meets_goal
+
+    cache = FitCache(three_datasets)
+    names = sorted(three_datasets)
+    assert names == ["alpha", "beta", "gamma"]
+    for outer in names:
+        others = [n for n in names if n != outer]
+        pick = nested_run["picks"][outer]["label"]
+        chosen = next(v for v in TWO_VARIANTS if pick.startswith(v.label + " | "))
+        expected: dict[str, list[Any]] = {}
+        for targets in BAND_VARIANTS[:2]:
+            label = f"{chosen.label} | {_band_label(targets)}"
+            banded = dataclasses.replace(chosen, label=label, **dict(targets))  # type: ignore[arg-type]
+            tables = []
+            for i in others:  # two inner collections, never the outer one
+                train = [n for n in names if n not in (outer, i)]
+                assert len(train) == 1 and outer not in train
+                verdicts = gate_scores(cache.fit(banded, train), three_datasets[i])[1]
+                data = three_datasets[i]
+                tables.append(verdict_table(verdicts, data.failed, data.natural))
+            met = sum(meets_goal(t) for t in tables)
+            share = (
+                (tables[0]["good_natural_fast_path"] or 0.0)
+                + (tables[1]["good_natural_fast_path"] or 0.0)
+            ) / 2
+            expected[banded.label] = [met, share]
+        got = nested_run["inner"][outer]["bands"]
+        assert set(got) == set(expected)
+        for label, (met, share) in expected.items():
+            assert got[label][0] == met <= 2
+            assert got[label][1] == pytest.approx(share)
+        assert pick == max(expected, key=lambda label: tuple(expected[label]))
+
+
+def test_the_self_calibration_choice_never_reads_the_outer_collection(
+    three_datasets: dict[str, CollectionData],
+) -> None:
+    """Choosing the self-calibration variant for an outer collection self-calibrates each
+    inner collection with the outer pick fitted without both: with alpha, beta and gamma,
+    alpha's choice self-calibrates beta on a prior fitted on gamma alone and gamma on one
+    fitted on beta alone. The simulation needs MiniLM, so a stand-in records what it is
+    given and returns the prior unchanged (every gain 0: the first variant is chosen)."""
+    from crag_heuristic._bench.loco import SelfVariant, _choose_self
+    from crag_heuristic._bench.selection import NestedResult
+
+    calls: list[tuple[str, str, str]] = []
+
+    class Recorder:
+        def fit(self, name: str, variant: SelfVariant, prior: EvaluatorConfig) -> Any:
+            assert prior.model is not None
+            calls.append((name, variant.label, prior.model.fitted_on))
+            return prior, {}
+
+    label = f"{TWO_VARIANTS[0].label} | bands"
+    pick = dataclasses.replace(TWO_VARIANTS[0], label=label, **dict(BAND_VARIANTS[0]))  # type: ignore[arg-type]
+    names = ["alpha", "beta", "gamma"]
+    nested = NestedResult(
+        picks=dict.fromkeys(names, pick),
+        inner={},
+        configs={},
+        scores={},
+        verdicts={},
+        loco={},
+        on_all=pick,
+        on_all_keys={},
+    )
+    cache = FitCache(three_datasets)
+    variants = [SelfVariant(label="first"), SelfVariant(label="second", prior_c=None)]
+    on = "the test splits of "
+    expected = {
+        "alpha": [("beta", on + "gamma"), ("gamma", on + "beta")],
+        "beta": [("alpha", on + "gamma"), ("gamma", on + "alpha")],
+        "gamma": [("alpha", on + "beta"), ("beta", on + "alpha")],
+    }
+    for outer in names:
+        calls.clear()
+        chosen, report = _choose_self(variants, outer, nested, cache, Recorder())  # type: ignore[arg-type]
+        assert calls == [
+            (inner, label, fitted_on)
+            for inner, fitted_on in expected[outer]
+            for label in ("first", "second")
+        ]
+        assert chosen.label == "first"
+        assert report == {"chosen": "first", "inner_mean_gain": {"first": 0.0, "second": 0.0}}
