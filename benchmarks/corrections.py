@@ -2,7 +2,7 @@
 
     pip install '.[bench]' && python benchmarks/corrections.py [--data-root ../shared/data]
 
-For each collection (``--collections``, default the seven of ``../shared/data``) every
+For each collection (``--collections``, default the nine of ``../shared/data``) every
 route variant (:func:`crag_heuristic.bench.run_corrections`) runs on the judged queries
 (SciFact: its train split too), with nDCG@10, Recall@100, per-route deltas against the
 bare dense list and the corrected path's p50 latency over the bare retrieval's in the
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--collections",
         default=None,
-        help="comma-separated folder names (default: the seven of ../shared/data)",
+        help="comma-separated folder names (default: the nine of ../shared/data)",
     )
     parser.add_argument("--latency-queries", type=int, default=100)
     parser.add_argument("--profile", default=None, help="gate profile (default: the library's)")

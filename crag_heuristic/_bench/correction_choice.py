@@ -38,7 +38,17 @@ from .pipeline import prepare
 from .plots import pyplot, save_figure
 from .quality import BARE, HYBRID
 
-COLLECTIONS = ("scifact", "llmjudge", "nfcorpus", "cranfield", "cacm", "npl", "med")
+COLLECTIONS = (
+    "scifact",
+    "llmjudge",
+    "nfcorpus",
+    "cranfield",
+    "cacm",
+    "npl",
+    "med",
+    "birco-arguana",
+    "birco-clinical-trial",
+)
 """The collections of ``../shared/data`` the benchmark runs by default."""
 LATENCY_BOUND = 2.5
 """A variant's corrected p50 over the bare retrieval's p50 may not exceed this."""
