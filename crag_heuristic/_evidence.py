@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
@@ -274,7 +274,7 @@ class SetInputs(Inputs):
     chunk features it computed) with that stage's outputs, ``chunk_probs`` (its
     probabilities, or the linear chunk scores without a model)."""
 
-    __slots__ = ("_set", "_term_counts", "chunk_probs")
+    __slots__ = ("_set", "_term_counts", "_term_keys", "chunk_probs")
 
     def __init__(self, chunk_stage: Inputs, chunk_probs: Sequence[float]) -> None:
         # the chunk stage's values are shared, not copied (its caches included)
@@ -282,7 +282,8 @@ class SetInputs(Inputs):
             setattr(self, name, getattr(chunk_stage, name))
         self.chunk_probs = chunk_probs
         self._set: dict[str, Value] = {}
-        self._term_counts: Counter[str] | None = None
+        self._term_counts: Counter[Hashable] | None = None
+        self._term_keys: list[Sequence[Hashable]] | None = None
 
     def value(self, name: str) -> Value:
         """The value of set feature ``name`` (computed on first use)."""
@@ -503,13 +504,39 @@ def _bm25_raw_top(x: SetInputs) -> Value:
     return _floats(x.chunk("bm25_raw"))[0]
 
 
-def _term_chunk_counts(x: SetInputs) -> Counter[str]:
+def _term_keys(x: SetInputs) -> list[Sequence[Hashable]]:
+    """Each chunk's distinct content terms, as keys comparable across the list
+    (computed once): the terms' ids in the corpus's analyses when every chunk is a
+    stored row of the same analyses not yet decoded (read from the arrays, one gather
+    for all, no string made), else the terms themselves (stored rows decoded all at
+    once per analyses)."""
+    keys = x._term_keys
+    if keys is None:
+        stored = [a for a in x.analysed if type(a) is StoredStats and not a.decoded]
+        if (
+            stored
+            and len(stored) == len(x.analysed)
+            and all(a.analyses is stored[0].analyses for a in stored)
+        ):
+            keys = list(stored[0].analyses.term_ids([a.row for a in stored]))
+        else:
+            undecoded: dict[int, list[StoredStats]] = {}
+            for a in stored:
+                undecoded.setdefault(id(a.analyses), []).append(a)
+            for group in undecoded.values():
+                group[0].analyses.decode(group)
+            keys = [list(a.term_counts) for a in x.analysed]
+        x._term_keys = keys
+    return keys
+
+
+def _term_chunk_counts(x: SetInputs) -> Counter[Hashable]:
     """term -> the number of chunks whose term set holds it (computed once)."""
     counts = x._term_counts
     if counts is None:
         counts = Counter()
-        for a in x.analysed:
-            counts.update(a.term_set)
+        for terms in _term_keys(x):
+            counts.update(terms)
         x._term_counts = counts
     return counts
 
@@ -524,7 +551,7 @@ def _lexical_coherence(x: SetInputs) -> Value:
     # sum over pairs of |A | B| = (n - 1) * sum of |A| - sum over pairs of |A & B|
     spread = Counter(_term_chunk_counts(x).values())  # how many terms k chunks share
     shared = sum(terms * k * (k - 1) // 2 for k, terms in spread.items())
-    union = (n - 1) * sum(len(a.term_set) for a in x.analysed) - shared
+    union = (n - 1) * sum(map(len, _term_keys(x))) - shared
     return shared / union if union else 0.0
 
 
@@ -535,9 +562,10 @@ def _top_lexical_coherence(x: SetInputs) -> Value:
     if n < 2:
         return None
     counts = _term_chunk_counts(x)
-    first = x.analysed[0].term_set
+    keys = _term_keys(x)
+    first = keys[0]
     shared = sum(counts[t] - 1 for t in first)
-    union = (n - 1) * len(first) + sum(len(a.term_set) for a in x.analysed[1:]) - shared
+    union = (n - 1) * len(first) + sum(map(len, keys[1:])) - shared
     return shared / union if union else 0.0
 
 

@@ -91,3 +91,29 @@ def test_bm25_features_by_hand() -> None:
     )
     assert reversed_list.details["features"]["bm25_top"] == 0.0  # coffee first
     assert reversed_list.details["features"]["bm25_raw_max"] == pytest.approx(2 * term)
+
+
+@pytest.mark.parametrize("path", ["stored, not decoded", "stored, decoded", "mixed", "tokenised"])
+def test_list_features_by_hand_on_the_corpus_analyses(path: str) -> None:
+    """The same hand-computed coherences whichever way the chunks' terms are read: from
+    the stored analyses' term ids (every chunk a stored row not yet decoded), from
+    decoded rows, from a list mixing stored rows and a new text, or tokenised."""
+    from crag_heuristic.text import CorpusStats
+
+    stats = CorpusStats.build(
+        [c.text for c in CHUNKS] + ["unrelated filler text"],
+        ids=[c.id for c in CHUNKS] + ["z"],
+        analyses=True,
+    )
+    evaluator = Evaluator("synapse", all_evidence=True)
+    chunks = list(CHUNKS)
+    if path == "stored, decoded":
+        evaluator.evaluate("wind", chunks, stats)  # another query decodes the rows
+    if path == "mixed":
+        chunks[2] = Chunk(
+            id="new", text="bean coffee", score=0.3, score_kind="cosine"
+        )  # not stored
+    ev = evaluator.evaluate("solar power", chunks, None if path == "tokenised" else stats)
+    f = ev.details["features"]
+    assert f["lexical_coherence"] == pytest.approx(2 / 14)
+    assert f["top_lexical_coherence"] == pytest.approx(2 / 9)

@@ -612,6 +612,20 @@ class ChunkAnalyses:
             t += n_terms
         return out
 
+    def term_ids(self, rows: list[int]) -> list[list[int]]:
+        """The distinct content terms of ``rows`` as their ids in these analyses (no
+        string decoded): equal ids, equal terms, within one :class:`ChunkAnalyses`."""
+        a = self._arrays
+        lengths, (ids,) = _segments(
+            a["term_offsets"], np.asarray(rows, dtype=np.int64), a["term_ids"]
+        )
+        out: list[list[int]] = []
+        t = 0
+        for n_terms in lengths:
+            out.append(ids[t : t + n_terms])
+            t += n_terms
+        return out
+
     def decode(self, stored: Sequence[StoredStats]) -> None:
         """Decode the term counts of ``stored`` (rows of these analyses; their term
         sets follow from the counts on first use), the arrays gathered once for all."""
