@@ -25,21 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crag_heuristic.bench import BASELINES
+from crag_heuristic.bench import BASELINES, SHARED_COLLECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-COLLECTIONS = (
-    "scifact",
-    "llmjudge",
-    "nfcorpus",
-    "cranfield",
-    "cacm",
-    "npl",
-    "med",
-    "birco-arguana",
-    "birco-clinical-trial",
-)
+COLLECTIONS = SHARED_COLLECTIONS
 FILES = {
     **{name: RESULTS / name / "results.json" for name in COLLECTIONS},
     "loco": RESULTS / "loco" / "loco.json",

@@ -30,12 +30,15 @@ harness and, when called, scikit-learn.
   report; :func:`seed_design` is the first of them, the project's seed design.
 * :func:`alternated` and :func:`percentiles`: timing in one run (cases called
   in rotated order, so load drift hits each alike; p50 / p99).
+* :data:`SHARED_COLLECTIONS`: the folder names of the collections the committed
+  reports were made from (``../shared/data``), in their reports' order.
 * :class:`CalibrationWarning`: what a calibration issues when its profile cannot
   do what was asked (bands that miss their targets, no fast path).
 """
 
 from ._bench.baselines import seed_design
 from ._bench.calibration import CalibrationResult, GateExample, fit_gate
+from ._bench.correction_choice import COLLECTIONS as SHARED_COLLECTIONS
 from ._bench.correction_choice import run_corrections
 from ._bench.cost import run_cost
 from ._bench.evidence_probe import run_evidence_probe
@@ -62,6 +65,7 @@ __all__ = [
     "GateExample",
     "GraderCalibration",
     "QuerySimulator",
+    "SHARED_COLLECTIONS",
     "SimulatedQuery",
     "alternated",
     "calibrate",
