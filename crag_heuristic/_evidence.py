@@ -507,12 +507,12 @@ def _bm25_raw_top(x: SetInputs) -> Value:
 def _term_keys(x: SetInputs) -> list[Sequence[Hashable]]:
     """Each chunk's distinct content terms, as keys comparable across the list
     (computed once): the terms' ids in the corpus's analyses when every chunk is a
-    stored row of the same analyses not yet decoded (read from the arrays, one gather
-    for all, no string made), else the terms themselves (stored rows decoded all at
-    once per analyses)."""
+    stored row of the same analyses (read from the arrays, one gather for all, no
+    string made), else the terms themselves (stored rows not yet decoded decoded all
+    at once per analyses)."""
     keys = x._term_keys
     if keys is None:
-        stored = [a for a in x.analysed if type(a) is StoredStats and not a.decoded]
+        stored = [a for a in x.analysed if type(a) is StoredStats]
         if (
             stored
             and len(stored) == len(x.analysed)
@@ -522,6 +522,8 @@ def _term_keys(x: SetInputs) -> list[Sequence[Hashable]]:
         else:
             undecoded: dict[int, list[StoredStats]] = {}
             for a in stored:
+                if a.decoded:
+                    continue
                 undecoded.setdefault(id(a.analyses), []).append(a)
             for group in undecoded.values():
                 group[0].analyses.decode(group)
