@@ -43,7 +43,7 @@ import hashlib
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -176,6 +176,8 @@ def _stop_set(words: tuple[str, ...], ids: list[int]) -> frozenset[str]:
     return frozenset(map(words.__getitem__, ids))
 
 
+_T = TypeVar("_T")
+
 _TERM_COUNTS = TextStats.__dict__["term_counts"]  # the slot StoredStats fills on first use
 
 
@@ -246,6 +248,17 @@ def _segments(
     lengths = high - low
     index = _index(low, lengths)
     return lengths.tolist(), [values[index].tolist() for values in arrays]
+
+
+def _split(values: list[_T], lengths: list[int]) -> list[list[_T]]:
+    """``values`` cut into consecutive segments of ``lengths`` (what :func:`_segments`
+    gathered, one list per row)."""
+    out = []
+    t = 0
+    for n in lengths:
+        out.append(values[t : t + n])
+        t += n
+    return out
 
 
 def _index(low: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -605,12 +618,12 @@ class ChunkAnalyses:
         cached = list(map(strings.get, positions))
         # all(): a C-level truth test per term (only None fails it), unlike `None in`
         terms: list[str] = cached if all(cached) else self._decode(positions)  # type: ignore[assignment]
-        out = []
-        t = 0
-        for n_terms in lengths:
-            out.append(dict(zip(terms[t : t + n_terms], counts[t : t + n_terms], strict=True)))
-            t += n_terms
-        return out
+        return [
+            dict(zip(row_terms, row_counts, strict=True))
+            for row_terms, row_counts in zip(
+                _split(terms, lengths), _split(counts, lengths), strict=True
+            )
+        ]
 
     def term_ids(self, rows: list[int]) -> list[list[int]]:
         """The distinct content terms of ``rows`` as their ids in these analyses (no
@@ -619,12 +632,7 @@ class ChunkAnalyses:
         lengths, (ids,) = _segments(
             a["term_offsets"], np.asarray(rows, dtype=np.int64), a["term_ids"]
         )
-        out: list[list[int]] = []
-        t = 0
-        for n_terms in lengths:
-            out.append(ids[t : t + n_terms])
-            t += n_terms
-        return out
+        return _split(ids, lengths)
 
     def decode(self, stored: Sequence[StoredStats]) -> None:
         """Decode the term counts of ``stored`` (rows of these analyses; their term

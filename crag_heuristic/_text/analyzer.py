@@ -516,8 +516,8 @@ class Analyzer:
     def analyze_lazily(self, text: str) -> TextStats:
         """:meth:`analyze`, with the stop-word set made from the text again and the term
         set from the counts when first asked for: what the evaluator uses (it keeps the
-        text anyway; only a query of stop words reads the one, only the lexical-coherence
-        features the other)."""
+        text anyway; only a query of stop words reads the one, and the gate's features
+        read the counts, not the other)."""
         return self._analyze(text, on_demand=True)
 
     def _analyze(self, text: str, *, on_demand: bool) -> TextStats:
