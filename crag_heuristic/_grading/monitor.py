@@ -43,7 +43,7 @@ import datetime as _dt
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -217,7 +217,51 @@ def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
         "grader_score": float(grader_score),
         "grader_good": list_decision(report.grades.values()),
         "chunks": len(report.escalated),
-        "features": {k: v for k, v in features.items() if isinstance(v, int | float) or v is None},
+        "features": _numbers(features),
+    }
+
+
+def _numbers(features: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in features.items() if isinstance(v, int | float) or v is None}
+
+
+def labelled_record(
+    query: str,
+    grades: Sequence[float],
+    *,
+    grader: str,
+    gate: Evaluation,
+    query_id: str,
+    list_key: str,
+    profile: str = "",
+) -> dict[str, Any]:
+    """The grade-log record of a list a calibration had labelled (``crag-heuristic
+    calibrate --grader``): the monitor's record of a list the grader answered,
+    every list being sent (its band is [0, 1]) and audited (the lists are a sample
+    of the user's), with ``source`` ``"calibrate"``, the query's id, the list's
+    digest (``list``: its chunks' ids and texts) and each chunk's grade
+    (``grades``), so that a later run reuses them. ``grader_score`` is the
+    largest grade."""
+    values = [float(g) for g in grades]
+    return {
+        "v": RECORD_VERSION,
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "query": text_digest(query),  # the SHA-256 of its text, never the text
+        "profile": profile,
+        "profile_name": gate.profile,
+        "grader": grader,
+        "score": gate.score,
+        "band": [0.0, 1.0],
+        "in_band": True,
+        "audited": True,
+        "grader_score": max(values, default=0.0),
+        "grader_good": list_decision(values),
+        "chunks": len(values),
+        "features": _numbers(gate.details.get("features") or {}),
+        "source": "calibrate",
+        "query_id": query_id,
+        "list": list_key,
+        "grades": values,
     }
 
 
