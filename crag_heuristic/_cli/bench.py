@@ -124,11 +124,15 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    if sum(bool(x) for x in (args.self, args.grader, args.grade_log)) > 1:
+    if sum(bool(x) for x in (args.self, args.grader, args.grade_log and not args.grader)) > 1:
         raise InputError("give one of --self, --grader, --grade-log")
     if args.guarantee is not None and not (args.grader or args.grade_log):
         raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
-    if args.grade_log:
+    if not args.grader:
+        for option in _GRADER_ONLY:
+            if getattr(args, option) not in (None, False):
+                raise InputError(f"--{option.replace('_', '-')} needs --grader")
+    if args.grade_log and not args.grader:
         return calibrate_grade_log(args, out, _command_line())
     check_installed("calibrate", "crag-heuristic calibrate (fitting a gate)", *FITTING)
     simulates = args.self or (args.grader and args.simulated is not None)
@@ -142,6 +146,12 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.grader:
         if args.min_refit is None:
             args.min_refit = DEFAULT_MIN_REFIT
+        if args.stop_after_failures is None:
+            from .._grading.labelling import DEFAULT_STOP_AFTER
+
+            args.stop_after_failures = DEFAULT_STOP_AFTER
+        elif args.stop_after_failures < 0:
+            raise InputError("--stop-after-failures takes N >= 0 (0: never stop)")
         with Progress.for_command(args, "calibrate") as progress:
             return calibrate_grader(args, out, _command_line(), progress)
     for option in ("window", "min_refit", "max_queries", "query_file", "simulated"):
@@ -163,6 +173,10 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
     path = result.write(args.out)
     out.write(json.dumps({"profile": str(path), **result.report}, indent=2) + "\n")
     return EXIT_OK
+
+
+_GRADER_ONLY = ("grader_config", "grade_anyway", "stop_after_failures", "no_model_check")
+"""Options of ``calibrate --grader`` alone."""
 
 
 def _calibrate_labelled(args: argparse.Namespace, calibrate: Any) -> Any:
@@ -495,9 +509,39 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--grade-log",
         metavar="FILE",
-        help="choose the set cascade's band again on the audited lists of a grade log (JSON "
-        "lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the gate "
-        "that scored them)",
+        help="alone: choose the set cascade's band again on the audited lists of a grade log "
+        "(JSON lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the "
+        "gate that scored them). With --grader: where each label is appended as it arrives, "
+        "and read back so that a run started again grades only the lists not in it (default "
+        "for openai: and MODULE:NAME graders: --out's path with the suffix .grades.jsonl)",
+    )
+    calibrate.add_argument(
+        "--grader-config",
+        metavar="FILE",
+        help="with --grader openai:...: the grader's settings (TOML, JSON or YAML): the spec's "
+        "keys (timeout, max_tokens, max_passage_chars, prompt, structured ...), extra_body (a "
+        "table) and prompt as a table of a custom prompt (name, version, system, "
+        "list_template, single_template, grade_schema)",
+    )
+    calibrate.add_argument(
+        "--grade-anyway",
+        action="store_true",
+        help="with --grader --guarantee: grade even when the gate expects too few failed lists "
+        "for the guarantee (otherwise refused before any list is graded)",
+    )
+    calibrate.add_argument(
+        "--stop-after-failures",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --grader: stop after N lists failed in a row (default 10; 0: never); the "
+        "labels so far are kept",
+    )
+    calibrate.add_argument(
+        "--no-model-check",
+        action="store_true",
+        help="with --grader openai:...: do not check the model's name against the server's "
+        "GET /models",
     )
     calibrate.add_argument(
         "--guarantee",
