@@ -412,6 +412,8 @@ def _calibrate_on(
         for ex in progress.iterate(lists, "scoring the lists with the gate")
     ]
     where = grade_log_path(args)
+    if where is not None:  # its folder made, as --out's is
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
     log = JsonlGradeLog(where) if where is not None else None
     done = resumed_grades(lists, log.records(), name) if log is not None else {}
     budget = None

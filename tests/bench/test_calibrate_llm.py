@@ -188,8 +188,9 @@ def test_a_server_refusing_structured_output_is_asked_without_it(
     server: OpenAIServer, beir_folder: Path, tmp_path: Path
 ) -> None:
     server.configure(refuse_schema=True)
-    code, report = _run(server, beir_folder, tmp_path / "plain.toml")
+    code, report = _run(server, beir_folder, tmp_path / "new" / "plain.toml")
     assert code == EXIT_OK and report["labelling"]["labelled"] == 18
+    assert (tmp_path / "new" / "plain.grades.jsonl").exists()  # beside --out, its folder made
     seen = [s["response_format"] for s in server.stats()["seen"]]
     assert seen == ["json_schema"] + [None] * 18  # refused once, remembered after
 
