@@ -19,6 +19,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from crag_heuristic import Chunk, Evaluator, InputError, ScoreKind
 from crag_heuristic.integrations.llamaindex import CRAGPostprocessor
+from crag_heuristic.retrievers import UnknownScoresWarning
 from crag_heuristic.sample import LsaEmbedder, load_sample_queries
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import CorpusStats
@@ -45,7 +46,8 @@ def engine(index: VectorStoreIndex, postprocessor: CRAGPostprocessor, k: int = 4
 
 
 def test_usable_with_no_arguments_in_a_query_engine(index: VectorStoreIndex) -> None:
-    postprocessor = CRAGPostprocessor()
+    with pytest.warns(UnknownScoresWarning, match=r"CRAGPostprocessor.for_index\(index\)"):
+        postprocessor = CRAGPostprocessor()
     assert isinstance(postprocessor, BaseNodePostprocessor)
     assert postprocessor.score_kind is ScoreKind.UNKNOWN  # undeclared: not guessed
     response = engine(index, postprocessor).query(ANSWERED)
@@ -113,16 +115,17 @@ def test_all_irrelevant_keeps_all_and_the_verdict_says_so() -> None:
 
 
 def test_bad_input() -> None:
+    gate = CRAGPostprocessor(score_kind="cosine")
     with pytest.raises(InputError, match="needs the query"):
-        CRAGPostprocessor().postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
+        gate.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
     with pytest.raises(InputError):
         CRAGPostprocessor(score_kind="similarity")
     with pytest.raises(InputError, match="has no vector_store"):
         CRAGPostprocessor.for_index(object())
-    assert CRAGPostprocessor().postprocess_nodes([], query_str="anything") == []
+    assert gate.postprocess_nodes([], query_str="anything") == []
     same = TextNode(text="Roman roads had layers of gravel.", id_="r")
     twice = [NodeWithScore(node=same, score=None), NodeWithScore(node=same, score=None)]
-    out = CRAGPostprocessor().postprocess_nodes(twice, query_str=ANSWERED)
+    out = gate.postprocess_nodes(twice, query_str=ANSWERED)
     assert len(out) == 1  # one node twice is graded once
 
 
