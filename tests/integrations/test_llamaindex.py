@@ -161,3 +161,45 @@ def test_for_index_builds_the_statistics_at_construction(
     assert given.corpus_stats is stats
     with pytest.raises(InputError, match="corpus_stats must be a CorpusStats"):
         CRAGPostprocessor(corpus_stats=42)  # type: ignore[arg-type]
+
+
+def test_abstain_returns_no_node_or_the_note_for_an_irrelevant_list(
+    index: VectorStoreIndex,
+) -> None:
+    """LlamaIndex's own SimilarityPostprocessor returns nothing for an off-topic question;
+    by default the gate keeps the least bad nodes (and the LLM never sees the verdict)."""
+    default = engine(index, CRAGPostprocessor.for_index(index)).query(UNANSWERED)
+    assert default.source_nodes  # never empty by default
+    assert default.source_nodes[0].node.metadata["crag_verdict"] == "irrelevant"
+    abstaining = CRAGPostprocessor.for_index(index, abstain=True)
+    response = engine(index, abstaining).query(UNANSWERED)
+    assert str(response) == "Empty Response" and response.source_nodes == []
+    assert engine(index, abstaining).query(ANSWERED).source_nodes  # a relevant list stays
+    note = "No retrieved document is relevant to the question: say so."
+    noting = CRAGPostprocessor.for_index(index, abstain=True, abstain_note=note)
+    response = engine(index, noting).query(UNANSWERED)
+    [only] = response.source_nodes
+    assert only.node.get_content() == note and only.node.metadata["crag_verdict"] == "irrelevant"
+    assert note in str(response)  # the MockLLM echoes its prompt: the LLM read the note
+    assert "crag_verdict" not in str(response)
+    with pytest.raises(InputError, match="abstain_note"):
+        CRAGPostprocessor(score_kind="cosine", abstain=True, abstain_note="")
+
+
+def test_to_dict_and_from_dict_keep_the_statistics_and_the_gate(
+    index: VectorStoreIndex, tmp_path: Any
+) -> None:
+    made = CRAGPostprocessor.for_index(index, "minilm-scifact", abstain=True)
+    assert made.corpus_stats is not None
+    again = CRAGPostprocessor.from_dict(made.to_dict())
+    assert again.corpus_stats is made.corpus_stats
+    assert again.evaluator.config == made.evaluator.config
+    assert (again.score_kind, again.abstain) == (ScoreKind.COSINE, True)
+    with pytest.raises(InputError, match=r"save them .* corpus_stats=path"):
+        made.to_json()
+    path = tmp_path / "stats.npz"
+    made.corpus_stats.save(path)
+    by_path = CRAGPostprocessor.for_index(index, corpus_stats=path)
+    loaded = CRAGPostprocessor.from_json(by_path.to_json())
+    assert loaded.corpus_stats is not None
+    assert loaded.corpus_stats.fingerprint() == made.corpus_stats.fingerprint()
