@@ -304,7 +304,7 @@ class HangingAsyncRetriever:
 
 def test_a_sync_retriever_that_hangs_is_a_retriever_error_after_the_timeout() -> None:
     retriever = HangingRetriever()
-    crag = CRAG(retriever, config={"retriever_timeout": 0.2})
+    crag = CRAG(retriever, config={"retriever_timeout": 0.2, "first_search_timeout": 0.2})
     started = time.perf_counter()
     with pytest.raises(RetrieverError, match=r"within 0\.2 s") as info:
         crag.retrieve("solar")
@@ -319,7 +319,7 @@ def test_a_sync_retriever_that_hangs_is_a_retriever_error_after_the_timeout() ->
 
 def test_hung_sync_searches_do_not_hold_the_event_loops_threads() -> None:
     retriever = HangingRetriever()
-    crag = CRAG(retriever, config={"retriever_timeout": 0.1})
+    crag = CRAG(retriever, config={"retriever_timeout": 0.1, "first_search_timeout": 0.1})
 
     async def many_then_a_thread() -> int:
         outcomes = await asyncio.gather(
@@ -336,7 +336,9 @@ def test_hung_sync_searches_do_not_hold_the_event_loops_threads() -> None:
 
 
 def test_an_async_retriever_that_hangs_is_cancelled() -> None:
-    crag = CRAG(HangingAsyncRetriever(), config={"retriever_timeout": 0.2})
+    crag = CRAG(
+        HangingAsyncRetriever(), config={"retriever_timeout": 0.2, "first_search_timeout": 0.2}
+    )
     started = time.perf_counter()
     with pytest.raises(RetrieverError, match=r"within 0\.2 s"):
         asyncio.run(crag.aretrieve("solar"))
@@ -352,7 +354,10 @@ def test_a_hanging_re_retrieval_is_a_note() -> None:
         )
     )
     crag = CRAG(
-        ListRetriever(first), never_good, lexical=lexical, config={"retriever_timeout": 0.2}
+        ListRetriever(first),
+        never_good,
+        lexical=lexical,
+        config={"retriever_timeout": 0.2, "first_search_timeout": 0.2},
     )
     result = crag.retrieve("solar panels")
     lexical.release.set()
