@@ -85,6 +85,7 @@ def extra_modules() -> set[str]:
 def test_the_commands_walked_here_are_all_the_commands() -> None:
     parser = build_parser()
     [commands] = [a for a in parser._actions if a.dest == "command"]
+    assert isinstance(commands.choices, dict)
     assert set(commands.choices) == set(COMMANDS)
 
 
