@@ -143,9 +143,7 @@ def test_every_stage_has_a_timeout_by_default() -> None:
 @BOTH
 def test_web_timeout_is_honoured_by_both_routers(gate: Gate, asynchronous: bool) -> None:
     crag = CRAG(ListRetriever(CHUNKS), irrelevant(), web=HungWeb(gate), config={"web_timeout": 0.2})
-    started = time.monotonic()
-    result = run(crag, asynchronous)
-    assert time.monotonic() - started < 5
+    result = run(crag, asynchronous)  # the web searcher answers only once released
     assert isinstance(result.web.failure.error if result.web.failure else None, WebSearchTimeout)
     assert "within 0.2 s" in (result.web_error or "")
     crag.close()
@@ -157,9 +155,7 @@ def test_web_timeout_is_honoured_by_both_routers(gate: Gate, asynchronous: bool)
 def test_a_hung_cache_is_a_flagged_timeout(gate: Gate, asynchronous: bool, kind: str) -> None:
     cache = HungCache(gate) if kind == "sync-cache" else HungAsyncCache()
     crag = CRAG(ListRetriever(CHUNKS), cache=cache, config={"cache_timeout": 0.1})
-    started = time.monotonic()
-    result = run(crag, asynchronous)
-    assert time.monotonic() - started < 5
+    result = run(crag, asynchronous)  # the cache answers only once released
     errors = [f.error for f in result.failures if isinstance(f.error, CacheError)]
     assert errors and all(e.kind == "timeout" for e in errors)
     assert result.chunks  # the query went on without the cache
