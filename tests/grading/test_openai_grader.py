@@ -26,7 +26,6 @@ import pytest
 from crag_testkit import STYLES, OpenAIServer, OpenAIServerUnavailable, ServerReply, write_recording
 
 from crag_heuristic import CRAG, Chunk, ConfigError, MemoryCache, ScoreKind
-from crag_heuristic._grading import llm as llm_module
 from crag_heuristic.grading import (
     Cascade,
     Graded,
@@ -228,7 +227,7 @@ def test_retry_after_is_honoured_and_capped(
         waits.append(seconds)
         real_sleep(seconds)
 
-    monkeypatch.setattr(llm_module.time, "sleep", sleep)
+    monkeypatch.setattr(time, "sleep", sleep)  # the module the grader sleeps with
     server.program(ServerReply(status=429, headers={"Retry-After": "0.2"}))
     with grader_for(server, backoff=0.001, backoff_max=0.35) as grader:
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED
