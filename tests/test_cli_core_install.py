@@ -117,3 +117,25 @@ def test_every_command_works_or_names_its_extra_on_the_core_install(tmp_path: Pa
         else:
             assert code == 2, (command, stderr)
             assert f"pip install 'crag-heuristic[{extra}]'" in stderr, (command, stderr)
+
+
+def test_a_mistyped_path_is_said_not_to_exist(tmp_path: Path) -> None:
+    """retrieve said '--index FILE.faiss goes with --docs' of a mistyped index directory."""
+    (tmp_path / "c.jsonl").write_text('{"id": "a", "text": "Roman roads"}\n')
+    for argv in (
+        ["retrieve", "--query", "roads", "--index", "no-such-index"],
+        ["evaluate", "--query", "roads", "--chunks", "c.jsonl", "--index", "no-such-index"],
+        ["calibrate", "--self", "--index", "no-such-index", "--out", "p.toml"],
+        ["calibrate", "--self", "--data-dir", "no-such-folder", "--out", "p.toml"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "crag_heuristic", *argv],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2, (argv, done.stderr)
+        assert "no-such-" in done.stderr and (
+            "no such file or directory" in done.stderr or "does not exist" in done.stderr
+        ), done.stderr

@@ -25,8 +25,16 @@ def open_index(path: str, progress: Progress, analyzer: Analyzer | None = None) 
 
 
 def is_index_dir(path: str | None) -> bool:
-    """Whether ``--index`` names a directory (an index directory) rather than a file."""
-    return path is not None and Path(path).is_dir()
+    """Whether ``--index`` names an index directory (``None``: not given).
+
+    Raises:
+        InputError: a path that does not exist (a mistyped ``--index``), named.
+    """
+    if path is None:
+        return False
+    if not Path(path).exists():
+        raise InputError(f"--index {path}: no such file or directory")
+    return Path(path).is_dir()
 
 
 def _index(args: argparse.Namespace, out: TextIO) -> int:
