@@ -39,7 +39,9 @@ transform_query -> web_search) -> generate). It reads ``question`` and
 ``web_search`` flag (``"Yes"`` / ``"No"``, as the usual ``decide_to_generate``
 edge reads it); the evaluation too, under a key you name and the state
 declares (checked: LangGraph drops undeclared keys silently);
-``examples/langgraph_crag.py`` builds the whole graph.
+``examples/langgraph_crag.py`` builds the whole graph. The node needs the
+documents' scores: :class:`ScoredRetriever` is the retriever that keeps them
+(``vectorstore.as_retriever()`` drops them; the node then warns).
 """
 
 from __future__ import annotations
@@ -192,7 +194,28 @@ def plain(value: Any) -> Any:
     return value
 
 
-class ScoredRetriever(BaseRetriever):
+class _CheckedRetriever(BaseRetriever):
+    """A LangChain retriever whose options are pydantic fields: a refused field is an
+    :class:`InputError` naming the closest option; :meth:`_build` runs on the checked
+    fields."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
+
+        def __init__(self, **fields: Any) -> None:
+            try:
+                super().__init__(**fields)
+            except ValidationError as exc:
+                raise InputError(_validation_message(type(self), exc)) from None
+            self._build()
+
+    def _build(self) -> Any:
+        """Make what the retriever uses from its fields."""
+        raise NotImplementedError
+
+
+class ScoredRetriever(_CheckedRetriever):
     """A vector store as a LangChain retriever whose documents keep their scores.
 
     ``vectorstore.as_retriever()`` returns documents without scores (the LangGraph
@@ -220,8 +243,6 @@ class ScoredRetriever(BaseRetriever):
         UnknownScoresWarning: the store's scores are neither declared nor read.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
     base: SkipValidation[VectorStore | BaseRetriever]
     k: SkipValidation[int] = 4
     score_kind: SkipValidation[ScoreKind | str | None] = None
@@ -229,29 +250,24 @@ class ScoredRetriever(BaseRetriever):
     search_kwargs: SkipValidation[Mapping[str, Any] | None] = None
     _adapter: LangChainRetriever | None = PrivateAttr(default=None)
 
-    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
-
-        def __init__(self, **fields: Any) -> None:
-            try:
-                super().__init__(**fields)
-            except ValidationError as exc:
-                raise InputError(_validation_message(type(self), exc)) from None
-            check_k(self.k)
-            store, kwargs, k = split_search_kwargs(self.base, self.search_kwargs)
-            if not hasattr(store, "similarity_search_with_score"):
-                raise InputError(
-                    f"base must be a LangChain vector store (or its as_retriever() in "
-                    f"similarity mode), got {type(self.base).__name__}"
-                )
-            if k is not None and "k" not in self.model_fields_set:
-                self.k = k
-            self._adapter = LangChainRetriever(
-                store,
-                score_kind=self.score_kind,
-                normalized=self.normalized,
-                search_kwargs=kwargs,
-                stats_from_docstore=False,
+    def _build(self) -> None:
+        """The adapter that searches the store, made from the fields."""
+        check_k(self.k)
+        store, kwargs, k = split_search_kwargs(self.base, self.search_kwargs)
+        if not hasattr(store, "similarity_search_with_score"):
+            raise InputError(
+                f"base must be a LangChain vector store (or its as_retriever() in "
+                f"similarity mode), got {type(self.base).__name__}"
             )
+        if k is not None and "k" not in self.model_fields_set:
+            self.k = k
+        self._adapter = LangChainRetriever(
+            store,
+            score_kind=self.score_kind,
+            normalized=self.normalized,
+            search_kwargs=kwargs,
+            stats_from_docstore=False,
+        )
 
     @property
     def adapter(self) -> LangChainRetriever:
@@ -301,7 +317,7 @@ def _scored_documents(chunks: list[Chunk]) -> list[Document]:
     return documents
 
 
-class CRAGRetriever(BaseRetriever):
+class CRAGRetriever(_CheckedRetriever):
     """The CRAG router as a LangChain retriever, over any vector store or retriever.
 
     A pydantic model like every LangChain retriever: its fields are the
@@ -370,8 +386,6 @@ class CRAGRetriever(BaseRetriever):
         RetrieverError: (on invoke) the first retrieval failed.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
     base: SkipValidation[VectorStore | BaseRetriever | Retriever | AsyncRetriever]
     k: SkipValidation[int] = 10
     evaluator: SkipValidation[Evaluator | EvaluatorConfig | str | None] = None
@@ -395,15 +409,6 @@ class CRAGRetriever(BaseRetriever):
     _router: CRAG | None = PrivateAttr(default=None)
     _lexical_views: OrderedDict[str, Any] = PrivateAttr(default_factory=OrderedDict)
     _views_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
-
-        def __init__(self, **fields: Any) -> None:
-            try:
-                super().__init__(**fields)
-            except ValidationError as exc:
-                raise InputError(_validation_message(type(self), exc)) from None
-            self._build()
 
     def _build(self) -> CRAG:
         """Make the router from the fields, then keep in the fields what it uses."""

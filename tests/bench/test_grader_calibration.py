@@ -102,6 +102,7 @@ def test_labels_go_to_the_band_before_the_gate_is_refitted(
         calibrate_on_grader([], grader="x")
 
 
+@pytest.mark.slow
 def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Path) -> None:
     profile = tmp_path / "g.toml"
     args = ["calibrate", "--grader", "qrels", "--data-dir", f"{beir_folder}:train", "--no-encode"]
@@ -127,6 +128,7 @@ def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Pat
     assert main([*args, "--self", "--out", str(tmp_path / "y.toml")]) == EXIT_BAD_INPUT
 
 
+@pytest.mark.slow
 def test_calibrate_grader_without_a_split_grades_the_judged_queries(
     beir_folder: Path, tmp_path: Path
 ) -> None:
