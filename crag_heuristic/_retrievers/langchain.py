@@ -407,6 +407,10 @@ class LangChainRetriever(ScoredAdapter):
             have none unless given.
         analyzer: for corpus statistics (use the evaluator's).
         name: the retriever's name in errors.
+        warn_unknown: issue :class:`~crag_heuristic.retrievers.UnknownScoresWarning`
+            (once) when the scores are neither declared nor read from the store;
+            ``False`` for a retriever whose scores the gate does not read (a lexical
+            retriever's rankings are fused by rank).
 
     Raises:
         InputError: ``base`` is neither a store nor a retriever; an unknown

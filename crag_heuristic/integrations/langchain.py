@@ -441,11 +441,12 @@ class CRAGRetriever(_CheckedRetriever):
         web: Any = self.web
         if isinstance(lexical, VectorStore | BaseRetriever):
             has_stats = isinstance(retriever, StatsProvider) and retriever.corpus_stats()
-            lexical = LangChainRetriever(
+            lexical = LangChainRetriever(  # its scores are fused by rank (RRF): no warning
                 lexical,
                 analyzer=evaluator.analyzer,
                 stats_from_docstore=not has_stats,
                 name="langchain-lexical",
+                warn_unknown=False,
             )
         if langchain_kind(web) in ("retriever", "tool"):
             web = LangChainWebSearcher(web)

@@ -240,3 +240,16 @@ def test_no_store_leaves_its_scores_unread_in_silence(
     assert len([w for w in caught if issubclass(w.category, UnknownScoresWarning)]) == 2
     assert CRAGPostprocessor.for_index(index).score_kind is ScoreKind.COSINE
     assert silent == []
+
+
+def test_a_lexical_retriever_without_scores_is_no_warning(
+    memory_store: InMemoryVectorStore, corpus: list[Chunk]
+) -> None:
+    """A LangChain retriever given as lexical= is fused by rank: its missing scores are
+    nothing to fix (the suite makes a warning an error)."""
+    from frameworks_support import FixedRetriever
+
+    from crag_heuristic.integrations.langchain import CRAGRetriever
+
+    lexical = FixedRetriever(documents=lc_documents(corpus[:5]))
+    assert CRAGRetriever(base=memory_store, lexical=lexical, k=3).invoke(ANSWERED)
