@@ -14,19 +14,6 @@ from crag_heuristic import Chunk, ScoreKind
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def patient_redis_caches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ``RedisCache`` built from a URL waits 0.25 s for Redis by default (a hung cache
-    must not slow queries down). On a loaded test machine Redis answered later now and
-    then, and a test that is not about timeouts failed with a ``timeout`` CacheError:
-    here the defaults are 5 s. The tests about timeouts pass their own."""
-    from crag_heuristic._cache.redis import RedisCache
-
-    defaults = dict(RedisCache.__init__.__kwdefaults__ or {})
-    defaults.update(socket_timeout=5.0, socket_connect_timeout=5.0)
-    monkeypatch.setattr(RedisCache.__init__, "__kwdefaults__", defaults)
-
-
 @pytest.fixture(scope="session")
 def searxng_python() -> Path:
     """A python with SearXNG installed: ``CRAG_SEARXNG_PYTHON``, else ``<repo>/.searxng-venv``
