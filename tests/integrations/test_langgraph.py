@@ -147,13 +147,11 @@ def test_node_state_errors_and_documents_without_ids(corpus: list[Chunk]) -> Non
     assert grader({"question": ANSWERED})["crag"]["verdict"] == "irrelevant"  # no documents
 
 
-def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> None:
-    grader = node(score_kind="cosine")
+def tutorial_graph(retriever: Any, grader: CRAGGradeNode, checkpointer: Any = None) -> Any:
+    """The LangGraph CRAG tutorial's graph, its LLM steps stubbed: ``retrieve`` calls
+    ``retriever.invoke(question)`` as the tutorial does; ``grade_documents`` is the node."""
     graph = StateGraph(State)
-    graph.add_node(
-        "retrieve",
-        lambda s: {"documents": scored(memory_store, s["question"]), "steps": ["retrieve"]},
-    )
+    graph.add_node("retrieve", lambda s: {"documents": retriever.invoke(s["question"])})
     graph.add_node("grade_documents", lambda s: {**grader(s), "steps": ["grade"]})
     graph.add_node("generate", lambda s: {"steps": ["generate"]})
     graph.add_node("web_search", lambda s: {"steps": ["web"]})
@@ -166,12 +164,18 @@ def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> No
     )
     graph.add_edge("web_search", "generate")
     graph.add_edge("generate", END)
-    app = graph.compile()
+    return graph.compile(checkpointer=checkpointer)
+
+
+def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> None:
+    app = tutorial_graph(
+        RunnableLambda(lambda q: scored(memory_store, q)), node(score_kind="cosine")
+    )
     answered = app.invoke({"question": ANSWERED})
-    assert answered["steps"] == ["retrieve", "grade", "generate"]
+    assert answered["steps"] == ["grade", "generate"]
     assert answered["documents"][0].id == "rome-4"
     unanswered = app.invoke({"question": UNANSWERED})
-    assert unanswered["steps"] == ["retrieve", "grade", "web", "generate"]
+    assert unanswered["steps"] == ["grade", "web", "generate"]
     assert unanswered["crag"]["verdict"] == "irrelevant"
 
 
@@ -262,26 +266,6 @@ def test_the_tutorial_state_works_and_the_evaluation_key_is_explicit_and_checked
     checked = CRAGGradeNode(evaluation_key="verdict", state_schema=Checked, score_kind="cosine")
     update = checked({"question": ANSWERED, "documents": scored(memory_store, ANSWERED)})
     assert update["verdict"]["kept"] == len(update["documents"])
-
-
-def tutorial_graph(retriever: Any, grader: CRAGGradeNode, checkpointer: Any = None) -> Any:
-    """The LangGraph CRAG tutorial's graph, its LLM steps stubbed: ``retrieve`` calls
-    ``retriever.invoke(question)`` as the tutorial does; ``grade_documents`` is the node."""
-    graph = StateGraph(State)
-    graph.add_node("retrieve", lambda s: {"documents": retriever.invoke(s["question"])})
-    graph.add_node("grade_documents", lambda s: {**grader(s), "steps": ["grade"]})
-    graph.add_node("generate", lambda s: {"steps": ["generate"]})
-    graph.add_node("web_search", lambda s: {"steps": ["web"]})
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "grade_documents")
-    graph.add_conditional_edges(
-        "grade_documents",
-        lambda s: "web_search" if s["web_search"] == "Yes" else "generate",
-        ["web_search", "generate"],
-    )
-    graph.add_edge("web_search", "generate")
-    graph.add_edge("generate", END)
-    return graph.compile(checkpointer=checkpointer)
 
 
 def test_the_tutorial_retriever_without_scores_is_explained_and_its_fix_routes_as_scores_do(
