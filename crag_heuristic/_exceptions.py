@@ -40,11 +40,13 @@ caller can catch the whole family with one ``except``. The tree::
         ├── OverloadedError          503 every slot and queue place taken (retry_after)
         └── RequestTimeoutError      504 no answer within the request's timeout (timeout)
 
-One warning category, apart from the tree (Python's ``warnings``, not raised)::
+Two warning categories, apart from the tree (Python's ``warnings``, not raised)::
 
     UserWarning
-    └── CalibrationWarning           a fitted profile could not do what was asked of it
-                                     (bands that missed their targets, no fast path)
+    ├── CalibrationWarning           a fitted profile could not do what was asked of it
+    │                                (bands that missed their targets, no fast path)
+    └── UnknownScoresWarning         a retriever's scores are neither declared nor read
+                                     from its store: the gate grades without them
 
 The project's own server-starting test kit (``tests/support/crag_testkit``, not
 shipped) has its own tree, apart from this one: a test helper failing is not the
@@ -686,6 +688,19 @@ class CalibrationWarning(UserWarning):
     gate would take no fast path; ``CalibrationResult.warnings`` and the
     profile's header say the same. ``calibrate --self --strict`` makes it an
     error.
+    """
+
+
+class UnknownScoresWarning(UserWarning):
+    """A retriever's scores mean nothing known: neither declared nor read from the store.
+
+    The gate then grades without similarity evidence (the scores are kept as
+    ``ScoreKind.UNKNOWN``, the documented default), which changes its verdicts.
+    Issued once per retriever (or grading node, or postprocessor), where it is
+    made or first finds its documents without scores; the message names the
+    fix (the ``score_kind`` to declare, the store to pass instead of a
+    retriever that drops the scores). Silence it once the default is what you
+    want: ``warnings.filterwarnings("ignore", category=UnknownScoresWarning)``.
     """
 
 

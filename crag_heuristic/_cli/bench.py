@@ -6,6 +6,7 @@ import argparse
 import json
 import shlex
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -121,6 +122,31 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
     for gate, row in results["summary"].items():
         out.write(f"{gate}: {json.dumps(row)}\n")
     return EXIT_OK
+
+
+_CALIBRATE_MODES = "\n".join(
+    textwrap.fill(
+        paragraph,
+        88,
+        subsequent_indent="    " if paragraph[0] == "-" else "",
+        break_on_hyphens=False,
+    )
+    for paragraph in (
+        "Fit a gate profile and write it as TOML (--out). Four modes:",
+        "- labels (the default): the two-stage logistic gate and its verdict bands on a split "
+        "of BEIR-layout folders (--data-dir DIR[:SPLIT], --labels qrels|llm:RUN), "
+        "cross-validated by query;",
+        "- --self: no labels; queries simulated from your corpus (--data-dir, --index DIR, or "
+        "--index FILE.faiss --docs FILE) and fitted through its retriever, from --prior;",
+        "- --grader SPEC: the gate refitted on a grader's labels of natural retrievals (qrels, "
+        "llm:RUN, openai:MODEL@URL or MODULE:NAME; the folder's judged queries, --query-file "
+        "or --simulated N), with a set cascade's band (--guarantee);",
+        "- --grade-log FILE: the set cascade's band chosen again on the audited lists of a "
+        "grade log (--guarantee, --prior).",
+        "Needs the calibrate extra (scikit-learn), and the bench extra where queries are "
+        "encoded with MiniLM.",
+    )
+)
 
 
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
@@ -412,11 +438,8 @@ def register(commands: Any) -> None:
 
     calibrate = commands.add_parser(
         "calibrate",
-        help="fit a gate profile from labels (scikit-learn)",
-        description=(
-            "Fit the two-stage logistic gate and its verdict bands on one split of a BEIR-layout "
-            "folder, with cross-validation by query, and write a profile TOML file."
-        ),
+        help="fit a gate profile: from labels, your corpus, a grader or a grade log",
+        description=_CALIBRATE_MODES,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -492,7 +515,9 @@ def register(commands: Any) -> None:
         help="qrels split to fit on (default train); with --grader: the split whose queries "
         "are graded (default: every query of the folder)",
     )
-    calibrate.add_argument("--k", type=int, default=10)
+    calibrate.add_argument(
+        "--k", type=int, default=10, help="retrieval depth of the lists fitted on (default 10)"
+    )
     calibrate.add_argument("--out", required=True, help="the profile file to write (.toml)")
     calibrate.add_argument(
         "--name",
@@ -615,8 +640,18 @@ def register(commands: Any) -> None:
         "full fit (in (0, 1]; default: the full fit)",
     )
     calibrate.add_argument("--base", help="profile whose other settings the fitted one keeps")
-    calibrate.add_argument("--target-precision", type=float, default=0.90)
-    calibrate.add_argument("--min-failure-recall", type=float, default=0.80)
+    calibrate.add_argument(
+        "--target-precision",
+        type=float,
+        default=0.90,
+        help="the RELEVANT band's target precision (default 0.90)",
+    )
+    calibrate.add_argument(
+        "--min-failure-recall",
+        type=float,
+        default=0.80,
+        help="failures the IRRELEVANT band must catch, at least (default 0.80)",
+    )
     calibrate.add_argument(
         "--max-good-irrelevant",
         type=float,

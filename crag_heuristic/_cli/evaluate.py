@@ -119,6 +119,14 @@ def register(commands: Any) -> None:
     add_progress_option(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
-    profiles = commands.add_parser("profiles", help="list profiles, or print one as JSON")
+    profiles = commands.add_parser(
+        "profiles",
+        help="list profiles, or print one as JSON",
+        description=(
+            "List the shipped gate profiles (the default marked), or print the one NAME names "
+            "as JSON: its thresholds, weights and how it was fitted. A profile is what "
+            "--profile NAME, EvaluatorConfig.from_profile(NAME) and Evaluator(NAME) take."
+        ),
+    )
     profiles.add_argument("name", nargs="?", help="a profile to print")
     profiles.set_defaults(handler=_profiles)

@@ -310,9 +310,14 @@ def _grader_lists(
             what_queries = f"the queries of {args.query_file}"
         else:
             assert folder is not None
-            qids = (
-                list(folder.split_queries(split)) if split in folder.qrels else list(folder.queries)
-            )
+            if not split and args.grader == "qrels":  # the judged queries, not every query
+                split = "test" if "test" in folder.qrels else min(folder.qrels, default="")
+            if split in folder.qrels:
+                qids = list(folder.split_queries(split))
+            elif args.grader.startswith("llm:"):  # the queries the label set judges
+                qids = [q for q in _label_queries(folder, args.grader) if q in folder.queries]
+            else:
+                qids = list(folder.queries)
             texts, seen = {}, set()
             for q in qids:  # a text asked under two ids is graded once
                 if folder.queries[q].strip() not in seen:
@@ -367,6 +372,20 @@ def _check_model(grader: Grader, args: argparse.Namespace, progress: Progress) -
         return
     with progress.stage("checking the model's name"):
         check()
+
+
+def _label_queries(folder: Any, spec: str) -> list[str]:
+    """The query ids a folder's label set (``llm:RUN``) judges, in its order.
+
+    Raises:
+        InputError: the label file is missing or unreadable.
+    """
+    from .._grading.recorded import read_labels
+
+    path = folder.path / "llm_judgments" / f"{spec[4:]}.tsv"
+    if not path.exists():
+        raise InputError(f"--grader {spec}: {path} does not exist")
+    return list(read_labels(path))
 
 
 def calibrate_grader(

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from .._exceptions import InputError
 from .._index.directory import DEFAULT_BATCH, METRICS, IndexDirectory
+from .._optional import check_installed
 from .._text.analyzer import Analyzer
 from .common import EPILOG, EXIT_OK, read_docs
 from .progress import Progress, add_progress_option
@@ -24,8 +25,16 @@ def open_index(path: str, progress: Progress, analyzer: Analyzer | None = None) 
 
 
 def is_index_dir(path: str | None) -> bool:
-    """Whether ``--index`` names a directory (an index directory) rather than a file."""
-    return path is not None and Path(path).is_dir()
+    """Whether ``--index`` names an index directory (``None``: not given).
+
+    Raises:
+        InputError: a path that does not exist (a mistyped ``--index``), named.
+    """
+    if path is None:
+        return False
+    if not Path(path).exists():
+        raise InputError(f"--index {path}: no such file or directory")
+    return Path(path).is_dir()
 
 
 def _index(args: argparse.Namespace, out: TextIO) -> int:
@@ -36,6 +45,8 @@ def _index(args: argparse.Namespace, out: TextIO) -> int:
             "retrieve --index DIR (a FAISS file of your own still works with "
             "retrieve --index FILE --docs FILE)"
         )
+    if args.embedder == "lsa":  # fitting LSA takes scikit-learn: named before any work
+        check_installed("calibrate", "crag-heuristic index --embedder lsa (fitting LSA)", "sklearn")
     started = time.perf_counter()
     with Progress.for_command(args, "index") as progress:
         with progress.stage("reading the documents"):
@@ -78,7 +89,8 @@ def register(commands: Any) -> None:
             "embedder's spec) and a manifest of them all. retrieve, evaluate, calibrate and "
             "serve take it with --index DIR and load it in milliseconds, nothing refitted. "
             "An index directory already at --out is replaced whole; anything else there is "
-            "refused."
+            "refused. Needs the calibrate extra (scikit-learn fits the LSA embedder) unless "
+            "--embedder names your own."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

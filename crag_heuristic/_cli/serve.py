@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError, MissingDependencyError
 from .._logging import LOGGER_NAME
+from .._optional import check_installed
 from .._router.router import CRAG
 from .._sample import load_sample_corpus, sample_retriever
 from .common import EPILOG, EXIT_OK, add_config_options, config_from_args
@@ -74,6 +75,7 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    check_installed("serve", "crag-heuristic serve", "starlette", "uvicorn")  # before any work
     from .._serve.server import check_address, run_server
     from .._serve.settings import ServeSettings
 

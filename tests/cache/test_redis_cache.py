@@ -259,6 +259,7 @@ def test_each_event_loops_client_is_closed_with_its_loop(
     cache.close()
 
 
+@pytest.mark.slow
 def test_works_through_redis_cluster_client() -> None:
     """A one-node Redis Cluster (all 16384 slots on one process), via RedisCluster."""
     from redis.cluster import RedisCluster

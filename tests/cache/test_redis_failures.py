@@ -18,7 +18,7 @@ from crag_testkit import RedisServer
 from crag_heuristic import CacheError
 from crag_heuristic._cache.redis import RedisCache
 
-BOUND = 5.0  # seconds: "did not hang", not a performance claim
+BOUND = 60.0  # seconds: "did not hang" (on a loaded machine too), not a performance claim
 
 
 def _raises(call: Callable[[], Any]) -> CacheError:

@@ -9,7 +9,7 @@ import dataclasses
 import json
 import logging
 import math
-import time
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -277,9 +277,18 @@ def test_a_corrupt_cached_answer_is_flagged_and_asked_again(retriever: Any) -> N
     assert grader.asked == [5, 1] and report_of(again).grades == report_of(first).grades
 
 
+NEVER = threading.Event()  # never set: a grader that waits on it answers after its timeout
+
+
 def hang(texts: list[str]) -> list[float]:
-    time.sleep(0.3)
+    NEVER.wait(10)
     return [0.5] * len(texts)
+
+
+def timeout_for(case: str) -> float:
+    """The grader's timeout: 0.05 s where it hangs (it waits 10 s), else one no load
+    reaches (a fast bad answer is then never a timeout on a busy machine)."""
+    return 0.05 if case == "times out" else 30.0
 
 
 def boom(texts: list[str]) -> list[float]:
@@ -305,7 +314,7 @@ def test_a_bad_grader_is_a_typed_flag_and_nothing_is_lost(
 ) -> None:
     answer, flag = BAD[case]
     grader = Counting(answer, "bad")
-    policy = Escalation(band=(0.0, 1.0), budget=1.0, timeout=0.05)
+    policy = Escalation(band=(0.0, 1.0), budget=1.0, timeout=timeout_for(case))
     cache = MemoryCache()
     crag = CRAG(retriever, expander=False, cache=cache, grader=grader, escalation=policy)
     run = crag.retrieve if driver == "sync" else lambda q, k: asyncio.run(crag.aretrieve(q, k))
@@ -403,7 +412,8 @@ def test_cascade_sync_and_async_agree(retriever: Any) -> None:
 def test_cascade_with_a_bad_grader(retriever: Any, case: str) -> None:
     chunks = retriever.search(QUERY, 5)
     answer, flag = BAD[case]
-    cascade = Cascade(None, Counting(answer), Escalation(band=(0, 1), budget=1.0, timeout=0.05))
+    policy = Escalation(band=(0, 1), budget=1.0, timeout=timeout_for(case))
+    cascade = Cascade(None, Counting(answer), policy)
     for result in (cascade.evaluate(QUERY, chunks), asyncio.run(cascade.aevaluate(QUERY, chunks))):
         assert result.grader_error is not None and result.grader_error.startswith(flag)
         assert result.evaluation == result.gate_evaluation

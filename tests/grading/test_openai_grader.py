@@ -217,16 +217,26 @@ def test_a_server_error_without_retries_fails_at_once(server: OpenAIServer) -> N
     assert server.stats()["requests"] == 1
 
 
-def test_retry_after_is_honoured_and_capped(server: OpenAIServer) -> None:
+def test_retry_after_is_honoured_and_capped(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waits between retries, as the grader asks for them (its sleep recorded: no
+    wall-clock bound a loaded machine could miss)."""
+    waits: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)  # the module the grader sleeps with
     server.program(ServerReply(status=429, headers={"Retry-After": "0.2"}))
     with grader_for(server, backoff=0.001, backoff_max=0.35) as grader:
-        started = time.perf_counter()
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED
-        assert time.perf_counter() - started >= 0.2  # not the 1 ms backoff
+        assert waits == [0.2]  # the server's Retry-After, not the 1 ms backoff
         server.program(ServerReply(status=429, headers={"retry-after-ms": "120000"}))
-        started = time.perf_counter()
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED
-        assert 0.35 <= time.perf_counter() - started < 3.0  # 120 s capped at backoff_max
+        assert waits[1:] == [0.35]  # 120 s capped at backoff_max
 
 
 def test_a_client_error_is_not_retried(server: OpenAIServer) -> None:
@@ -304,24 +314,31 @@ async def test_async_calls_stay_within_the_concurrency_limit(server: OpenAIServe
     async with grader_for(server, max_concurrency=2) as grader:
         answers = await asyncio.gather(*(grader.agrade(QUERIES["q1"], BEES) for _ in range(5)))
     assert all(list(a) == EXPECTED for a in answers)
-    stats = server.stats()
-    assert stats["requests"] == 5 and stats["max_in_flight"] == 2
+    stats = server.stats()  # within the limit, however the tasks were scheduled
+    assert stats["requests"] == 5 and 1 <= stats["max_in_flight"] <= 2
 
 
 def test_sync_calls_from_threads_and_chunk_mode_stay_within_it(server: OpenAIServer) -> None:
     server.configure(default=ServerReply(delay=0.15, style="json_single"))
     with grader_for(server, max_concurrency=2, mode="chunk") as grader:
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED  # 3 passages, 2 at a time
-        assert server.stats()["max_in_flight"] == 2
-        threads = [
-            threading.Thread(target=grader.grade, args=(QUERIES["q1"], BEES[:1])) for _ in range(4)
-        ]
+        assert server.stats()["max_in_flight"] <= 2
+        answers: list[Any] = []
+
+        def grade() -> None:
+            try:
+                answers.append(list(grader.grade(QUERIES["q1"], BEES[:1])))
+            except Exception as exc:
+                answers.append(exc)
+
+        threads = [threading.Thread(target=grade) for _ in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-    stats = server.stats()
-    assert stats["requests"] == 7 and stats["max_in_flight"] == 2
+    assert answers == [EXPECTED[:1]] * 4
+    stats = server.stats()  # within the limit, however the threads were scheduled
+    assert stats["requests"] == 7 and 1 <= stats["max_in_flight"] <= 2
 
 
 # -- the cascade, end to end ------------------------------------------------------------------

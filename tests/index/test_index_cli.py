@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,21 @@ def test_every_long_command_takes_quiet() -> None:
     ):
         assert parser.parse_args([*argv, "--quiet"]).quiet is True
         assert parser.parse_args(argv).quiet is False
+
+
+def test_a_long_stage_s_clock_moves_without_a_count() -> None:
+    """A step with nothing to count (fitting) still shows its time going on: the line is
+    rewritten by the progress's own thread until the stage ends."""
+    screen = _Terminal()
+    progress = Progress("crag-heuristic calibrate", stream=screen, tick=0.01)
+    progress("fitting the gate")
+    deadline = time.monotonic() + 60  # a bound on waiting, not a timing claim
+    while screen.getvalue().count("\r") < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    progress.close()
+    rewrites = [part for part in screen.getvalue().split("\r") if part]
+    assert len(rewrites) >= 3 and all("fitting the gate" in part for part in rewrites)
+    assert rewrites[-1].startswith("crag-heuristic calibrate: fitting the gate done in")
+    after = screen.getvalue()
+    time.sleep(0.05)
+    assert screen.getvalue() == after  # closed: the thread has stopped
