@@ -40,11 +40,13 @@ caller can catch the whole family with one ``except``. The tree::
         ├── OverloadedError          503 every slot and queue place taken (retry_after)
         └── RequestTimeoutError      504 no answer within the request's timeout (timeout)
 
-One warning category, apart from the tree (Python's ``warnings``, not raised)::
+Two warning categories, apart from the tree (Python's ``warnings``, not raised)::
 
     UserWarning
-    └── CalibrationWarning           a fitted profile could not do what was asked of it
-                                     (bands that missed their targets, no fast path)
+    ├── CalibrationWarning           a fitted profile could not do what was asked of it
+    │                                (bands that missed their targets, no fast path)
+    └── UnsignedStoreWarning         a store others can write to was made without a secret
+                                     (RedisCache, TieredCache, RedisGradeLog)
 
 The project's own server-starting test kit (``tests/support/crag_testkit``, not
 shipped) has its own tree, apart from this one: a test helper failing is not the
@@ -686,6 +688,22 @@ class CalibrationWarning(UserWarning):
     gate would take no fast path; ``CalibrationResult.warnings`` and the
     profile's header say the same. ``calibrate --self --strict`` makes it an
     error.
+    """
+
+
+class UnsignedStoreWarning(UserWarning):
+    """A store that other processes (or people) can write to was made without a secret.
+
+    Issued once per store, when it is made, by :class:`~crag_heuristic.RedisCache`,
+    :class:`~crag_heuristic.cache.TieredCache` (in front of a shared tier of your own)
+    and :class:`~crag_heuristic.grading.RedisGradeLog` given no ``secret``, with a
+    ``crag.store.unsigned`` event (``store``: the class's name): anyone who can
+    write to the store can plant values they hand out as their own. Their
+    ``unsigned`` setting says what to do instead: ``"refuse"`` (a
+    :class:`ConfigError`) or ``"allow"`` (nothing: nobody else can write to the
+    store, or a layer above signs, as ``CRAG(cache_secret=...)`` does).
+    ``warnings.simplefilter("error", UnsignedStoreWarning)`` makes every such
+    store an error.
     """
 
 

@@ -24,10 +24,12 @@ from .common import (
     EPILOG,
     EXIT_OK,
     EXIT_SERVICE,
+    add_cache_secret_option,
     add_config_options,
     config_from_args,
     dump,
     read_docs,
+    redis_cache,
 )
 from .index import is_index_dir, open_index
 from .progress import Progress, add_progress_option
@@ -111,11 +113,7 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
         from .._web.searxng import SearxngClient
 
         web = SearxngClient(args.searxng)
-    cache: Any = None  # the in-process default
-    if args.redis:
-        from .._cache.redis import RedisCache
-
-        cache = RedisCache(url=args.redis)
+    cache: Any = redis_cache(args)  # None: the in-process default
     crag = CRAG(retriever, evaluator, lexical=lexical, web=web, cache=cache, config=router_config)
     if getattr(args, "verbose", False):
         log = get_logger()
@@ -259,6 +257,7 @@ def register(commands: Any) -> None:
     retrieve.add_argument(
         "--redis", metavar="URL", help="cache evaluations and web results in this Redis"
     )
+    add_cache_secret_option(retrieve)
     retrieve.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
     add_config_options(retrieve)
     add_progress_option(retrieve)

@@ -14,7 +14,14 @@ from .._exceptions import InputError, MissingDependencyError
 from .._logging import LOGGER_NAME
 from .._router.router import CRAG
 from .._sample import load_sample_corpus, sample_retriever
-from .common import EPILOG, EXIT_OK, add_config_options, config_from_args
+from .common import (
+    EPILOG,
+    EXIT_OK,
+    add_cache_secret_option,
+    add_config_options,
+    config_from_args,
+    redis_cache,
+)
 from .index import is_index_dir, open_index
 from .progress import Progress, add_progress_option
 
@@ -49,11 +56,7 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         metrics = PrometheusMetrics()
     except MissingDependencyError:  # /metrics answers 501, naming the extra
         pass
-    cache: Any = None
-    if args.redis:
-        from .._cache.redis import RedisCache
-
-        cache = RedisCache(url=args.redis)
+    cache: Any = redis_cache(args)
     web = None
     if args.searxng:
         from .._web.searxng import SearxngClient
@@ -174,6 +177,7 @@ def register(commands: Any) -> None:
         help="seconds the requests in flight get to finish on SIGTERM",
     )
     serve.add_argument("--redis", metavar="URL", help="cache evaluations and web results here")
+    add_cache_secret_option(serve)
     serve.add_argument("--searxng", metavar="URL", help="a SearXNG for the web fallback")
     add_config_options(serve)
     add_progress_option(serve)

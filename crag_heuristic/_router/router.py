@@ -136,12 +136,15 @@ class CRAG:
             answers and checks a set cascade's guarantee on the audit sample.
             It never fails a query (an error is a ``crag.monitor_error`` event).
         cache_secret: sign every value the router caches with HMAC-SHA256 over
-            its key and text (at least 16 bytes: ``secrets.token_hex(32)``);
-            a cached value read back unsigned or badly signed (forged by
-            someone who can write to the cache) is refused, recomputed,
-            overwritten and flagged on the result (``cache_error``). The
-            setting for any shared Redis; every process sharing the entries
-            needs the same secret.
+            its key, its expiry (the value's time to live from now) and its
+            text (at least 16 bytes: ``secrets.token_hex(32)``); a cached
+            value read back unsigned, badly signed (forged by someone who can
+            write to the cache) or past its expiry (written back after its
+            time to live) is refused, recomputed, overwritten and flagged on
+            the result (``cache_error``). For a shared cache of your own; a
+            :class:`RedisCache` signs by itself (``RedisCache(secret=...)``:
+            the documented setting). Every process sharing the entries needs
+            the same secret.
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
