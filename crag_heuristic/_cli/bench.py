@@ -130,6 +130,8 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
     if args.grade_log:
         return calibrate_grade_log(args, out, _command_line())
+    if args.grade_log_secret_file is not None:
+        raise InputError("--grade-log-secret-file goes with --grade-log")
     check_installed("calibrate", "crag-heuristic calibrate (fitting a gate)", *FITTING)
     simulates = args.self or (args.grader and args.simulated is not None)
     if simulates and args.data_dir:
@@ -498,6 +500,13 @@ def register(commands: Any) -> None:
         help="choose the set cascade's band again on the audited lists of a grade log (JSON "
         "lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the gate "
         "that scored them)",
+    )
+    calibrate.add_argument(
+        "--grade-log-secret-file",
+        metavar="FILE",
+        help="with --grade-log: the secret its records were signed with "
+        "(JsonlGradeLog(secret=...)): a record unsigned or signed otherwise is skipped and "
+        "counted (skipped, in the report)",
     )
     calibrate.add_argument(
         "--guarantee",

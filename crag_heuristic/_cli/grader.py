@@ -18,7 +18,7 @@ from .._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
 from .._exceptions import ConfigError, InputError
 from .._grading.graders import grader_fingerprint
 from .._protocols import Grader
-from .common import EXIT_OK
+from .common import EXIT_OK, read_secret
 from .progress import Progress
 
 GRADER_SPECS = (
@@ -117,10 +117,17 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
     if chosen is None:
         raise InputError("--grade-log chooses a band: give --guarantee recall:EPS or agreement:EPS")
     prior = load_config(args.prior or DEFAULT_PROFILE)
-    records = list(JsonlGradeLog(args.grade_log).records())
-    audited = [r for r in records if isinstance(r, dict) and r.get("audited")]
-    fingerprints = {str(r["profile"]) for r in audited if r.get("profile")}
-    names = {str(r["profile_name"]) for r in audited if r.get("profile_name")}
+    secret = read_secret(args.grade_log_secret_file)
+    log = JsonlGradeLog(args.grade_log, secret=secret)
+    records = list(log.records())  # each checked (and its signature, with a secret)
+    if secret is None and log.skipped_by_kind.get("signature"):
+        raise InputError(
+            f"the grade log {args.grade_log} holds signed records: give the secret they were "
+            "signed with (--grade-log-secret-file FILE); its unsigned records are not read alone"
+        )
+    audited = [r for r in records if r["audited"]]
+    fingerprints = {r["profile"] for r in audited if r["profile"]}
+    names = {r["profile_name"] for r in audited if r["profile_name"]}
     if (fingerprints and fingerprints != {prior.fingerprint()}) or (
         names and names != {prior.name}
     ):
@@ -147,6 +154,9 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
         "method": "calibrate --grade-log",
         "grade_log": str(args.grade_log),
         "audited_lists": len(scores),
+        "records": len(records),
+        "signed": secret is not None,
+        "skipped": log.skipped_by_kind,
         "grader": grader,
         "guarantee": guarantee.describe(),
         "command": command,

@@ -3,6 +3,7 @@ the monitor's breach test, and the router giving it every result."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -34,8 +35,27 @@ GUARANTEE = Guarantee(
 )  # fmt: skip
 
 
+_QUERIES = itertools.count()
+
+
 def _record(score: float, good: bool, *, audited: bool = True) -> dict[str, Any]:
-    return {"v": 1, "score": score, "grader_good": good, "audited": audited, "grader": "g"}
+    """A whole grade-log record (every field of RECORD_FIELDS), of a query of its own."""
+    return {
+        "v": 1,
+        "time": "2025-01-01T00:00:00+00:00",
+        "query": f"{next(_QUERIES):064x}",
+        "profile": "",
+        "profile_name": "default",
+        "grader": "g",
+        "score": score,
+        "band": [0.0, 0.6],
+        "in_band": score <= 0.6,
+        "audited": audited,
+        "grader_score": 1.0 if good else 0.0,
+        "grader_good": good,
+        "chunks": 3,
+        "features": {"top_cosine": 0.5},
+    }
 
 
 def test_the_audit_sample_is_a_seeded_hash_of_the_query() -> None:
@@ -155,9 +175,9 @@ def test_a_breach_is_an_event_and_a_metric_once(caplog: pytest.LogCaptureFixture
     assert not monitor.status().breached
     assert any("crag.guarantee.restored" in r.getMessage() for r in caplog.records)
     with pytest.raises(InputError, match="grader_good"):
-        monitor.count({"score": 0.5, "audited": True})
+        monitor.count({k: v for k, v in _record(0.5, True).items() if k != "grader_good"})
     with pytest.raises(InputError, match="score"):
-        monitor.count({"score": "high", "grader_good": True, "audited": True})
+        monitor.count({**_record(0.5, True), "score": "high"})
 
 
 def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
@@ -173,9 +193,11 @@ def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
     assert list(log.records()) == records and log.skipped == 1
     log.append(records[1])  # later records read again
     assert list(log.records()) == [*records, records[1]] and log.skipped == 1
-    (tmp_path / "bad.jsonl").write_text('{"v": 1}\nnot json\n[1]\n{"v": 1}\n')
+    good = json.dumps(records[2])
+    (tmp_path / "bad.jsonl").write_text(f'{good}\nnot json\n[1]\n{{"v": 1}}\n{good}\n')
     bad = JsonlGradeLog(tmp_path / "bad.jsonl")
-    assert list(bad.records()) == [{"v": 1}, {"v": 1}] and bad.skipped == 2
+    assert list(bad.records()) == [records[2], records[2]] and bad.skipped == 3
+    assert bad.skipped_by_kind == {"unreadable": 1, "invalid": 2}
     with pytest.raises(ConfigError, match="folder"):
         JsonlGradeLog(tmp_path / "missing" / "grades.jsonl")
 
@@ -183,7 +205,7 @@ def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
 def test_the_redis_log_is_a_stream_on_a_real_server() -> None:
     with RedisServer() as server:
         client = redis.Redis.from_url(server.url)
-        log = RedisGradeLog(client, stream="test:grades", maxlen=None)
+        log = RedisGradeLog(client, stream="test:grades", maxlen=None, unsigned="allow")
         records = [_record(i / 2500, i % 3 != 0) for i in range(2500)]  # > one XRANGE page
         for record in records:
             log.append(record)
