@@ -313,8 +313,12 @@ class IndexDirectoryError(InputError):
             another format), ``"file"`` (a file the manifest lists is missing,
             or changed since: its size or SHA-256 differs), ``"analyzer"`` (built
             with another analyzer than the evaluator's), ``"content"`` (its
-            parts do not agree), ``"out"`` (where an index is to be written holds
-            something else), ``"embedder"`` (its embedder cannot be loaded).
+            parts do not agree, or one is not what the build wrote), ``"out"``
+            (where an index is to be written holds something else),
+            ``"embedder"`` (its embedder cannot be loaded, or is a spec of code
+            the operator did not name nor trust), ``"signature"`` (its manifest
+            is signed and no secret was given, or unsigned or signed otherwise
+            where one was).
         found: what the directory has.
         expected: what this library needs.
     """
@@ -327,7 +331,14 @@ class IndexDirectoryError(InputError):
         "analyzer": "use the analyzer it was built with, or rebuild it with yours",
         "content": "the directory is damaged: rebuild it",
         "out": "choose an empty or new directory, or an index directory to replace",
-        "embedder": "install what its embedder needs, or rebuild it with another",
+        "embedder": (
+            "name its spec when loading (embedder=... / --embedder SPEC) or trust the "
+            "directory (trust_embedder=True / --trust-embedder); install what it needs"
+        ),
+        "signature": (
+            "give the secret its manifest was signed with (secret=... / --index-secret-file), "
+            "or rebuild it"
+        ),
     }
 
     def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:

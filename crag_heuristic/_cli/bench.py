@@ -16,7 +16,12 @@ from .._exceptions import CalibrationWarning, InputError
 from .._optional import check_installed
 from .common import EPILOG, EXIT_OK
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
-from .index import is_index_dir, open_index
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
@@ -235,13 +240,13 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
         neighbours, stats, analyzer = harness.neighbours, prepared.stats, prepared.analyzer
         where = f"the BEIR folder {collection.name} (corpus and vectors; qrels not read)"
     elif is_index_dir(args.index):
-        for option in ("docs", "embedder", "normalized"):
+        for option in ("docs", "normalized"):
             if getattr(args, option) is not None:
                 raise InputError(
                     f"--{option} does not go with an index directory: {args.index} holds its "
-                    "documents, embedder and vectors"
+                    "documents and vectors"
                 )
-        index = open_index(args.index, progress)
+        index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever = index.retriever()
         docs = index.docs
@@ -437,8 +442,11 @@ def register(commands: Any) -> None:
     )
     calibrate.add_argument(
         "--embedder",
-        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable",
+        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable; "
+        "with --index DIR: the spec its embedder is, to import it",
     )
+    add_trust_embedder_option(calibrate)
+    add_index_secret_option(calibrate)
     calibrate.add_argument(
         "--normalized",
         choices=("auto", "yes", "no"),

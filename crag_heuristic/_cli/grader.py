@@ -223,7 +223,7 @@ def _grader_lists(
             raise InputError(
                 "--grader on an index directory needs --query-file FILE or --simulated N"
             )
-        index = open_index(args.index, progress)
+        index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever: Any = index.retriever()
         stats, analyzer, docs, folder, split = (

@@ -31,7 +31,12 @@ from .common import (
     read_docs,
     redis_cache,
 )
-from .index import is_index_dir, open_index
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 
@@ -63,13 +68,13 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
     call), or over the bundled sample."""
     evaluator = Evaluator(config_from_args(args))
     if is_index_dir(args.index):
-        for option in ("docs", "embedder", "normalized"):
+        for option in ("docs", "normalized"):
             if getattr(args, option) is not None:
                 raise InputError(
                     f"--{option} does not go with an index directory: {args.index} holds its "
-                    "documents, embedder and vectors"
+                    "documents and vectors"
                 )
-        index = open_index(args.index, progress, evaluator.analyzer)
+        index = open_index(args.index, progress, evaluator.analyzer, args)
         with progress.stage("loading its parts"):
             retriever = index.retriever()
             lexical = index.lexical() if args.lexical else None
@@ -79,6 +84,8 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
             "--index FILE.faiss goes with --docs (an index directory, --index DIR, alone; "
             "neither: the bundled sample)"
         )
+    if args.index_secret_file is not None or args.trust_embedder:
+        raise InputError("--index-secret-file and --trust-embedder go with --index DIR")
     if args.index is None:
         given = [f"--{o}" for o in ("embedder", "normalized") if getattr(args, o) is not None]
         if given:
@@ -235,8 +242,12 @@ def register(commands: Any) -> None:
     retrieve.add_argument(
         "--embedder",
         help="with --index FILE.faiss: 'lsa' (fitted on --docs, the default) or "
-        "'pkg.module:attribute' (str -> vector)",
+        "'pkg.module:attribute' (str -> vector); with --index DIR: the spec its embedder "
+        "is, to import it (a directory's spec is never imported unless named, or "
+        "--trust-embedder)",
     )
+    add_trust_embedder_option(retrieve)
+    add_index_secret_option(retrieve)
     retrieve.add_argument(
         "--normalized",
         choices=["auto", "yes", "no"],
