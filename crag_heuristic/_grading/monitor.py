@@ -38,9 +38,10 @@ The monitor never fails a query: a log that cannot be written is counted
 
 A grade log is data others may write (a Redis stream shared by every process,
 a file on a shared disk), and it chooses a band that carries a guarantee:
-records are read strictly (:func:`check_record`: every field of
-:data:`RECORD_FIELDS`, each of its type, no other; ``"audited": "false"`` is
-no bool, so the record is refused, not counted as audited), and with a
+records are read strictly (:func:`check_record`: every required field of
+:data:`RECORD_FIELDS`, each field of its type, no field it does not list;
+``"audited": "false"`` is no bool, so the record is refused, not counted as
+audited), and with a
 ``secret`` each record is appended as a signed envelope
 (:mod:`crag_heuristic._cache.signing`: HMAC-SHA256 over the record's text, no
 expiry) and read back only when its signature holds. A record refused on read
@@ -60,7 +61,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .._cache.keys import text_digest
 from .._cache.signing import Signer, UnsignedPolicy, check_unsigned, signer_of
@@ -126,41 +127,61 @@ def _features(value: Any) -> bool:
     )
 
 
-RECORD_FIELDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
-    "v": (
+def _grades(value: Any) -> bool:
+    return isinstance(value, list) and all(_probability(grade) for grade in value)
+
+
+class RecordField(NamedTuple):
+    """One field of a grade-log record: its check, what it must be, and whether every
+    record has it."""
+
+    check: Callable[[Any], bool]
+    expected: str
+    required: bool = True
+
+
+RECORD_FIELDS: Mapping[str, RecordField] = {
+    "v": RecordField(
         lambda value: type(value) is int and value == RECORD_VERSION,
         f"{RECORD_VERSION} (the record layout's version this library reads)",
     ),
-    "time": (_string, "a string (ISO 8601)"),
-    "query": (_string, "a string (the query's SHA-256)"),
-    "profile": (_string, "a string (the gate's fingerprint)"),
-    "profile_name": (_string, "a string"),
-    "grader": (_string, "a string (the grader's fingerprint)"),
-    "score": (_probability, "a number in [0, 1]"),
-    "band": (_band, "[low, high] in [0, 1]"),
-    "in_band": (_flag, "a bool"),
-    "audited": (_flag, "a bool"),
-    "grader_score": (_probability, "a number in [0, 1]"),
-    "grader_good": (_flag, "a bool"),
-    "chunks": (_count, "an integer >= 0"),
-    "features": (_features, "an object of numbers (or null)"),
+    "time": RecordField(_string, "a string (ISO 8601)"),
+    "query": RecordField(_string, "a string (the query's SHA-256)"),
+    "profile": RecordField(_string, "a string (the gate's fingerprint)"),
+    "profile_name": RecordField(_string, "a string"),
+    "grader": RecordField(_string, "a string (the grader's fingerprint)"),
+    "score": RecordField(_probability, "a number in [0, 1]"),
+    "band": RecordField(_band, "[low, high] in [0, 1]"),
+    "in_band": RecordField(_flag, "a bool"),
+    "audited": RecordField(_flag, "a bool"),
+    "grader_score": RecordField(_probability, "a number in [0, 1]"),
+    "grader_good": RecordField(_flag, "a bool"),
+    "chunks": RecordField(_count, "an integer >= 0"),
+    "features": RecordField(_features, "an object of numbers (or null)"),
+    # the labels of crag-heuristic calibrate --grader: where they come from, the list's
+    # query id and digest, and each chunk's grade
+    "source": RecordField(_string, "a string", required=False),
+    "query_id": RecordField(_string, "a string", required=False),
+    "list": RecordField(_string, "a string (the list's digest)", required=False),
+    "grades": RecordField(_grades, "a list of numbers in [0, 1]", required=False),
 }
-"""Every field of a grade-log record (:func:`record_of` writes them all), with its check
-and what it must be: the one list a record is read against (:func:`check_record`). A
-new field is one more line here."""
+"""Every field a grade-log record may hold (:func:`record_of` writes the required
+ones), with its check and what it must be: the one list a record is read against
+(:func:`check_record`). A new field is one more line here."""
+_REQUIRED = frozenset(name for name, spec in RECORD_FIELDS.items() if spec.required)
 
 
 def check_record(record: Any) -> dict[str, Any]:
-    """``record`` if it is a grade-log record: a JSON object with every field of
-    :data:`RECORD_FIELDS`, each of its type, and no other (a bool is a JSON bool:
-    ``"audited": "false"`` is refused, never read as true).
+    """``record`` if it is a grade-log record: a JSON object with every required field
+    of :data:`RECORD_FIELDS`, no field that is not there, and each of its type (a bool
+    is a JSON bool: ``"audited": "false"`` is refused, never read as true).
 
     Raises:
         InputError: what is wrong (the first field that does not fit).
     """
     if not isinstance(record, Mapping):
         raise InputError(f"a grade-log record must be a JSON object, not {type(record).__name__}")
-    missing = sorted(set(RECORD_FIELDS) - set(record))
+    missing = sorted(_REQUIRED - set(record))
     extra = sorted(str(name) for name in set(record) - set(RECORD_FIELDS))
     if missing or extra:
         raise InputError(
@@ -168,9 +189,10 @@ def check_record(record: Any) -> dict[str, Any]:
             + (f"; missing {', '.join(missing)}" if missing else "")
             + (f"; unknown {', '.join(extra[:5])}" if extra else "")
         )
-    for name, (check, expected) in RECORD_FIELDS.items():
-        if not check(record[name]):
-            raise InputError(f"a grade-log record's {name!r} must be {expected}")
+    for name, value in record.items():
+        spec = RECORD_FIELDS[name]
+        if not spec.check(value):
+            raise InputError(f"a grade-log record's {name!r} must be {spec.expected}")
     return dict(record)
 
 
@@ -247,7 +269,33 @@ class _Records:
 _ENVELOPE = frozenset({"mac", "exp", "v"})
 
 
-class JsonlGradeLog:
+class _SharedLog:
+    """What the two grade logs share: their records' signing and strict reading, and
+    the count of what the last read skipped."""
+
+    def __init__(self, secret: str | bytes | None) -> None:
+        self._records = _Records(secret)
+
+    @property
+    def signed(self) -> bool:
+        """Whether records are signed (the log was given a secret)."""
+        return self._records.signer is not None
+
+    @property
+    def skipped(self) -> int:
+        """Entries the last read of ``records()`` skipped (see ``skipped_by_kind``)."""
+        return sum(self._records.skipped_by_kind.values())
+
+    @property
+    def skipped_by_kind(self) -> dict[str, int]:
+        """Entries the last read skipped, by why: ``"unreadable"`` (not a JSON object: a
+        write cut short, another writer's entry), ``"signature"`` (unsigned or badly
+        signed where a secret signs them, or signed and read without it),
+        ``"invalid"`` (:func:`check_record` refused it)."""
+        return dict(self._records.skipped_by_kind)
+
+
+class JsonlGradeLog(_SharedLog):
     """The grade log as a file of JSON lines, appended (``O_APPEND``: concurrent
     writers in one or several processes never interleave a line).
 
@@ -265,28 +313,10 @@ class JsonlGradeLog:
         if not self.path.parent.is_dir():
             raise ConfigError("path", str(self.path), "its folder does not exist")
         self._lock = threading.Lock()
-        self._records = _Records(secret)
+        super().__init__(secret)
 
     def __repr__(self) -> str:
         return f"JsonlGradeLog({str(self.path)!r})"
-
-    @property
-    def signed(self) -> bool:
-        """Whether records are signed (the log was given a secret)."""
-        return self._records.signer is not None
-
-    @property
-    def skipped(self) -> int:
-        """Lines the last read of :meth:`records` skipped (see ``skipped_by_kind``)."""
-        return sum(self._records.skipped_by_kind.values())
-
-    @property
-    def skipped_by_kind(self) -> dict[str, int]:
-        """Lines the last read skipped, by why: ``"unreadable"`` (not a JSON object: a
-        write cut short), ``"signature"`` (unsigned or badly signed where a secret
-        signs them, or signed and read without it), ``"invalid"``
-        (:func:`check_record` refused it)."""
-        return dict(self._records.skipped_by_kind)
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Append one record (checked with :func:`check_record`; signed, with a secret).
@@ -321,7 +351,7 @@ class JsonlGradeLog:
         self._records.finish("jsonl")
 
 
-class RedisGradeLog:
+class RedisGradeLog(_SharedLog):
     """The grade log as a Redis stream (``XADD``, trimmed to about ``maxlen`` records).
 
     Args:
@@ -359,33 +389,14 @@ class RedisGradeLog:
         self.client = client
         self.stream = stream
         self.maxlen = maxlen
-        self._records = _Records(secret)
+        super().__init__(secret)
         check_unsigned("RedisGradeLog", self._records.signer, unsigned, advice="give it secret=...")
 
     def __repr__(self) -> str:
         return f"RedisGradeLog(stream={self.stream!r})"
 
-    @property
-    def signed(self) -> bool:
-        """Whether records are signed (the log was given a secret)."""
-        return self._records.signer is not None
-
-    @property
-    def skipped(self) -> int:
-        """Entries the last read of :meth:`records` skipped (see ``skipped_by_kind``)."""
-        return sum(self._records.skipped_by_kind.values())
-
-    @property
-    def skipped_by_kind(self) -> dict[str, int]:
-        """Entries the last read skipped, by why (as :attr:`JsonlGradeLog.skipped_by_kind`)."""
-        return dict(self._records.skipped_by_kind)
-
     def append(self, record: Mapping[str, Any]) -> None:
-        """Append one record (checked with :func:`check_record`; signed, with a secret).
-
-        Raises:
-            InputError: not a grade-log record.
-        """
+        """Append one record (as :meth:`JsonlGradeLog.append`), as a stream entry."""
         payload = self._records.text(record)
         if self.maxlen is None:
             self.client.xadd(self.stream, {"record": payload})

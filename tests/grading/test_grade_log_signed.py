@@ -19,48 +19,34 @@ from typing import Any
 
 import pytest
 import redis
+from cascade_helpers import grade_record
 from crag_testkit import RedisServer
 
-from crag_heuristic import CRAG, ConfigError, EvaluatorConfig, InputError
+from crag_heuristic import ConfigError, EvaluatorConfig, InputError
 from crag_heuristic._cache.signing import Signer
 from crag_heuristic._cli import main
-from crag_heuristic._grading.monitor import RECORD_FIELDS, SIGNED_KEY, check_record
+from crag_heuristic._grading.monitor import SIGNED_KEY, check_record
 from crag_heuristic.cache import UnsignedStoreWarning
 from crag_heuristic.config import Guarantee
 from crag_heuristic.grading import (
     GuaranteeMonitor,
     JsonlGradeLog,
     RedisGradeLog,
-    SetEscalation,
     audited_labels,
 )
-from crag_heuristic.sample import load_sample_queries, sample_retriever
 
 SECRET = "a-grade-log-secret-of-32-chars!!"
 OTHER_SECRET = "another-secret-of-32-characters!"
+PROFILE = EvaluatorConfig().fingerprint()
 GUARANTEE = Guarantee(
     target="recall", eps=0.1, delta=0.1, band=(0.0, 0.6), n=300, counted=60,
     violations=2, risk=2 / 60, risk_bound=0.09, escalated=0.5,
 )  # fmt: skip
 
 
-def record(i: int, *, good: bool, score: float, audited: bool = True) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "time": "2025-01-01T00:00:00+00:00",
-        "query": f"{i:064x}",
-        "profile": EvaluatorConfig().fingerprint(),
-        "profile_name": "",
-        "grader": "g:1",
-        "score": score,
-        "band": [0.0, 0.6],
-        "in_band": score <= 0.6,
-        "audited": audited,
-        "grader_score": 1.0 if good else 0.0,
-        "grader_good": good,
-        "chunks": 5,
-        "features": {"top_cosine": score},
-    }
+def record(i: int, *, good: bool, score: float) -> dict[str, Any]:
+    """Record number ``i``: a list of the default gate, graded by "g:1"."""
+    return grade_record(i, score=score, good=good, grader="g:1", profile=PROFILE)
 
 
 GENUINE = [
@@ -170,36 +156,10 @@ def test_records_are_strictly_typed_without_a_secret(
         GuaranteeMonitor(GUARANTEE).count({**GENUINE[1], "audited": "false"})
     with pytest.raises(InputError, match="unknown weight"):
         log.append({**GENUINE[1], "weight": 100})  # refused on the way in too
-
-
-def test_the_record_fields_are_what_the_monitor_writes(tmp_path: Path) -> None:
-    """The one list of fields is the monitor's record, field for field: a record the
-    router's monitor writes reads back, signed, through a file."""
-    queries = load_sample_queries()
-    relevant = {q["text"]: set(q["metadata"]["relevant"]) for q in queries}
-
-    class LabelGrader:
-        fingerprint = "sample-labels:v1"
-
-        def grade(self, query: str, chunks: Any) -> list[float]:
-            return [1.0 if c.id in relevant[query] else 0.0 for c in chunks]
-
-    log = JsonlGradeLog(tmp_path / "grades.jsonl", secret=SECRET)
-    monitor = GuaranteeMonitor(GUARANTEE, log=log)
-    crag = CRAG(
-        sample_retriever(),
-        grader=LabelGrader(),
-        escalation=SetEscalation.guaranteed(GUARANTEE, audit=0.5),
-        monitor=monitor,
-    )
-    for q in queries:
-        crag.retrieve(q["text"], k=5)
-    records = list(log.records())
-    assert records and monitor.status().log_errors == 0 and log.skipped == 0
-    assert all(set(r) == set(RECORD_FIELDS) and check_record(r) == r for r in records)
-    lines = log.path.read_text().splitlines()
-    assert all(json.loads(line).keys() == {"mac", "exp", "v"} for line in lines)
-    assert list(JsonlGradeLog(log.path, secret=OTHER_SECRET).records()) == []
+    labels = {"source": "calibrate", "query_id": "q1", "list": "ab" * 8, "grades": [0.0, 1.0]}
+    assert check_record({**GENUINE[1], **labels}) == {**GENUINE[1], **labels}
+    with pytest.raises(InputError, match="'grades' must be a list of numbers"):
+        check_record({**GENUINE[1], **labels, "grades": [0.5, True]})
 
 
 def test_calibrate_reads_only_signed_records(tmp_path: Path) -> None:

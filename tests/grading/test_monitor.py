@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 import redis
+from cascade_helpers import grade_record
 from crag_testkit import RedisServer
 
 from crag_heuristic import CRAG, ConfigError, InputError
 from crag_heuristic._grading.lists import audited
+from crag_heuristic._grading.monitor import RECORD_FIELDS, check_record
 from crag_heuristic.config import Guarantee
 from crag_heuristic.grading import (
     GuaranteeMonitor,
@@ -39,23 +41,8 @@ _QUERIES = itertools.count()
 
 
 def _record(score: float, good: bool, *, audited: bool = True) -> dict[str, Any]:
-    """A whole grade-log record (every field of RECORD_FIELDS), of a query of its own."""
-    return {
-        "v": 1,
-        "time": "2025-01-01T00:00:00+00:00",
-        "query": f"{next(_QUERIES):064x}",
-        "profile": "",
-        "profile_name": "default",
-        "grader": "g",
-        "score": score,
-        "band": [0.0, 0.6],
-        "in_band": score <= 0.6,
-        "audited": audited,
-        "grader_score": 1.0 if good else 0.0,
-        "grader_good": good,
-        "chunks": 3,
-        "features": {"top_cosine": 0.5},
-    }
+    """A whole grade-log record, of a query of its own."""
+    return grade_record(next(_QUERIES), score=score, good=good, audited=audited)
 
 
 def test_the_audit_sample_is_a_seeded_hash_of_the_query() -> None:
@@ -237,7 +224,9 @@ def test_audited_records_choose_a_band_again() -> None:
 def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
     """The sample corpus, a grader answering from its labels, a band from a
     guarantee and an audit of half the lists: every list the grader answered is a
-    record (the query's digest, never its text), the audited ones flagged."""
+    record (the query's digest, never its text), the audited ones flagged; signed,
+    each holds the required fields of RECORD_FIELDS, and reads back only with its
+    secret."""
     queries = load_sample_queries()
     relevant = {q["text"]: set(q["metadata"]["relevant"]) for q in queries}
 
@@ -247,7 +236,7 @@ def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
         def grade(self, query: str, chunks: Any) -> list[float]:
             return [1.0 if c.id in relevant[query] else 0.0 for c in chunks]
 
-    log = JsonlGradeLog(tmp_path / "grades.jsonl")
+    log = JsonlGradeLog(tmp_path / "grades.jsonl", secret="a-grade-log-secret-of-32-chars!!")
     monitor = GuaranteeMonitor(GUARANTEE, log=log, profile="minilm-multi")
     crag = CRAG(
         sample_retriever(),
@@ -268,6 +257,12 @@ def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
     for q in queries:
         assert json.dumps(q["text"])[1:-1] not in text
     assert all(rec["grader"] == "sample-labels:v1" and len(rec["query"]) == 64 for rec in records)
+    required = {name for name, field in RECORD_FIELDS.items() if field.required}
+    assert monitor.status().log_errors == 0 and log.skipped == 0
+    assert all(set(rec) == required and check_record(rec) == rec for rec in records)
+    assert all(json.loads(line).keys() == {"mac", "exp", "v"} for line in text.splitlines())
+    other = JsonlGradeLog(log.path, secret="another-secret-of-32-characters!")
+    assert list(other.records()) == [] and other.skipped == len(records)
     with pytest.raises(InputError, match="monitor"):
         CRAG(sample_retriever(), monitor=object())  # type: ignore[arg-type]
 
