@@ -156,7 +156,7 @@ def test_other_numbers_beyond_float_are_typed_errors() -> None:
     with pytest.raises(ConfigError):
         MemoryCache(default_ttl=HUGE)
     with pytest.raises(ConfigError):
-        RedisCache(url="redis://localhost:1/0", default_ttl=HUGE)
+        RedisCache(url="redis://localhost:1/0", default_ttl=HUGE, unsigned="allow")
     with pytest.raises(ConfigError):
         SearxngConfig(timeout=HUGE)
     with pytest.raises(InputError):

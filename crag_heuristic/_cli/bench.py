@@ -17,7 +17,12 @@ from .._exceptions import CalibrationWarning, InputError
 from .._optional import check_installed
 from .common import EPILOG, EXIT_OK
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
-from .index import is_index_dir, open_index
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
@@ -160,6 +165,8 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
                 raise InputError(f"--{option.replace('_', '-')} needs --grader")
     if args.grade_log and not args.grader:
         return calibrate_grade_log(args, out, _command_line())
+    if args.grade_log_secret_file is not None and not args.grade_log:
+        raise InputError("--grade-log-secret-file goes with --grade-log")
     check_installed("calibrate", "crag-heuristic calibrate (fitting a gate)", *FITTING)
     simulates = args.self or (args.grader and args.simulated is not None)
     if simulates and args.data_dir:
@@ -273,13 +280,13 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
         neighbours, stats, analyzer = harness.neighbours, prepared.stats, prepared.analyzer
         where = f"the BEIR folder {collection.name} (corpus and vectors; qrels not read)"
     elif is_index_dir(args.index):
-        for option in ("docs", "embedder", "normalized"):
+        for option in ("docs", "normalized"):
             if getattr(args, option) is not None:
                 raise InputError(
                     f"--{option} does not go with an index directory: {args.index} holds its "
-                    "documents, embedder and vectors"
+                    "documents and vectors"
                 )
-        index = open_index(args.index, progress)
+        index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever = index.retriever()
         docs = index.docs
@@ -472,8 +479,11 @@ def register(commands: Any) -> None:
     )
     calibrate.add_argument(
         "--embedder",
-        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable",
+        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable; "
+        "with --index DIR: the spec its embedder is, to import it",
     )
+    add_trust_embedder_option(calibrate)
+    add_index_secret_option(calibrate)
     calibrate.add_argument(
         "--normalized",
         choices=("auto", "yes", "no"),
@@ -567,6 +577,13 @@ def register(commands: Any) -> None:
         action="store_true",
         help="with --grader openai:...: do not check the model's name against the server's "
         "GET /models",
+    )
+    calibrate.add_argument(
+        "--grade-log-secret-file",
+        metavar="FILE",
+        help="with --grade-log: the secret its records were signed with "
+        "(JsonlGradeLog(secret=...)): a record unsigned or signed otherwise is skipped and "
+        "counted (skipped, in the report)",
     )
     calibrate.add_argument(
         "--guarantee",

@@ -31,7 +31,7 @@ from .._config import DEFAULT_PROFILE, EvaluatorConfig, _read_file, load_config
 from .._exceptions import ConfigError, GraderError, InputError, InsufficientLabelsError
 from .._grading.graders import grader_fingerprint
 from .._protocols import Grader
-from .common import EXIT_OK, EXIT_SERVICE
+from .common import EXIT_OK, EXIT_SERVICE, read_secret
 from .progress import Progress
 
 GRADER_SPECS = (
@@ -163,10 +163,17 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
     if chosen is None:
         raise InputError("--grade-log chooses a band: give --guarantee recall:EPS or agreement:EPS")
     prior = load_config(args.prior or DEFAULT_PROFILE)
-    records = list(JsonlGradeLog(args.grade_log).records())
-    audited = [r for r in records if isinstance(r, dict) and r.get("audited")]
-    fingerprints = {str(r["profile"]) for r in audited if r.get("profile")}
-    names = {str(r["profile_name"]) for r in audited if r.get("profile_name")}
+    secret = read_secret(args.grade_log_secret_file)
+    log = JsonlGradeLog(args.grade_log, secret=secret)
+    records = list(log.records())  # each checked (and its signature, with a secret)
+    if secret is None and log.skipped_by_kind.get("signature"):
+        raise InputError(
+            f"the grade log {args.grade_log} holds signed records: give the secret they were "
+            "signed with (--grade-log-secret-file FILE); its unsigned records are not read alone"
+        )
+    audited = [r for r in records if r["audited"]]
+    fingerprints = {r["profile"] for r in audited if r["profile"]}
+    names = {r["profile_name"] for r in audited if r["profile_name"]}
     if (fingerprints and fingerprints != {prior.fingerprint()}) or (
         names and names != {prior.name}
     ):
@@ -193,6 +200,9 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
         "method": "calibrate --grade-log",
         "grade_log": str(args.grade_log),
         "audited_lists": len(scores),
+        "records": len(records),
+        "signed": secret is not None,
+        "skipped": log.skipped_by_kind,
         "grader": grader,
         "guarantee": guarantee.describe(),
         "command": command,
@@ -259,7 +269,7 @@ def _grader_lists(
             raise InputError(
                 "--grader on an index directory needs --query-file FILE or --simulated N"
             )
-        index = open_index(args.index, progress)
+        index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever: Any = index.retriever()
         stats, analyzer, docs, folder, split = (
@@ -433,7 +443,8 @@ def _calibrate_on(
     where = grade_log_path(args)
     if where is not None:  # its folder made, as --out's is
         Path(where).parent.mkdir(parents=True, exist_ok=True)
-    log = JsonlGradeLog(where) if where is not None else None
+    secret = read_secret(getattr(args, "grade_log_secret_file", None))
+    log = JsonlGradeLog(where, secret=secret) if where is not None else None
     done = resumed_grades(lists, log.records(), name) if log is not None else {}
     budget = None
     if chosen is not None:

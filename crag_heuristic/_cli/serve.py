@@ -15,8 +15,20 @@ from .._logging import LOGGER_NAME
 from .._optional import check_installed
 from .._router.router import CRAG
 from .._sample import load_sample_corpus, sample_retriever
-from .common import EPILOG, EXIT_OK, add_config_options, config_from_args
-from .index import is_index_dir, open_index
+from .common import (
+    EPILOG,
+    EXIT_OK,
+    add_cache_secret_option,
+    add_config_options,
+    config_from_args,
+    redis_cache,
+)
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 KEYS_VARIABLE = "CRAG_HEURISTIC_API_KEYS"
@@ -50,11 +62,7 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         metrics = PrometheusMetrics()
     except MissingDependencyError:  # /metrics answers 501, naming the extra
         pass
-    cache: Any = None
-    if args.redis:
-        from .._cache.redis import RedisCache
-
-        cache = RedisCache(url=args.redis)
+    cache: Any = redis_cache(args)
     web = None
     if args.searxng:
         from .._web.searxng import SearxngClient
@@ -63,11 +71,15 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
     evaluator = Evaluator(config_from_args(args))
     options: dict[str, Any] = {"web": web, "cache": cache, "metrics": metrics}
     if args.index is None:
+        if args.index_secret_file or args.embedder or args.trust_embedder:
+            raise InputError(
+                "--index-secret-file, --embedder and --trust-embedder go with --index DIR"
+            )
         crag = CRAG(sample_retriever(), evaluator, **options)
         return crag, {"index": "the bundled sample", "documents": len(load_sample_corpus())}
     if not is_index_dir(args.index):
         raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
-    index = open_index(args.index, progress, evaluator.analyzer)
+    index = open_index(args.index, progress, evaluator.analyzer, args)
     with progress.stage("loading its parts"):
         crag = CRAG(index.retriever(), evaluator, lexical=index.lexical(), **options)
     info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
@@ -141,6 +153,14 @@ def register(commands: Any) -> None:
         "--index", metavar="DIR", help="an index directory (default: the bundled sample)"
     )
     serve.add_argument(
+        "--embedder",
+        metavar="SPEC",
+        help="the spec (pkg.module:attribute) of the --index directory's embedder, to import "
+        "it: a directory's spec is never imported unless named, or --trust-embedder",
+    )
+    add_trust_embedder_option(serve)
+    add_index_secret_option(serve)
+    serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default loopback)"
     )
     serve.add_argument(
@@ -176,6 +196,7 @@ def register(commands: Any) -> None:
         help="seconds the requests in flight get to finish on SIGTERM",
     )
     serve.add_argument("--redis", metavar="URL", help="cache evaluations and web results here")
+    add_cache_secret_option(serve)
     serve.add_argument("--searxng", metavar="URL", help="a SearXNG for the web fallback")
     add_config_options(serve)
     add_progress_option(serve)

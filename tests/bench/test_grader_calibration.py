@@ -151,15 +151,23 @@ def test_calibrate_from_a_grade_log(tmp_path: Path) -> None:
     log = JsonlGradeLog(tmp_path / "grades.jsonl")
     for i in range(60):
         good = i % 2 == 0  # 30 failed lists: more than the 22 recall 0.9 needs
+        score = (0.7 if good else 0.3) + 0.001 * i
         log.append(
             {
                 "v": 1,
+                "time": "2025-01-01T00:00:00+00:00",
                 "query": f"{i:064x}",
                 "profile": prior.fingerprint(),
+                "profile_name": "",
                 "grader": "g:1",
-                "score": (0.7 if good else 0.3) + 0.001 * i,
+                "score": score,
+                "band": [0.0, 0.6],
+                "in_band": score <= 0.6,
                 "audited": True,
+                "grader_score": 1.0 if good else 0.0,
                 "grader_good": good,
+                "chunks": 5,
+                "features": {},
             }
         )
     out = io.StringIO()

@@ -53,11 +53,20 @@ def test_a_directory_that_does_not_match_exits_2_saying_why(
     code, out = run(["retrieve", "-q", "bees", "--index", str(changed)])
     assert (code, out) == (EXIT_BAD_INPUT, "")
     err = capsys.readouterr().err
-    assert "index directory" in err and "stats.npz with SHA-256" in err and "rebuild it" in err
-    for extra in (["--docs", "d.jsonl"], ["--embedder", "lsa"], ["--normalized", "yes"]):
+    assert (
+        "index directory" in err and "stats.npz of another SHA-256" in err and "rebuild it" in err
+    )
+    for extra in (["--docs", "d.jsonl"], ["--normalized", "yes"]):
         code, _ = run(["retrieve", "-q", "bees", "--index", str(built.path), *extra])
         assert code == EXIT_BAD_INPUT
         assert "does not go with an index directory" in capsys.readouterr().err
+    # --embedder names the directory's embedder: "lsa" is its, another spec is not
+    assert run(["retrieve", "-q", "bees", "--index", str(built.path), "--embedder", "lsa"])[0] == 0
+    capsys.readouterr()
+    code, _ = run(["retrieve", "-q", "bees", "--index", str(built.path), "--embedder", "x:y"])
+    assert (
+        code == EXIT_BAD_INPUT and "embedder is 'a saved LSA projection'" in capsys.readouterr().err
+    )
     code, _ = run(["calibrate", "--index", str(built.path), "--out", str(tmp_path / "p.toml")])
     assert code == EXIT_BAD_INPUT and "goes with --self" in capsys.readouterr().err
 
