@@ -41,3 +41,8 @@ def load_faults_report() -> ModuleType:
 @pytest.fixture(scope="session")
 def serve_load() -> ModuleType:
     return import_benchmark("serve_load")
+
+
+@pytest.fixture(scope="session")
+def slow_clients() -> ModuleType:
+    return import_benchmark("slow_clients")
