@@ -14,6 +14,11 @@ Each vector adapter converts its backend's raw scores with a
 scores run the wrong way for their kind (a distance declared as a similarity)
 is refused with :class:`ScoreOrderError` (an ``InvalidChunkError``), which
 names the kind the scores likely are.
+
+A retriever filtered to one tenant names its filter in ``scope``; the router
+refuses parts beside it that are not filtered (``ScopeError``):
+:meth:`BM25Retriever.with_filter` filters the lexical retriever,
+:class:`ScopedParents` a parents lookup.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import ScoreOrderError
+from ._exceptions import ScopeError, ScoreOrderError
 from ._retrievers.base import ScoreConversion
 from ._retrievers.bm25 import BM25Retriever
 from ._retrievers.faiss import FaissRetriever, FaissScores
 from ._retrievers.langchain import DeclaredScores, LangChainFaissRetriever, LangChainRetriever
+from ._retrievers.scope import ScopedParents
 
 if TYPE_CHECKING:  # imported on first use (the ``qdrant`` extra)
     from ._retrievers.qdrant import QdrantRetriever, QdrantScores
@@ -39,6 +45,8 @@ __all__ = [
     "LangChainRetriever",
     "QdrantRetriever",
     "QdrantScores",
+    "ScopeError",
+    "ScopedParents",
     "ScoreConversion",
     "ScoreOrderError",
 ]
