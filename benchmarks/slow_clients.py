@@ -282,6 +282,11 @@ def report(run: Run, settings: SlowSettings, stderr: Path, command: str) -> dict
             "answers": dict(Counter(w.answer or "(none)" for w in mine)),
         }
     stderr_bytes = stderr.stat().st_size
+    said = [  # the server's own account: its limits, and what they did
+        line.split(" crag.connections ", 1)[1]
+        for line in stderr.read_text(errors="replace").splitlines()
+        if " crag.connections state=" in line
+    ]
     checks = {
         "every probe answered 200": len(answered) == len(run.probes) > 0,
         f"every probe within {settings.probe_within:g} s": bool(seconds)
@@ -302,6 +307,7 @@ def report(run: Run, settings: SlowSettings, stderr: Path, command: str) -> dict
         },
         "slow": slow,
         "stderr_bytes": stderr_bytes,
+        "server_said": said,
         "stderr_tail": stderr.read_text(errors="replace")[-2000:],
         "checks": checks,
         "passed": all(checks.values()),
@@ -341,7 +347,10 @@ def markdown(result: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        f"Server stderr: {result['stderr_bytes']:,} bytes.",
+        f"Server stderr: {result['stderr_bytes']:,} bytes. The server's `crag.connections` "
+        "events (its limits at start; what they did by the end):",
+        "",
+        *[f"    {line}" for line in result["server_said"]],
         "",
         "| check | |",
         "|---|---|",

@@ -16,8 +16,10 @@ route                  what
                        end (``event: <stage>``, ``data:`` ``StageEvent.to_dict()``),
                        ``done`` last with the whole result; a failure after the stream
                        began is an ``event: error`` with the error's JSON
-``GET /healthz``       ``{"status": "ok", "version", "in_flight", "queued", ...}`` (and the
-                       index's size and date under ``crag-heuristic serve``)
+``GET /healthz``       ``{"status": "ok"}`` for anyone; with a valid key (or, without
+                       keys, from loopback) also ``version``, ``in_flight``,
+                       ``queued`` (and the index's size and date under
+                       ``crag-heuristic serve``)
 ``GET /metrics``       Prometheus text (the ``metrics`` extra): the router's metrics and
                        the service's (:mod:`crag_heuristic._serve.metrics`)
 =====================  ==============================================================
@@ -30,9 +32,10 @@ time; with no key configured, only loopback clients are answered: the
 service binds to 127.0.0.1), the body (at most ``max_body_bytes``, one JSON
 object, checked), a slot (``max_concurrency`` requests worked on at once,
 ``max_queue`` more waiting, the rest refused at once), and the work, all within
-``request_timeout`` of the request's arrival (past it the work is abandoned:
-a retriever's thread runs on, its answer dropped). ``/healthz`` takes no key;
-``/metrics`` does.
+``request_timeout`` of the request's arrival, the body's reading included
+(past it the work is abandoned: a retriever's thread runs on, its answer
+dropped; an error answered before the body was read whole closes the
+connection). ``/healthz`` takes no key; ``/metrics`` does.
 
 An error is answered as JSON naming its type, never as a bare status::
 
@@ -54,7 +57,10 @@ the library: ``failures``, ``cache_error``, ``web_error``.
 Each answered request logs one ``crag.http`` event (INFO, the library's logger):
 ``request_id``, ``method``, ``route``, ``status``, ``error`` (a type name),
 ``ms``, ``k``, ``chunks``, ``bytes_in``, ``bytes_out``; never the query text,
-the body or a key. The router's own events carry a hash of the query.
+the body or a key. The router's own events carry a hash of the query. A
+stream the client left before its end is logged ``error="StreamAborted"``; a
+request whose client left before its answer, status 499
+``error="ClientDisconnect"``.
 """
 
 from __future__ import annotations

@@ -244,6 +244,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 
     window = _Window(get_logger())
     log = get_logger()
+    quiet = BoundedLog(logging.getLogger("uvicorn.error"))  # one for every connection
 
     class GuardedH11Protocol(H11Protocol):
         """:class:`H11Protocol` with a header deadline, the cap, JSON framing errors
@@ -254,7 +255,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.logger: Any = BoundedLog(self.logger)
+            self.logger: Any = quiet
             self._header_timer: asyncio.TimerHandle | None = None
             self._waiting_since: float | None = None  # for a request's headers, since
             self._request_since = 0.0

@@ -46,3 +46,8 @@ def serve_load() -> ModuleType:
 @pytest.fixture(scope="session")
 def slow_clients() -> ModuleType:
     return import_benchmark("slow_clients")
+
+
+@pytest.fixture(scope="session")
+def http_fuzz() -> ModuleType:
+    return import_benchmark("http_fuzz")
