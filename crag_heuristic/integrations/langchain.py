@@ -201,10 +201,11 @@ class CRAGRetriever(BaseRetriever):
             the base's scores are read and what every search is given (see
             :class:`LangChainRetriever`). A call's other keywords
             (``invoke(q, filter={...})``) are merged over ``search_kwargs`` as
-            LangChain's ``VectorStoreRetriever`` merges them; a filter among
-            them restricts the lexical retriever too
-            (:meth:`~crag_heuristic.BM25Retriever.with_filter`), or the call is
-            refused.
+            LangChain's ``VectorStoreRetriever`` merges them, except a filter
+            beside the retriever's own: it narrows it (an ``$and``), never
+            replaces it; a filter among them restricts the lexical retriever
+            and the parents too (``with_filter``), or the call is refused
+            (:class:`~crag_heuristic.retrievers.ScopeError`).
         name, tags, metadata: ``BaseRetriever``'s own fields.
 
     After construction the fields hold what the router uses (the

@@ -25,9 +25,9 @@ import faiss
 import numpy as np
 import pytest
 from crag_testkit import FixtureEngine, FixtureReply, SearxngServer, fixture_item
-from frameworks_support import LsaEmbeddings, langchain_faiss
+from frameworks_support import LsaEmbeddings, langchain_faiss, tenant_qdrant
 from langchain_core.documents import Document
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from crag_heuristic import (
     CRAG,
@@ -156,24 +156,7 @@ def faiss_for(index: Any, documents: list[Chunk], lsa: LsaEmbedder, tenant: str)
 
 @pytest.fixture(scope="module")
 def qdrant(documents: list[Chunk], lsa: LsaEmbedder) -> QdrantRetriever:
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "docs",
-        vectors_config=models.VectorParams(size=lsa.dimension, distance=models.Distance.COSINE),
-    )
-    vectors = lsa.embed_many([c.text for c in documents])
-    client.upsert(
-        "docs",
-        points=[
-            models.PointStruct(
-                id=i,
-                vector=v.tolist(),
-                payload={"text": c.text, "tenant": c.metadata["tenant"], "parent_id": c.parent_id},
-            )
-            for i, (c, v) in enumerate(zip(documents, vectors, strict=True))
-        ],
-    )
-    return QdrantRetriever(client, "docs", lsa)
+    return tenant_qdrant(documents, lsa)  # type: ignore[no-any-return]
 
 
 def qdrant_for(qdrant: QdrantRetriever, tenant: str) -> QdrantRetriever:
