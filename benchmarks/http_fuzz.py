@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "http_fuzz"
 ROUTES = ("/v1/retrieve", "/v1/evaluate", "/v1/stream")
@@ -286,7 +287,8 @@ async def _send(host: str, port: int, kind: str, raw: bytes) -> Outcome:
 
 async def fuzz(url: str, requests: int, seed: int, concurrency: int) -> list[Outcome]:
     """``requests`` seeded requests against ``url``, ``concurrency`` at a time."""
-    host, port = url.split("//")[1].rsplit(":", 1)
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     rng = random.Random(seed)
     cases = []
     for _ in range(requests):

@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "slow_clients"
 MAX_STDERR = 64 * 1024
@@ -230,7 +231,8 @@ async def _probe(host: str, port: int) -> Probe:
 async def attack(url: str, settings: SlowSettings) -> Run:
     """The slow connections, then the probes; returns once every slow one closed (or
     ``give_up`` passed)."""
-    host, port = url.split("//")[1].rsplit(":", 1)
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     run = Run()
     kinds = ["header"] * settings.slow_headers + ["body"] * settings.slow_bodies
     events = [asyncio.Event() for _ in kinds]

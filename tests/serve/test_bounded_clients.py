@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -44,7 +45,8 @@ def url(crag: CRAG) -> Iterator[str]:
 
 
 def _address(url: str) -> tuple[str, int]:
-    host, port = url.split("//")[1].rsplit(":", 1)
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     return host, int(port)
 
 
