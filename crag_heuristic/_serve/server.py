@@ -95,6 +95,7 @@ def _config(app: Any, graceful_timeout: float, limits: ConnectionLimits) -> Any:
     return uvicorn.Config(
         app,
         http=guarded_protocol(limits),
+        ws="none",  # no route takes a WebSocket: no upgrade past the header deadline
         log_config=None,  # the application configures logging, not the library
         log_level="warning",
         access_log=False,  # the service logs its own access events (crag.http)
