@@ -9,6 +9,8 @@ caller can catch the whole family with one ``except``. The tree::
     │                                module, extra, feature)
     ├── InputError                   the caller passed something unusable (also ValueError)
     │   ├── InvalidQueryError        empty, whitespace-only or non-string query
+    │   ├── ScopeError               a part or filter that could reach outside a retriever's
+    │   │                            scope (another tenant's documents): refused, not run
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
     │   │   ├── DuplicateChunkError  two chunks share an id
     │   │   └── ScoreOrderError      scores that run the wrong way for their kind (likely)
@@ -165,6 +167,19 @@ class InvalidQueryError(InputError):
         self.query = query
         self.reason = reason
         super().__init__(f"invalid query {_short(query)}: {reason}")
+
+
+class ScopeError(InputError):
+    """A part or a filter that could bring in documents outside a retriever's scope (its
+    filter: one tenant's documents), refused before anything is searched.
+
+    Raised where the scope check cannot prove a combination safe: a filtered
+    retriever beside a lexical retriever or a parents lookup that searches
+    everything; a per-call filter a part cannot apply; a metadata filter that
+    mixes ``$and`` / ``$or`` / ``$not`` with another key (stores read only one
+    of them and drop the rest, the tenant's condition with it). See
+    ``crag_heuristic._retrievers.scope``.
+    """
 
 
 class InvalidChunkError(InputError):

@@ -17,6 +17,11 @@ names the kind the scores likely are. Scores that are neither declared nor
 read from the store (Chroma's space, Qdrant's distance, FAISS's metric) are
 kept as ``UNKNOWN``, and the adapter issues :class:`UnknownScoresWarning`
 naming the fix.
+
+A retriever filtered to one tenant names its filter in ``scope``; the router
+refuses parts beside it that are not filtered (``ScopeError``):
+:meth:`BM25Retriever.with_filter` filters the lexical retriever,
+:class:`ScopedParents` a parents lookup.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import ScoreOrderError, UnknownScoresWarning
+from ._exceptions import ScopeError, ScoreOrderError, UnknownScoresWarning
 from ._retrievers.base import DeclaredScores, ScoreConversion
 from ._retrievers.bm25 import BM25Retriever
 from ._retrievers.faiss import FaissRetriever, FaissScores
 from ._retrievers.langchain import LangChainFaissRetriever, LangChainRetriever
+from ._retrievers.scope import ScopedParents
 
 if TYPE_CHECKING:  # imported on first use (the ``qdrant`` extra)
     from ._retrievers.qdrant import QdrantRetriever, QdrantScores
@@ -42,6 +48,8 @@ __all__ = [
     "LangChainRetriever",
     "QdrantRetriever",
     "QdrantScores",
+    "ScopeError",
+    "ScopedParents",
     "ScoreConversion",
     "ScoreOrderError",
     "UnknownScoresWarning",

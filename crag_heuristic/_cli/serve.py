@@ -99,6 +99,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         max_concurrency=args.max_concurrency,
         max_queue=args.max_queue,
         request_timeout=args.timeout,
+        header_timeout=args.header_timeout,
+        max_connections=args.max_connections,
     )
     check_address(args.host, settings)  # before loading anything
     with Progress.for_command(args, "serve") as progress:
@@ -187,7 +189,20 @@ def register(commands: Any) -> None:
         "--timeout",
         type=float,
         default=defaults.request_timeout,
-        help="seconds from a request's arrival to its answer",
+        help="seconds from a request's arrival to its answer (its body read included)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=defaults.header_timeout,
+        help="seconds a connection has to send a request's headers (then it is closed)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=defaults.max_connections,
+        help="open connections at most (lowered to fit the file descriptor limit; at the "
+        "limit the slowest waiting connection is closed first)",
     )
     serve.add_argument(
         "--graceful-timeout",

@@ -68,7 +68,7 @@ from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind
 from .base import DeclaredScores, ScoreConversion, ScoredAdapter
 from .faiss import FaissScores, detect_unit_vectors
-from .scope import search_scope
+from .scope import check_search_filters, search_scope
 from .stores import read_store_scores, warn_unknown_scores
 
 
@@ -330,6 +330,7 @@ def split_search_kwargs(
         raise InputError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
     base, inherited = _unwrap(base)
     kwargs = {**inherited, **dict(search_kwargs or {})}
+    check_search_filters(kwargs)
     k = kwargs.pop("k", None)
     return base, kwargs, None if k is None else check_k(k)
 
@@ -539,6 +540,7 @@ class LangChainRetriever(ScoredAdapter):
             raise InputError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
         if "k" in search_kwargs:
             raise InputError("k is not a search keyword here: the router asks for k per search")
+        check_search_filters(search_kwargs)
         view = copy.copy(self)
         view.search_kwargs = {**self.search_kwargs, **search_kwargs}
         return view

@@ -89,7 +89,8 @@ class Calls:
         workers: the threads that wait on sync parts.
         get_parts: the parts, read at each call (a router's attributes may be
             replaced): a callable returning a mapping of ``web``, ``cache``,
-            ``parents``, ``expander`` and ``corpus_stats``.
+            ``expander`` and ``corpus_stats`` (a parents lookup comes with its
+            request: each query has its own, see ``Context.parents``).
     """
 
     def __init__(
@@ -277,7 +278,7 @@ class Calls:
 
     def parent(self, request: ParentGet) -> Any:
         """Look a parent up: its answer, or the exception it came to (typed)."""
-        parents = self._parts()["parents"]
+        parents = request.lookup
         get = getattr(parents, "get", None)
         if get is None:
             return InputError(f"{type(parents).__name__} is async-only: use aretrieve()")
@@ -288,7 +289,7 @@ class Calls:
 
     async def aparent(self, request: ParentGet) -> Any:
         """The async :meth:`parent`: ``aget``, else ``get`` on a worker thread."""
-        parents = self._parts()["parents"]
+        parents = request.lookup
         aget = getattr(parents, "aget", None)
         native = None if aget is None else (lambda: aget(request.parent_id))
         get = getattr(parents, "get", None)

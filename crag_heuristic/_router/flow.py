@@ -247,7 +247,7 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
         strategy=state.strategy.value,
     )
 
-    if ctx.has_parents and cfg.expand_parents and state.chunks:
+    if ctx.parents is not None and cfg.expand_parents and state.chunks:
         state.chunks, state.evaluation = yield from expand_parents(
             ctx, query, state.chunks, state.evaluation
         )

@@ -73,7 +73,11 @@ Call = Callable[[Request], Any]
 Observer = Callable[[Request, Call], Any]
 """Runs one request through ``call`` and returns its outcome, doing what it likes
 around it (an integration's tracing: ``crag_heuristic.integrations.langchain``)."""
-Parts = tuple[Retriever | AsyncRetriever, Retriever | AsyncRetriever | None]
+Parts = tuple[
+    Retriever | AsyncRetriever,
+    Retriever | AsyncRetriever | None,
+    ParentLookup | AsyncParentLookup | None,
+]
 """One query's (retriever, lexical retriever), in place of the router's."""
 AsyncCall = Callable[[Request], Awaitable[Any]]
 AsyncObserver = Callable[[Request, AsyncCall], Awaitable[Any]]
@@ -115,7 +119,11 @@ class CRAG:
             works). With it, a final chunk graded PARTIAL is re-graded as its
             parent, which replaces it when it grades better (parent
             expansion; ``RouterConfig.expand_parents`` and
-            ``parent_token_budget``). Lookups are not cached.
+            ``parent_token_budget``). Lookups are not cached. Beside a
+            filtered retriever it must be filtered too (its ``scope``:
+            :class:`~crag_heuristic.retrievers.ScopedParents`, a filtered
+            :class:`BM25Retriever`): a chunk's ``parent_id`` may name another
+            tenant's parent.
         metrics: a metrics sink (e.g. :class:`PrometheusMetrics`).
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
@@ -150,8 +158,10 @@ class CRAG:
     object with the right methods fits, nothing needs to inherit.
 
     Raises:
-        InputError: a part without the methods it needs; a filtered retriever
-            beside a lexical retriever that is not.
+        InputError: a part without the methods it needs.
+        ScopeError: a filtered retriever beside a lexical retriever or parents
+            lookup that is not (checked again on every call: a part replaced
+            later is refused then).
         ConfigError: a bad escalation, grader fingerprint or ``cache_secret``
             (never shown).
     """
@@ -195,7 +205,7 @@ class CRAG:
             raise InputError("escalation needs a grader")
         if monitor is not None and not callable(getattr(monitor, "observe", None)):
             raise InputError("monitor must have observe(result) (a GuaranteeMonitor)")
-        check_scopes(retriever, lexical)
+        check_scopes(retriever, lexical, parents)
         if cache is None:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
@@ -308,7 +318,6 @@ class CRAG:
         return {
             "web": self.web,
             "cache": self.cache,
-            "parents": self.parents,
             "expander": self.expander,
             "corpus_stats": self.corpus_stats(),
         }
@@ -335,11 +344,20 @@ class CRAG:
         return self._log.bind(query_id=query_id)
 
     def _context(self, query: str, *, stream: bool = False, parts: Parts | None = None) -> Context:
-        """One query's context; ``parts``: the (retriever, lexical retriever) of this
-        query in place of the router's (an integration's per-call view, e.g. a
-        LangChain store searched with a per-call filter)."""
+        """One query's context; ``parts``: the (retriever, lexical retriever, parents
+        lookup) of this query in place of the router's (an integration's per-call
+        view, e.g. a LangChain store searched with a per-call filter). Their scopes
+        are checked on every call, not only at construction (a part may have been
+        replaced since).
+
+        Raises:
+            ScopeError: a filtered retriever beside a part that is not filtered.
+        """
         log = self._bound_log(query)
-        retriever, lexical = (self.retriever, self.lexical) if parts is None else parts
+        if parts is None:
+            parts = (self.retriever, self.lexical, self.parents)
+        retriever, lexical, parents = parts
+        check_scopes(retriever, lexical, parents)
 
         def on_stage(stage: str, ms: float) -> None:
             self._metric("stage", stage, ms / 1000.0)
@@ -356,7 +374,7 @@ class CRAG:
             lexical=lexical,
             has_web=self.web is not None,
             has_cache=self.cache is not None,
-            has_parents=self.parents is not None,
+            parents=parents,
             retriever_size=_size(retriever),
             web_fingerprint=self._web_fingerprint(),
             log=log.debug,

@@ -80,7 +80,7 @@ with requires("langchain", "crag_heuristic.integrations.langchain"):
 from .._checks import check_k, real_number
 from .._config import EvaluatorConfig, RouterConfig
 from .._evaluator.evaluator import Evaluator
-from .._exceptions import InputError, RetrieverError
+from .._exceptions import InputError, RetrieverError, ScopeError
 from .._grading.escalation import Escalation
 from .._grading.lists import SetEscalation
 from .._protocols import (
@@ -106,7 +106,7 @@ from .._retrievers.langchain import (
     langchain_kind,
     split_search_kwargs,
 )
-from .._retrievers.scope import SCOPE_KEYS, check_scopes
+from .._retrievers.scope import SCOPE_KEYS, and_filters, check_filter, check_scopes, describe
 from .._retrievers.stores import warn_unknown_scores
 from .._router.events import Done, Evaluated, Retrieved, StageEvent
 from .._router.flow import GradeCall, Request, Search, WebCall
@@ -350,10 +350,11 @@ class CRAGRetriever(_CheckedRetriever):
             the base's scores are read and what every search is given (see
             :class:`LangChainRetriever`). A call's other keywords
             (``invoke(q, filter={...})``) are merged over ``search_kwargs`` as
-            LangChain's ``VectorStoreRetriever`` merges them; a filter among
-            them restricts the lexical retriever too
-            (:meth:`~crag_heuristic.BM25Retriever.with_filter`), or the call is
-            refused.
+            LangChain's ``VectorStoreRetriever`` merges them, except a filter
+            beside the retriever's own: it narrows it (an ``$and``), never
+            replaces it; a filter among them restricts the lexical retriever
+            and the parents too (``with_filter``), or the call is refused
+            (:class:`~crag_heuristic.retrievers.ScopeError`).
         name, tags, metadata: ``BaseRetriever``'s own fields.
 
     After construction the fields hold what the router uses (the
@@ -498,15 +499,19 @@ class CRAGRetriever(_CheckedRetriever):
         return store, kwargs
 
     def _parts(self, call_kwargs: Mapping[str, Any]) -> Parts | None:
-        """This call's (retriever, lexical retriever) when it gives store keywords
-        (``invoke(q, filter=...)``): the store's search keywords with the call's merged
-        over them, as LangChain's ``VectorStoreRetriever`` merges them; a lexical
-        retriever filtered by the call's filter too (see :meth:`_lexical_for`).
+        """This call's (retriever, lexical retriever, parents) when it gives store
+        keywords (``invoke(q, filter=...)``): the store's search keywords with the
+        call's merged over them, as LangChain's ``VectorStoreRetriever`` merges them,
+        except a scope: a call's filter where the store's keywords have one narrows
+        it (``{"$and": [own, call's]}``), never replaces it; the lexical retriever
+        and the parents filtered by the call's filter too (see :meth:`_lexical_for`).
         ``None`` without keywords.
 
         Raises:
-            InputError: keywords for a base that takes none per call; a per-call
-                filter the lexical retriever cannot apply.
+            InputError: keywords for a base that takes none per call.
+            ScopeError: a per-call filter that cannot be proven safe, cannot be
+                combined with the store's own, or cannot be applied to the lexical
+                retriever or the parents.
         """
         if not call_kwargs:
             return None
@@ -517,13 +522,16 @@ class CRAGRetriever(_CheckedRetriever):
                 f"search keywords go to a LangChain store or retriever; {type(retriever).__name__} "
                 "takes its options at construction (QdrantRetriever.with_filter ...)"
             )
-        view = retriever.with_search_kwargs(call_kwargs)
-        lexical = self.router.lexical
         scoping = [key for key in SCOPE_KEYS if call_kwargs.get(key) is not None]
+        narrowed = _narrowed(retriever.search_kwargs, call_kwargs, scoping)
+        view = retriever.with_search_kwargs(narrowed)
+        lexical, parents = self.router.lexical, self.router.parents
         if lexical is not None and scoping:
             lexical = self._lexical_for(call_kwargs, scoping, lexical)
-        check_scopes(view, lexical)
-        return view, lexical
+        if parents is not None and scoping:
+            parents = _filtered(call_kwargs, scoping, parents, "parents lookup")
+        check_scopes(view, lexical, parents)
+        return view, lexical, parents
 
     def _lexical_for(self, kwargs: Mapping[str, Any], scoping: list[str], lexical: Any) -> Any:
         """The lexical retriever restricted to a call's filter (``scoping``: the call's
@@ -531,22 +539,10 @@ class CRAGRetriever(_CheckedRetriever):
         metadata filter (``filter={...}``; the views of the last 32 filters kept).
 
         Raises:
-            InputError: another scoping keyword, a filter that is not a mapping, or a
+            ScopeError: another scoping keyword, a filter that is not a mapping, or a
                 lexical retriever without ``with_filter``.
         """
-        where = kwargs.get("filter")
-        if scoping != ["filter"] or not isinstance(where, Mapping):
-            raise InputError(
-                f"the call's {', '.join(scoping)} cannot be applied to the lexical retriever "
-                f"{type(lexical).__name__}: only a metadata filter (filter={{...}}) can; "
-                "without it, its corrections would bring in documents outside the filter"
-            )
-        if not hasattr(lexical, "with_filter"):
-            raise InputError(
-                f"the call's filter cannot be applied to the lexical retriever "
-                f"{type(lexical).__name__} (it has no with_filter, as BM25Retriever does): "
-                "its corrections would bring in documents outside the filter"
-            )
+        where = _call_filter(kwargs, scoping, lexical, "lexical retriever")
         try:  # the filter itself is the key (a digest could collide): JSON values only
             key = f"{id(lexical)}:{json.dumps(where, sort_keys=True)}"
         except (TypeError, ValueError):
@@ -668,6 +664,67 @@ def _no_store_options(retriever: CRAGRetriever, base: object) -> None:
             f"crag-heuristic retriever ({type(base).__name__}) declares its own scores "
             "and statistics"
         )
+
+
+def _narrowed(
+    own: Mapping[str, Any], call_kwargs: Mapping[str, Any], scoping: Sequence[str]
+) -> dict[str, Any]:
+    """A call's search keywords with each scope the store's own keywords set narrowed,
+    not replaced: a metadata filter ANDed with the store's.
+
+    Raises:
+        ScopeError: a filter that cannot be proven safe, or a scoping keyword the
+            store's keywords set too that cannot be combined (not two mappings
+            under ``filter``).
+    """
+    merged = dict(call_kwargs)
+    for key in scoping:
+        theirs = call_kwargs[key]
+        if isinstance(theirs, Mapping):
+            check_filter(theirs)
+        mine = own.get(key)
+        if mine is None:
+            continue
+        if key == "filter" and isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+            merged[key] = and_filters(mine, theirs)
+            continue
+        raise ScopeError(
+            f"the call's {key} would replace this retriever's own ({describe(mine)}): a call "
+            f"narrows a scope, never replaces it, and these two cannot be combined (only two "
+            "metadata filters under filter= can, as an $and); give the combined filter in "
+            "the call on a retriever built without one"
+        )
+    return merged
+
+
+def _call_filter(kwargs: Mapping[str, Any], scoping: list[str], part: Any, role: str) -> Any:
+    """The call's metadata filter, for a ``part`` (the lexical retriever, the parents)
+    that applies it with ``with_filter``.
+
+    Raises:
+        ScopeError: another scoping keyword, a filter that is not a mapping, or a
+            part without ``with_filter``.
+    """
+    where = kwargs.get("filter")
+    if scoping != ["filter"] or not isinstance(where, Mapping):
+        raise ScopeError(
+            f"the call's {', '.join(scoping)} cannot be applied to the {role} "
+            f"{type(part).__name__}: only a metadata filter (filter={{...}}) can; "
+            "without it, it would bring in documents outside the filter"
+        )
+    if not hasattr(part, "with_filter"):
+        raise ScopeError(
+            f"the call's filter cannot be applied to the {role} {type(part).__name__} "
+            "(it has no with_filter, as BM25Retriever and ScopedParents do): it would "
+            "bring in documents outside the filter"
+        )
+    return where
+
+
+def _filtered(kwargs: Mapping[str, Any], scoping: list[str], part: Any, role: str) -> Any:
+    """``part.with_filter`` of the call's filter (see :func:`_call_filter`)."""
+    where = _call_filter(kwargs, scoping, part, role)  # checked before with_filter is read
+    return part.with_filter(where)
 
 
 def _call_k(k: object, kwargs: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
