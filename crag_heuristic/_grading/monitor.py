@@ -117,22 +117,35 @@ class JsonlGradeLog:
         line) is skipped and counted in :attr:`skipped` (and a
         ``crag.guarantee.log_skipped`` event says how many once the file is read)."""
         self.skipped = 0
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
-                    record = None
-                if not isinstance(record, dict):
-                    self.skipped += 1
-                    continue
-                yield record
+        yield from self.tail(None)[0]
         if self.skipped:
             get_logger().warning("crag.guarantee.log_skipped", lines=self.skipped)
+
+    def tail(self, cursor: int | None) -> tuple[list[dict[str, Any]], int]:
+        """The records after ``cursor`` (a byte offset this method returned; ``None``:
+        the start) and the offset after the last whole line read (a line still being
+        written is left for the next call). Lines that are not JSON objects are
+        skipped and counted in :attr:`skipped`."""
+        start = cursor or 0
+        if not self.path.exists():
+            return [], start
+        out: list[dict[str, Any]] = []
+        with self.path.open("rb") as handle:
+            handle.seek(start)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                record = None
+            if isinstance(record, dict):
+                out.append(record)
+            else:
+                self.skipped += 1
+        return out, start + end
 
 
 class RedisGradeLog:
@@ -170,24 +183,42 @@ class RedisGradeLog:
         """The stream's records in order; an entry that is not a JSON object is
         skipped and counted in :attr:`skipped`."""
         self.skipped = 0
-        start = "-"
+        cursor = None
         while True:
-            batch = self.client.xrange(self.stream, min=start, max="+", count=1000)
+            batch, cursor = self._batch(cursor)
             if not batch:
                 return
-            for _entry_id, fields in batch:
-                raw = fields.get(b"record", fields.get("record"))
-                try:
-                    record = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
-                except (TypeError, UnicodeDecodeError, json.JSONDecodeError):
-                    record = None
-                if isinstance(record, dict):
-                    yield record
-                else:  # an entry another writer put there: skipped, counted
-                    self.skipped += 1
-            last = batch[-1][0]
-            last = last.decode() if isinstance(last, bytes) else str(last)
-            start = "(" + last
+            yield from batch
+
+    def tail(self, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        """The records after ``cursor`` (a stream id this method returned; ``None``: the
+        start) and the id of the last one read."""
+        out: list[dict[str, Any]] = []
+        while True:
+            batch, after = self._batch(cursor)
+            if after == cursor:
+                return out, cursor
+            out.extend(batch)
+            cursor = after
+
+    def _batch(self, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        start = "-" if cursor is None else "(" + cursor
+        entries = self.client.xrange(self.stream, min=start, max="+", count=1000)
+        out: list[dict[str, Any]] = []
+        for _entry_id, fields in entries:
+            raw = fields.get(b"record", fields.get("record"))
+            try:
+                record = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+            except (TypeError, UnicodeDecodeError, json.JSONDecodeError):
+                record = None
+            if isinstance(record, dict):
+                out.append(record)
+            else:  # an entry another writer put there: skipped, counted
+                self.skipped += 1
+        if not entries:
+            return out, cursor
+        last = entries[-1][0]
+        return out, last.decode() if isinstance(last, bytes) else str(last)
 
 
 def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
