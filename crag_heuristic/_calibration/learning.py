@@ -109,7 +109,8 @@ class Learning:
             lists pass without the grader; ``agreement``: the gate's own decisions
             disagree with the grader on at most ``eps`` of lists), with probability
             ``1 - delta``.
-        explore: the first lists all sent to the grader.
+        explore: the first lists all sent to the grader (and every list, audited, for
+            as long as no band is certified).
         audit: the share of all lists sent to the grader afterwards whatever the
             gate thinks, in (0, 1]: the sample that certifies bands (without it no
             band could ever be loosened).
@@ -312,6 +313,39 @@ class LearningStatus:
     skipped: int
     log_errors: int
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the fields (the guarantee's own, and its sentence)."""
+        g = self.guarantee
+        return {
+            "fingerprint": self.fingerprint,
+            "labels": self.labels,
+            "audited": self.audited,
+            "exploring": self.exploring,
+            "refits": self.refits,
+            "pending": self.pending,
+            "model": self.model,
+            "band": None if self.band is None else list(self.band),
+            "guarantee": None
+            if g is None
+            else {
+                "target": g.target,
+                "eps": g.eps,
+                "delta": g.delta,
+                "band": list(g.band),
+                "counted": g.counted,
+                "violations": g.violations,
+                "escalated": g.escalated,
+                "labels": g.labels,
+            },
+            "needed": self.needed,
+            "lists": self.lists,
+            "graded": self.graded,
+            "saved": self.saved,
+            "skipped": self.skipped,
+            "log_errors": self.log_errors,
+            "describe": self.describe(),
+        }
+
     def describe(self) -> str:
         """One paragraph: what the cascade does now and why."""
         if self.band is None or self.guarantee is None:
@@ -490,7 +524,9 @@ class LearningCascade:
             if not self._bound:
                 raise InputError("the learning cascade is not bound to a grader (CRAG(..., learning=...))")
             self._sync()
-            exploring = len(self._labels) < self.settings.explore
+            # without a certified band every list goes to the grader anyway: all of them
+            # are then audited (the sample that certifies grows at no extra cost)
+            exploring = len(self._labels) < self.settings.explore or self._deployed is None
             if self._deployed is None:
                 gate, band, certified = self._gates[0], (0.0, 1.0), False
             else:
@@ -742,7 +778,7 @@ class LearningCascade:
                 fingerprint=self._fingerprint,
                 labels=len(self._labels),
                 audited=audited,
-                exploring=len(self._labels) < s.explore,
+                exploring=len(self._labels) < s.explore or self._deployed is None,
                 refits=max(0, len(self._gates) - 1),
                 pending=self._refitting is not None,
                 model=model,
@@ -840,6 +876,39 @@ def refit_gate(
     return replace(
         gate, name=name, model=model, thresholds=thresholds, chunk_thresholds=chunk_thresholds
     )
+
+
+def fit_on_views(
+    gate: EvaluatorConfig,
+    views: Sequence[ListView],
+    grades: Sequence[Mapping[str, float]],
+    settings: Learning | None = None,
+    *,
+    name: str = "refit",
+) -> EvaluatorConfig:
+    """:func:`refit_gate` on lists every one of which the grader graded (all of them
+    audited, propensity 1): a gate fitted on a labelled sample, as a learning cascade
+    refits (e.g. to measure what its chunk stage learns).
+
+    Raises:
+        InputError: labels of one class.
+    """
+    s = settings if settings is not None else Learning()
+    labels = [
+        _Label(
+            index=i,
+            query=view.query,
+            features=dict(view.features),
+            fallback=view.fallback,
+            good=list_decision(grade.values()),
+            audited=True,
+            propensity=1.0,
+            chunks=[(dict(row), float(grade[c])) for c, row in view.chunks if c in grade],
+            counts=True,
+        )
+        for i, (view, grade) in enumerate(zip(views, grades, strict=True))
+    ]
+    return refit_gate(_widened(gate, s.features), labels, s, name=name)
 
 
 def _score(

@@ -95,6 +95,7 @@ def _run_bench(
         relevant_min=args.relevant_min,
         agreement_splits=args.agreement_splits,
         guarantee_splits=args.guarantee_splits,
+        stream_orders=args.stream_orders,
         token_budget=args.token_budget,
         progress=_said(progress),
         loops=progress.iterate,
@@ -388,6 +389,13 @@ def register(commands: Any) -> None:
         metavar="N",
         help="guarantee section: random halvings of the queries (default 200, as in the "
         "committed reports; a tenth of them refit the grader-calibrated gate)",
+    )
+    bench.add_argument(
+        "--stream-orders",
+        type=int,
+        default=20,
+        metavar="N",
+        help="stream section: random orders the folder's traffic is replayed in (default 20)",
     )
     bench.add_argument("--cache-dir", help="where encoded query vectors are cached")
     bench.add_argument(

@@ -255,6 +255,8 @@ class CRAG:
         if learning is not None:
             learning.bind(self._grader_fingerprint)
             self.escalation = learning.settings.escalation  # type: ignore[attr-defined]
+            if callable(getattr(metrics, "observe_learning", None)):
+                self._metric("observe_learning", learning)  # PrometheusMetrics: its state
 
     @classmethod
     def from_index_dir(

@@ -181,3 +181,28 @@ def test_background_refits_finish_and_are_waited_for() -> None:
         learner.learn(replace(view, score=0.5), snap, audited=True, graded=True, grades=grades[i])
     assert learner.wait(timeout=60)
     assert learner.status().refits == 1
+
+
+def test_two_processes_share_one_redis_stream_and_reach_the_same_gate() -> None:
+    import redis
+    from crag_testkit import RedisServer
+
+    from crag_heuristic._grading.monitor import RedisGradeLog
+
+    views, grades = synthetic(400, seed=7)
+    settings = Learning(explore=200, first_refit=100, refits=1)
+    with RedisServer() as server:
+        clients = [redis.Redis.from_url(server.url) for _ in range(2)]
+        one, two = (cascade(settings, RedisGradeLog(c, stream="test:learning")) for c in clients)
+        for i, view in enumerate(views):  # the traffic alternates between the two
+            learner = one if i % 2 else two
+            snap = learner.snapshot()
+            scored = replace(view, score=learner.score(view, snap.model))
+            learner.learn(scored, snap, audited=True, graded=True, grades=grades[i])
+        two._sync(force=True)
+        one._sync(force=True)
+        a, b = one.status(), two.status()
+        assert a.labels == b.labels == 400
+        assert (a.refits, a.model, a.band) == (b.refits, b.model, b.band)
+        for client in clients:
+            client.close()
