@@ -175,11 +175,16 @@ class _Learning:
             "refits": ("Gates refitted from the labels", s.refits),
             "model": ("The gate in force (0: the shipped one)", s.model),
             "certified": ("1 when a certified band is in force", int(s.band is not None)),
-            "band_high": ("The upper edge of the band in force", 1.0 if s.band is None else s.band[1]),
+            "band_high": (
+                "The upper edge of the band in force",
+                1.0 if s.band is None else s.band[1],
+            ),
             "needed": ("Counted labels a first band still needs", s.needed),
         }
         for key, (text, value) in gauges.items():
             yield GaugeMetricFamily(f"{name}_{key}", text, value=value)
         yield CounterMetricFamily(f"{name}_lists", "Lists decided by this process", value=s.lists)
         yield CounterMetricFamily(f"{name}_graded", "Lists sent to the grader", value=s.graded)
-        yield CounterMetricFamily(f"{name}_log_errors", "Labels the log refused", value=s.log_errors)
+        yield CounterMetricFamily(
+            f"{name}_log_errors", "Labels the log refused", value=s.log_errors
+        )

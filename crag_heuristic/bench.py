@@ -24,6 +24,8 @@ harness and, when called, scikit-learn.
   training data across collections (``benchmarks/corrections.py``).
 * :func:`run_evidence_probe`: candidate evidence for the gate, each alone and
   what it adds nested (``benchmarks/evidence_probe.py``).
+* :func:`run_stream`: learning cascades' settings replayed on a folder's traffic in
+  random orders (``benchmarks/stream_variants.py``).
 * :func:`run_cost`: the evaluator warm and cold and the router against the bare
   retrieval on a folder's natural test retrievals (``benchmarks/evaluator_micro.py``).
 * :data:`BASELINES`: the simple predictors every gate is held against in a
@@ -55,6 +57,7 @@ from ._bench.pipeline import calibrate
 from ._bench.self_calibration import calibrate_self
 from ._bench.self_variants import run_self_calibration
 from ._bench.simulation import QuerySimulator, SimulatedQuery
+from ._bench.stream_section import run_stream
 from ._bench.timing import alternated, percentiles
 from ._exceptions import CalibrationWarning
 
@@ -81,5 +84,6 @@ __all__ = [
     "run_evidence_probe",
     "run_loco",
     "run_self_calibration",
+    "run_stream",
     "seed_design",
 ]

@@ -23,20 +23,21 @@ delta): ``calls``, ``calls_last_400``, ``recall``, ``window_recall_min``,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._calibration.learning import Learning, LearningCascade, ListView, fit_on_views
 from .._calibration.stream import stream_rows
-from .._config import EvaluatorConfig
+from .._config import EvaluatorConfig, load_config
 from .._evaluator.evaluator import Evaluator
 from .._evaluator.model import apply
 from .._exceptions import InputError
 from .._optional import requires
 from .calibration import GateExample
 from .data import read_qrels
-from .pipeline import Prepared, retrievals_for
+from .pipeline import Prepared, prepare, retrievals_for
 
 TARGETS: tuple[tuple[str, float], ...] = (("recall", 0.10), ("recall", 0.05))
 
@@ -50,7 +51,9 @@ def natural_lists(prepared: Prepared, k: int) -> list[GateExample]:
     return retrievals_for(prepared, merged, k, probes=False)
 
 
-def grader_grades(prepared: Prepared, lists: Sequence[GateExample]) -> dict[str, list[dict[str, float]]]:
+def grader_grades(
+    prepared: Prepared, lists: Sequence[GateExample]
+) -> dict[str, list[dict[str, float]]]:
     """Per grader, each list's chunk grades: 1 for a chunk it finds relevant, else 0
     (``qrels``: the folder's judgments; ``llm:RUN``: each LLM label set, a chunk it
     did not judge is not relevant)."""
@@ -97,8 +100,12 @@ def chunk_kappa(
             for chunk_id, row in views[i].chunks:
                 truth.append(people[i].get(chunk_id, 0.0) >= 0.5)
                 theirs.append(grades[i].get(chunk_id, 0.0) >= 0.5)
-                ours.append(apply(refit.model.chunk, row)[0] > refit.effective_chunk_thresholds.relevant)
-                base.append(apply(gate.model.chunk, row)[0] > gate.effective_chunk_thresholds.relevant)
+                ours.append(
+                    apply(refit.model.chunk, row)[0] > refit.effective_chunk_thresholds.relevant
+                )
+                base.append(
+                    apply(gate.model.chunk, row)[0] > gate.effective_chunk_thresholds.relevant
+                )
         if len(set(truth)) < 2:
             continue
         learned.append(cohen_kappa_score(truth, ours))
@@ -114,6 +121,76 @@ def chunk_kappa(
     }
 
 
+def _views(
+    prepared: Prepared, config: EvaluatorConfig, k: int, settings: Learning | None
+) -> tuple[list[ListView], dict[str, list[dict[str, float]]]]:
+    """The folder's natural lists as a learning cascade reads them, and each grader's
+    chunk grades of them."""
+    lists = natural_lists(prepared, k)
+    gate = LearningCascade(config, settings=settings, background=False).gate
+    evaluator = Evaluator(gate, analyzer=prepared.analyzer)
+    views = [
+        ListView.of(r.query, evaluator.evaluate(r.query, r.chunks, prepared.stats)) for r in lists
+    ]
+    return views, grader_grades(prepared, lists)
+
+
+def _rarer(
+    views: list[ListView], graders: dict[str, list[dict[str, float]]], rate: float, seed: int
+) -> tuple[list[ListView], dict[str, list[dict[str, float]]]]:
+    """Every good list (by the qrels) and a seeded sample of the failed ones, so that
+    failures are ``rate`` of the lists: rarer-failure traffic from the same folder."""
+    failed = np.array([not any(g.values()) for g in graders["qrels"]])
+    good, bad = np.flatnonzero(~failed), np.flatnonzero(failed)
+    wanted = round(rate * len(good) / (1.0 - rate))
+    if wanted > len(bad):
+        raise InputError(f"the folder's failure rate {failed.mean():.3f} is below {rate}")
+    rng = np.random.default_rng(seed)
+    keep = np.sort(np.concatenate([good, rng.choice(bad, wanted, replace=False)]))
+    return [views[i] for i in keep], {n: [g[i] for i in keep] for n, g in graders.items()}
+
+
+def run_stream(
+    data_dir: str | Path,
+    variants: Mapping[str, Learning],
+    *,
+    profile: EvaluatorConfig | str | None = None,
+    k: int = 10,
+    orders: int = 20,
+    seed: int = 0,
+    failure_rate: float | None = None,
+    cache_dir: str | Path | None = None,
+    encode: bool = True,
+) -> dict[str, Any]:
+    """The stream section's rows for several learning cascades' settings on one folder
+    (qrels as the grader), each replayed in the same ``orders``; ``failure_rate``: keep
+    every good list and a seeded sample of failed ones so that failures are that share
+    (rarer-failure traffic). Returns ``{"lists", "failure_rate", "rows"}``, each row
+    with its ``variant``."""
+    prepared = prepare(data_dir, cache_dir, encode=encode)
+    config = load_config(profile)
+    views, graders = _views(prepared, config, k, None)
+    if failure_rate is not None:
+        views, graders = _rarer(views, graders, failure_rate, seed)
+    rows: list[dict[str, Any]] = []
+    for name, settings in variants.items():
+
+        def fixed(target: str, eps: float, chosen: Learning = settings) -> Learning:
+            return chosen
+
+        found = stream_rows(
+            views, {"qrels": graders["qrels"]}, gate=config,
+            targets=((settings.target, settings.eps),), orders=orders, seed=seed, settings=fixed,
+        )  # fmt: skip
+        rows += [{"variant": name, **row} for row in found]
+    return {
+        "collection": prepared.collection.name,
+        "lists": len(views),
+        "failure_rate": float(np.mean([not any(g.values()) for g in graders["qrels"]])),
+        "rows": rows,
+    }
+
+
 def stream_section(
     prepared: Prepared,
     config: EvaluatorConfig,
@@ -125,13 +202,7 @@ def stream_section(
     log: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Any]:
     """The section of the module doc, for the folder behind ``prepared``."""
-    lists = natural_lists(prepared, k)
-    gate = LearningCascade(config, settings=settings, background=False).gate
-    evaluator = Evaluator(gate, analyzer=prepared.analyzer)
-    views = [
-        ListView.of(r.query, evaluator.evaluate(r.query, r.chunks, prepared.stats)) for r in lists
-    ]
-    graders = grader_grades(prepared, lists)
+    views, graders = _views(prepared, config, k, settings)
     base = settings or Learning()
     log(f"stream: {len(views)} lists, {len(graders)} grader(s), {orders} orders")
 
@@ -141,20 +212,30 @@ def stream_section(
         return replace(base, target=target, eps=eps)  # type: ignore[arg-type]
 
     rows = stream_rows(
-        views, graders, gate=config, targets=TARGETS, orders=orders, seed=seed,
-        settings=chosen, progress=prepared.loops,
+        views,
+        graders,
+        gate=config,
+        targets=TARGETS,
+        orders=orders,
+        seed=seed,
+        settings=chosen,
+        progress=prepared.loops,
     )
     kappas = {}
     for name, grades in graders.items():
-        found = chunk_kappa(views, grades, graders["qrels"], gate, halvings=orders, seed=seed)
+        found = chunk_kappa(views, grades, graders["qrels"], config, halvings=orders, seed=seed)
         if found is not None:
             kappas[name] = found
     return {
         "lists": len(views),
         "failure_rate": float(np.mean([not any(g.values()) for g in graders["qrels"]])),
         "settings": {
-            "explore": base.explore, "audit": base.audit, "first_refit": base.first_refit,
-            "refits": base.refits, "prior_c": base.prior_c, "delta": base.delta,
+            "explore": base.explore,
+            "audit": base.audit,
+            "first_refit": base.first_refit,
+            "refits": base.refits,
+            "prior_c": base.prior_c,
+            "delta": base.delta,
         },
         "rows": rows,
         "chunk_kappa": kappas,
@@ -177,29 +258,38 @@ def stream_lines(section: Mapping[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     rows: Sequence[Mapping[str, Any]] = section["rows"]
-    keys = sorted({(r["grader"], r["target"], r["eps"]) for r in rows}, key=lambda x: (x[0] != "qrels", x))
+    keys = sorted(
+        {(r["grader"], r["target"], r["eps"]) for r in rows}, key=lambda x: (x[0] != "qrels", x)
+    )
     for grader, target, eps in keys:
         cells = []
         for predictor in ("always", "learning", "static", "top-1"):
-            r = next(x for x in rows if (x["grader"], x["target"], x["eps"], x["predictor"]) == (grader, target, eps, predictor))
+            r = next(
+                x
+                for x in rows
+                if (x["grader"], x["target"], x["eps"], x["predictor"])
+                == (grader, target, eps, predictor)
+            )
             recall = "n/a" if r["recall"] is None else f"{r['recall']:.3f}"
             window = "n/a" if r["window_recall_min"] is None else f"{r['window_recall_min']:.2f}"
             violations = "n/a" if r["violations"] is None else f"{r['violations']:.2f}"
-            cells.append(f"{r['calls']:.2f} / {r['calls_last_400']:.2f} / {recall} / {window} / {violations}")
+            cells.append(
+                f"{r['calls']:.2f} / {r['calls_last_400']:.2f} / {recall} / {window} / {violations}"
+            )
         lines.append(f"| {grader} | {target} {1 - eps:.2f} | " + " | ".join(cells) + " |")
     kappas = section.get("chunk_kappa") or {}
     if kappas:
         lines += [
             "",
             "Chunk stage refitted on a grader's chunk grades of half the queries: Cohen's kappa "
-            "with people on the other half (the shipped chunk stage's and the grader's own beside it).",
+            "with people on the other half (the shipped chunk stage's and the grader's own "
+            "beside it).",
             "",
             "| grader | learned | shipped | grader itself | halvings |",
             "|---|---|---|---|---|",
         ]
         for name, row in kappas.items():
-            lines.append(
-                f"| {name} | {row['learned']:.3f} | {row['shipped']:.3f} | {row['grader']:.3f} | {row['halvings']} |"
-            )
+            kappa = f"{row['learned']:.3f} | {row['shipped']:.3f} | {row['grader']:.3f}"
+            lines.append(f"| {name} | {kappa} | {row['halvings']} |")
     lines.append("")
     return lines

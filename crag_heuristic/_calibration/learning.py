@@ -80,6 +80,7 @@ from .._exceptions import ConfigError, CragError, InputError
 from .._grading.betting import BettingCertificate
 from .._grading.guarantee import TARGETS, Target, list_decision
 from .._grading.lists import SetEscalation
+from .._grading.monitor import GuaranteeMonitor
 from .._logging import get_logger
 from .._optional import requires
 
@@ -144,7 +145,9 @@ class Learning:
         if self.target not in TARGETS:
             raise ConfigError("target", self.target, f"must be one of {', '.join(TARGETS)}")
         for name in ("eps", "delta"):
-            _check_number(name, getattr(self, name), low=0.0, high=1.0, low_open=True, high_open=True)
+            _check_number(
+                name, getattr(self, name), low=0.0, high=1.0, low_open=True, high_open=True
+            )
         _check_number("explore", self.explore, low=0, integer=True)
         _check_number("audit", self.audit, low=0.0, high=1.0, low_open=True)
         _check_number("audit_seed", self.audit_seed, low=0, integer=True)
@@ -154,7 +157,8 @@ class Learning:
         if self.refits and self.shipped_share >= 1.0:
             raise ConfigError("shipped_share", self.shipped_share, "must leave a share for refits")
         _check_number("prior_c", self.prior_c, low=0.0, low_open=True)
-        if isinstance(self.features, str) or not all(isinstance(f, str) for f in self.features):
+        features: object = self.features
+        if isinstance(features, str) or not all(isinstance(f, str) for f in self.features):
             raise ConfigError("features", self.features, "must be a list of set feature names")
         object.__setattr__(self, "features", tuple(self.features))
         for name in self.features:
@@ -418,9 +422,9 @@ class LearningCascade:
         self.settings = settings if settings is not None else Learning()
         if not isinstance(self.settings, Learning):
             raise ConfigError("settings", self.settings, "must be a Learning")
-        if log is not None and not (callable(getattr(log, "append", None)) and callable(
-            getattr(log, "records", None)
-        )):
+        if log is not None and not (
+            callable(getattr(log, "append", None)) and callable(getattr(log, "records", None))
+        ):
             raise ConfigError("log", log, "must have append(record) and records()")
         if not isinstance(background, bool):
             raise ConfigError("background", background, "must be true or false")
@@ -443,6 +447,8 @@ class LearningCascade:
         self._refitting: threading.Thread | None = None
         self._passed = 0  # checkpoints reached (their refits started)
         self._audited_queries: set[str] = set()
+        self._revoked: set[int] = set()  # gates whose band in force saw a breach
+        self._watch: GuaranteeMonitor | None = None
         self._cursor: Any = None
         self._skipped = 0
         self._log_errors = 0
@@ -474,16 +480,29 @@ class LearningCascade:
         with self._lock:
             if self._bound:
                 if grader != self._grader:
-                    raise ConfigError("grader", grader, "differs from the one this cascade learns from")
+                    raise ConfigError(
+                        "grader", grader, "differs from the one this cascade learns from"
+                    )
                 return
             self._grader = grader
             s = self.settings
             payload = {
                 "gate": self.gate.fingerprint(),
                 "grader": grader,
-                "settings": [s.target, s.eps, s.delta, s.explore, s.audit, s.audit_seed,
-                             s.first_refit, s.refits, s.shipped_share, s.prior_c,
-                             list(s.features), s.learn_chunks],
+                "settings": [
+                    s.target,
+                    s.eps,
+                    s.delta,
+                    s.explore,
+                    s.audit,
+                    s.audit_seed,
+                    s.first_refit,
+                    s.refits,
+                    s.shipped_share,
+                    s.prior_c,
+                    list(s.features),
+                    s.learn_chunks,
+                ],
             }
             text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
             self._fingerprint = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -522,7 +541,9 @@ class LearningCascade:
         """The gate and policy for the next request (read after the log's news)."""
         with self._lock:
             if not self._bound:
-                raise InputError("the learning cascade is not bound to a grader (CRAG(..., learning=...))")
+                raise InputError(
+                    "the learning cascade is not bound to a grader (CRAG(..., learning=...))"
+                )
             self._sync()
             # without a certified band every list goes to the grader anyway: all of them
             # are then audited (the sample that certifies grows at no extra cost)
@@ -533,8 +554,12 @@ class LearningCascade:
                 index, band = self._deployed
                 gate, certified = self._gates[index], True
             audit = 1.0 if exploring else self.settings.audit
-            policy = replace(self.settings.escalation, band=band, audit=audit,
-                             audit_seed=self.settings.audit_seed)
+            policy = replace(
+                self.settings.escalation,
+                band=band,
+                audit=audit,
+                audit_seed=self.settings.audit_seed,
+            )
             return LearningSnapshot(
                 evaluator=gate.evaluator,
                 escalation=policy,
@@ -664,6 +689,7 @@ class LearningCascade:
                 gate.audited_scores.append(score)
                 if label.index >= gate.start:
                     gate.certificate.observe(score, label.good)
+            self._watched(label)
         self._choose()
         self._next_refit()
 
@@ -680,23 +706,81 @@ class LearningCascade:
 
     def _choose(self) -> None:
         """The gate in force: the certified band sending the fewest audited lists to the
-        grader (module doc, step 4)."""
+        grader (module doc, step 4), among the gates whose watch never saw a breach."""
         best: tuple[float, int, tuple[float, float]] | None = None
         for gate in self._gates:
             band = gate.certificate.band
-            if band is None:
+            if band is None or gate.index in self._revoked:
                 continue
             scores = np.array(gate.audited_scores)
-            share = float(np.mean((scores >= band[0]) & (scores <= band[1]))) if len(scores) else 1.0
+            share = (
+                float(np.mean((scores >= band[0]) & (scores <= band[1]))) if len(scores) else 1.0
+            )
             if best is None or share < best[0] - 1e-12:
                 best = (share, gate.index, band)
-        self._deployed = None if best is None else (best[1], best[2])
+        deployed = None if best is None else (best[1], best[2])
+        if deployed != self._deployed:
+            self._deployed = deployed
+            self._watch = (
+                None
+                if deployed is None
+                else GuaranteeMonitor(self._guarantee(self._gates[deployed[0]], deployed[1]))
+            )
+
+    def _watched(self, label: _Label) -> None:
+        """The band in force watched on the audited lists after it was put in force (the
+        monitor's breach test, :class:`~crag_heuristic.grading.GuaranteeMonitor`): when
+        the traffic drifts and the test rejects the bound, that gate's bands are not used
+        again (the next certified one is, or every list goes to the grader) and a
+        ``crag.learning.breach`` event says so."""
+        if self._watch is None or self._deployed is None:
+            return
+        model, _ = self._deployed
+        score = _score(self._gates[model].config, label.features, label.fallback)
+        record = {"audited": True, "score": score, "grader_good": label.good}
+        if self._watch.count(record):
+            status = self._watch.status()
+            self._revoked.add(model)
+            self._logger.warning(
+                "crag.learning.breach", model=model, counted=status.counted,
+                violations=status.violations, labels=len(self._labels),
+            )  # fmt: skip
+            self._choose()
+
+    def _guarantee(self, gate: _Gate, band: tuple[float, float]) -> Guarantee:
+        """What ``gate``'s certified ``band`` guarantees, as a :class:`Guarantee`."""
+        s = self.settings
+        state = gate.certificate.status()
+        share = (
+            float(np.mean([band[0] <= v <= band[1] for v in gate.audited_scores]))
+            if gate.audited_scores
+            else 1.0
+        )
+        return Guarantee(
+            target=s.target,
+            eps=s.eps,
+            delta=s.delta,
+            band=band,
+            n=sum(1 for x in self._labels if x.counts and x.index >= gate.start),
+            counted=state.counted,
+            violations=state.violations,
+            risk=state.violations / state.counted if state.counted else 0.0,
+            risk_bound=s.eps,
+            escalated=share,
+            centre=None if s.target == "recall" else gate.certificate.centre,
+            grader=self._grader,
+            labels=f"certified by betting on the audited lists after gate {gate.index} was "
+            f"fixed (delta {gate.certificate.delta:g} of {s.delta:g})",
+        )
 
     def _start_refit(self, index: int, upto: int) -> None:
         labels = list(self._labels[:upto])
         if self.background:
             thread = threading.Thread(
-                target=self._refit, args=(index, labels, upto), name="crag-learning-refit", daemon=True
+                target=self._refit,
+                args=(index, labels, upto),
+                name="crag-learning-refit",
+                daemon=True,
             )
             self._refitting = thread
             thread.start()
@@ -706,7 +790,9 @@ class LearningCascade:
 
     def _refit(self, index: int, labels: list[_Label], upto: int) -> None:
         try:
-            config = refit_gate(self.gate, labels, self.settings, name=f"{self.gate.name}+learned{index}")
+            config = refit_gate(
+                self.gate, labels, self.settings, name=f"{self.gate.name}+learned{index}"
+            )
         except CragError as exc:  # e.g. labels of one class: no refit, said
             self._logger.warning("crag.learning.refit_skipped", refit=index, reason=str(exc))
             config = None
@@ -753,25 +839,7 @@ class LearningCascade:
             needed = 0
             if self._deployed is not None:
                 model, band = self._deployed
-                gate = self._gates[model]
-                state = gate.certificate.status()
-                share = float(np.mean([(band[0] <= v <= band[1]) for v in gate.audited_scores]))
-                guarantee = Guarantee(
-                    target=s.target,
-                    eps=s.eps,
-                    delta=s.delta,
-                    band=band,
-                    n=sum(1 for x in self._labels if x.counts and x.index >= gate.start),
-                    counted=state.counted,
-                    violations=state.violations,
-                    risk=state.violations / state.counted if state.counted else 0.0,
-                    risk_bound=s.eps,
-                    escalated=share,
-                    centre=None if s.target == "recall" else gate.certificate.centre,
-                    grader=self._grader,
-                    labels=f"certified by betting on the audited lists after gate {model} was "
-                    f"fixed (delta {gate.certificate.delta:g} of {s.delta:g})",
-                )
+                guarantee = self._guarantee(self._gates[model], band)
             elif self._gates:
                 needed = min(g.certificate.status().needed for g in self._gates)
             return LearningStatus(
@@ -838,15 +906,24 @@ def refit_gate(
     weights = np.array([1.0 / label.propensity for label in main])
     groups = np.array([label.query for label in main])
     fitted = _fit_stage(
-        _matrix(rows, names), good.astype(int), groups, weights, names,
-        prior=gate.model.set, prior_c=settings.prior_c,
+        _matrix(rows, names),
+        good.astype(int),
+        groups,
+        weights,
+        names,
+        prior=gate.model.set,
+        prior_c=settings.prior_c,
     )
     thresholds = gate.thresholds
     audited = np.array([label.audited for label in main])
     if audited.sum() >= 50 and 0 < good[audited].sum() < audited.sum():
         relevant, partial, _ = _bands(
-            fitted.oof[audited], good[audited], np.ones(int(audited.sum()), dtype=bool),
-            target_precision=0.9, min_failure_recall=0.8, max_good_irrelevant=0.15,
+            fitted.oof[audited],
+            good[audited],
+            np.ones(int(audited.sum()), dtype=bool),
+            target_precision=0.9,
+            min_failure_recall=0.8,
+            max_good_irrelevant=0.15,
         )
         thresholds = Thresholds(relevant=relevant, partial=partial)
     chunk_stage = gate.model.chunk
@@ -861,8 +938,13 @@ def refit_gate(
             w_c = np.array([1.0 / label.propensity for label in main for _ in label.chunks])
             g_c = np.array([label.query for label in main for _ in label.chunks])
             fitted_c = _fit_stage(
-                _matrix(rows_c, names_c), y_c.astype(int), g_c, w_c, names_c,
-                prior=chunk_stage, prior_c=settings.prior_c,
+                _matrix(rows_c, names_c),
+                y_c.astype(int),
+                g_c,
+                w_c,
+                names_c,
+                prior=chunk_stage,
+                prior_c=settings.prior_c,
             )
             chunk_stage = fitted_c.stage
             relevant_c, partial_c, _ = _chunk_bands(fitted_c.oof, y_c)

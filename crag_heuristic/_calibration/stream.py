@@ -122,7 +122,12 @@ def replay_static(
     escalated = np.ones(len(order), dtype=bool)
     try:
         band = guaranteed_band(
-            s[:n].tolist(), g[:n].tolist(), target=target, eps=eps, delta=delta, centre=centre  # type: ignore[arg-type]
+            s[:n].tolist(),
+            g[:n].tolist(),
+            target=target,  # type: ignore[arg-type]
+            eps=eps,
+            delta=delta,
+            centre=centre,
         ).band
     except InsufficientLabelsError:
         band = (0.0, 1.0)
@@ -163,7 +168,7 @@ def stream_rows(
     ``explore`` labels, the learning cascade's exploration."""
     rows: list[dict[str, Any]] = []
     rng = np.random.default_rng(seed)
-    permutations = [rng.permutation(len(views)) for _ in range(orders)]
+    permutations = [rng.permutation(len(views)).tolist() for _ in range(orders)]
     top = [float(v.features.get("similarity_top") or 0.0) for v in views]
     for grader, grades in graders.items():
         good = [list_decision(g.values()) for g in grades]
@@ -174,7 +179,10 @@ def stream_rows(
                 else Learning(target=target, eps=eps, delta=delta)  # type: ignore[arg-type]
             )
             traces: dict[str, list[StreamTrace]] = {
-                "always": [], "learning": [], "static": [], "top-1": []
+                "always": [],
+                "learning": [],
+                "static": [],
+                "top-1": [],
             }
             loop = permutations if progress is None else progress(permutations, f"stream {grader}")
             for order in loop:
@@ -187,18 +195,26 @@ def stream_rows(
                 for name, scores in (("static", shipped), ("top-1", top)):
                     traces[name].append(
                         replay_static(
-                            scores, good, order, n=chosen.explore, target=target, eps=eps,
-                            delta=chosen.delta, centre=learner.gate.thresholds.relevant,
+                            scores,
+                            good,
+                            order,
+                            n=chosen.explore,
+                            target=target,
+                            eps=eps,
+                            delta=chosen.delta,
+                            centre=learner.gate.thresholds.relevant,
                         )
                     )
             for predictor, runs in traces.items():
-                rows.append({
-                    "predictor": predictor,
-                    "grader": grader,
-                    "target": target,
-                    "eps": eps,
-                    "delta": chosen.delta,
-                    "n": len(views),
-                    **_row(runs, eps, last, window),
-                })
+                rows.append(
+                    {
+                        "predictor": predictor,
+                        "grader": grader,
+                        "target": target,
+                        "eps": eps,
+                        "delta": chosen.delta,
+                        "n": len(views),
+                        **_row(runs, eps, last, window),
+                    }
+                )
     return rows

@@ -97,7 +97,9 @@ def _cascade(
     log: Any = None
     if args.grade_log == "redis":
         if not args.redis:
-            raise InputError("--grade-log redis keeps the labels in the --redis server: give --redis")
+            raise InputError(
+                "--grade-log redis keeps the labels in the --redis server: give --redis"
+            )
         from redis import Redis
 
         from .._grading.monitor import RedisGradeLog

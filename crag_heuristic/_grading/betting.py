@@ -96,7 +96,12 @@ class BettingCertificate:
     """
 
     def __init__(
-        self, *, target: Target = "recall", eps: float = 0.1, delta: float = 0.1, centre: float = 0.5
+        self,
+        *,
+        target: Target = "recall",
+        eps: float = 0.1,
+        delta: float = 0.1,
+        centre: float = 0.5,
     ) -> None:
         if target not in TARGETS:
             raise ConfigError("target", target, f"must be one of {', '.join(TARGETS)}")
@@ -145,7 +150,9 @@ class BettingCertificate:
         rejected (``None``: not even the first)."""
         if not self._rejected[0]:
             return None
-        last = len(self._rejected) - 1 if self._rejected.all() else int(np.argmin(self._rejected)) - 1
+        last = (
+            len(self._rejected) - 1 if self._rejected.all() else int(np.argmin(self._rejected)) - 1
+        )
         return float(self._low[last]), float(self._high[last])
 
     def status(self) -> BettingStatus:

@@ -15,8 +15,8 @@ import hashlib
 import os
 import threading
 from collections import deque
-from dataclasses import replace
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from .._cache.keys import ChunkDigests, searcher_fingerprint

@@ -500,7 +500,9 @@ class GateService:
         async def work(call: _Call, deadline: float) -> Response:
             learner = self.crag.learning
             if learner is None:
-                raise ServiceError("no learning cascade here (serve --grader ... --learn)", status=404)
+                raise ServiceError(
+                    "no learning cascade here (serve --grader ... --learn)", status=404
+                )
             return self._answer(call, learner.status().to_dict())  # type: ignore[attr-defined]
 
         return await self._handle(request, "/v1/learning", work)

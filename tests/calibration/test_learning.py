@@ -18,7 +18,9 @@ from crag_heuristic._grading.lists import SetEscalation
 from crag_heuristic._grading.monitor import JsonlGradeLog
 
 
-def synthetic(n: int, *, failure: float = 0.3, seed: int = 0) -> tuple[list[ListView], list[dict[str, float]]]:
+def synthetic(
+    n: int, *, failure: float = 0.3, seed: int = 0
+) -> tuple[list[ListView], list[dict[str, float]]]:
     """Lists whose top cosine and keyword coverage run lower when they failed."""
     rng = np.random.default_rng(seed)
     views, grades = [], []
@@ -75,7 +77,11 @@ def test_only_audited_labels_count_and_only_after_the_gate_was_fixed() -> None:
     learner = cascade(Learning(explore=300, first_refit=100, refits=2))
     replay(learner, views, grades, range(900))
     failed_audited_after = [
-        sum(1 for label in learner._labels if label.counts and not label.good and label.index >= gate.start)
+        sum(
+            1
+            for label in learner._labels
+            if label.counts and not label.good and label.index >= gate.start
+        )
         for gate in learner._gates
     ]
     counted = [gate.certificate.status().counted for gate in learner._gates]
@@ -95,10 +101,18 @@ def test_the_state_is_the_log_a_restart_and_a_second_process_reach_the_same_band
     replay(first, views, grades, range(500))
     again = cascade(Learning(explore=300, refits=1, first_refit=100), JsonlGradeLog(path))
     a, b = first.status(), again.status()
-    assert (a.labels, a.audited, a.refits, a.model, a.band) == (b.labels, b.audited, b.refits, b.model, b.band)
+    assert (a.labels, a.audited, a.refits, a.model, a.band) == (
+        b.labels,
+        b.audited,
+        b.refits,
+        b.model,
+        b.band,
+    )
     # the log holds the query's digest, never its text; every record is one label
     lines = path.read_text().splitlines()
-    assert len(lines) == a.labels and all(json.loads(line)["query"].startswith("q") for line in lines)
+    assert len(lines) == a.labels and all(
+        json.loads(line)["query"].startswith("q") for line in lines
+    )
 
 
 def test_two_processes_sharing_a_log_see_each_others_labels(tmp_path: Path) -> None:
@@ -148,7 +162,9 @@ def test_a_refit_learns_the_collection() -> None:
     failed = [not any(g.values()) for g in grades]
     shipped = [learner.score(v, 0) for v in views]
     learned = [learner.score(v, 1) for v in views]
-    assert roc_auc_score(failed, [-s for s in learned]) > roc_auc_score(failed, [-s for s in shipped])
+    assert roc_auc_score(failed, [-s for s in learned]) > roc_auc_score(
+        failed, [-s for s in shipped]
+    )
 
 
 @pytest.mark.parametrize(
@@ -206,3 +222,19 @@ def test_two_processes_share_one_redis_stream_and_reach_the_same_gate() -> None:
         assert (a.refits, a.model, a.band) == (b.refits, b.model, b.band)
         for client in clients:
             client.close()
+
+
+def test_a_drift_after_the_band_was_certified_is_caught_and_every_list_graded_again() -> None:
+    views, grades = synthetic(700, seed=8)
+    learner = cascade(Learning(explore=400, refits=0, audit=0.5))
+    replay(learner, views, grades, range(400))
+    assert learner.status().band is not None
+    # the traffic drifts: failed lists now look like good ones to the gate
+    drifted = [
+        replace(v, features={**v.features, "similarity_top": 0.8, "keyword_coverage": 0.9})
+        for v in views[400:]
+    ]
+    failing = [{"c0": 0.0, "c1": 0.0} for _ in drifted]
+    trace = replay(learner, drifted, failing, range(len(drifted)))
+    assert learner.status().band is None  # revoked: every list goes to the grader again
+    assert trace.escalated[-50:].all()

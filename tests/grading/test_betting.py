@@ -19,7 +19,7 @@ def test_the_first_band_needs_25_failed_lists_at_eps_and_delta_a_tenth() -> None
     cert = BettingCertificate(target="recall", eps=0.1, delta=0.1)
     for _ in range(24):
         cert.observe(0.0, good=False)
-    assert cert.band is None
+    assert cert.status().band is None
     assert cert.status().needed == 1
     cert.observe(0.0, good=False)
     assert cert.band == (0.0, 0.0)  # no failed list above any band: the loosest holds

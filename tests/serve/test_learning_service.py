@@ -24,9 +24,7 @@ def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIServer]:
     """A chat server grading the sample's chunks by the sample's own labels."""
     queries = {q["_id"]: q["text"] for q in load_sample_queries()}
     corpus = {c.id: c.text for c in load_sample_corpus()}
-    labels = {
-        q["_id"]: {doc: 3 for doc in q["metadata"]["relevant"]} for q in load_sample_queries()
-    }
+    labels = {q["_id"]: dict.fromkeys(q["metadata"]["relevant"], 3) for q in load_sample_queries()}
     folder = write_recording(
         tmp_path_factory.mktemp("judge"), queries=queries, corpus=corpus, labels=labels
     )
