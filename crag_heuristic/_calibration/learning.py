@@ -74,6 +74,7 @@ from .._config import (
     load_config,
 )
 from .._evaluator.evaluator import Evaluator
+from .._text.analyzer import Analyzer
 from .._evaluator.model import apply
 from .._evidence import SET, signal_of
 from .._exceptions import ConfigError, CragError, InputError
@@ -394,8 +395,9 @@ class LearningCascade:
     --learn``. Thread-safe.
 
     Args:
-        gate: the gate to start from (an evaluator config, a profile name or path;
-            default: the shipped profile). Its analyzer is the default one.
+        gate: the gate to start from: an :class:`~crag_heuristic.Evaluator` (its
+            analyzer is every refit's too: an index directory's, say), an evaluator
+            config, a profile name or path (default: the shipped profile).
         settings: how it explores, refits and certifies (:class:`Learning`).
         log: the grade log (:class:`~crag_heuristic.grading.JsonlGradeLog`,
             :class:`~crag_heuristic.grading.RedisGradeLog`; ``None``: kept in
@@ -410,7 +412,7 @@ class LearningCascade:
 
     def __init__(
         self,
-        gate: EvaluatorConfig | str | None = None,
+        gate: Evaluator | EvaluatorConfig | str | None = None,
         *,
         settings: Learning | None = None,
         log: Any = None,
@@ -428,7 +430,8 @@ class LearningCascade:
             raise ConfigError("log", log, "must have append(record) and records()")
         if not isinstance(background, bool):
             raise ConfigError("background", background, "must be true or false")
-        base = load_config(gate)
+        self.analyzer = gate.analyzer if isinstance(gate, Evaluator) else Analyzer()
+        base = gate.config if isinstance(gate, Evaluator) else load_config(gate)
         if base.model is None:
             raise ConfigError("gate", base.name, "has no fitted model to learn from")
         self.gate = _widened(base, self.settings.features)
@@ -515,7 +518,8 @@ class LearningCascade:
         s = self.settings
         centre = config.thresholds.relevant
         certificate = BettingCertificate(target=s.target, eps=s.eps, delta=delta, centre=centre)
-        return _Gate(index, config, Evaluator(config), certificate, start)
+        evaluator = Evaluator(config, analyzer=self.analyzer)
+        return _Gate(index, config, evaluator, certificate, start)
 
     def _sync(self, *, force: bool = False) -> None:
         """Read what the log holds beyond what was read (other processes' labels)."""

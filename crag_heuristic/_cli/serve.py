@@ -110,7 +110,7 @@ def _cascade(
 
         log = JsonlGradeLog(args.grade_log)
     settings = Learning(target=target, eps=eps, delta=args.delta)  # type: ignore[arg-type]
-    learner = LearningCascade(evaluator.config, settings=settings, log=log)
+    learner = LearningCascade(evaluator, settings=settings, log=log)
     return None, {**options, "learning": learner}
 
 

@@ -290,6 +290,15 @@ class CRAG:
         """
         from .._index.directory import IndexDirectory
 
+        learning = options.get("learning")
+        if learning is not None:  # its gate is the evaluator: the directory read with its analyzer
+            if evaluator is not None:
+                raise InputError(
+                    "with a learning cascade, the gate is its own: pass it to "
+                    "LearningCascade(gate=...)"
+                )
+            index = IndexDirectory.load(path, analyzer=learning.analyzer, verify=verify)
+            return cls(index.retriever(), lexical=index.lexical() if lexical else None, **options)
         gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
         index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify)
         return cls(index.retriever(), gate, lexical=index.lexical() if lexical else None, **options)

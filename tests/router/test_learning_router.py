@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,12 @@ def test_the_gate_and_the_escalation_are_the_cascades() -> None:
         CRAG(RETRIEVER, evaluator="minilm-multi", grader=GRADER, learning=learner)
     with pytest.raises(InputError, match="LearningCascade"):
         CRAG(RETRIEVER, grader=GRADER, learning=object())  # type: ignore[arg-type]
+
+
+def test_an_index_directory_serves_a_learning_cascade(built: Any) -> None:
+    learner = LearningCascade(settings=Learning(explore=10, refits=0), background=False)
+    crag = CRAG.from_index_dir(built.path, grader=GRADER, learning=learner)
+    result = crag.retrieve(QUERIES[0]["text"], k=3)
+    assert result.learning is not None and result.learning.labelled
+    with pytest.raises(InputError, match="its own"):
+        CRAG.from_index_dir(built.path, "minilm-multi", grader=GRADER, learning=learner)
