@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -33,7 +32,7 @@ def traffic(
     n: int, rng: np.random.Generator, failure: float
 ) -> tuple[list[ListView], list[dict[str, float]]]:
     views, grades = [], []
-    for i in range(n):
+    for _ in range(n):
         failed = bool(rng.random() < failure)
         top = float(np.clip(rng.normal(0.55 if failed else 0.65, 0.1), 0.0, 1.0))
         coverage = float(np.clip(rng.normal(0.45 if failed else 0.7, 0.2), 0.0, 1.0))
@@ -71,16 +70,8 @@ def main() -> None:
         views, grades = traffic(args.lists, rng, args.failure)
         learner = LearningCascade(settings=settings, background=False)
         learner.bind("simulated")
-        deployed: set[tuple[int, tuple[float, float]]] = set()
-        original = learner._choose  # noqa: SLF001 - record every band put in force
-
-        def recording(original: Any = original, learner: LearningCascade = learner) -> None:
-            original()
-            if learner._deployed is not None:  # noqa: SLF001
-                deployed.add(learner._deployed)  # noqa: SLF001
-
-        learner._choose = recording  # type: ignore[method-assign]  # noqa: SLF001
         trace = replay(learner, views, grades, range(len(views)))
+        deployed = {(m, b) for _, m, b in learner.history() if m is not None and b is not None}
         calls.append(trace.calls(last=400))
         worst = 0.0
         for model, band in deployed:

@@ -74,7 +74,6 @@ from .._config import (
     load_config,
 )
 from .._evaluator.evaluator import Evaluator
-from .._text.analyzer import Analyzer
 from .._evaluator.model import apply
 from .._evidence import SET, signal_of
 from .._exceptions import ConfigError, CragError, InputError
@@ -84,6 +83,7 @@ from .._grading.lists import SetEscalation
 from .._grading.monitor import GuaranteeMonitor
 from .._logging import get_logger
 from .._optional import requires
+from .._text.analyzer import Analyzer
 
 LEARNED_FEATURES: tuple[str, ...] = (
     "similarity_top",
@@ -452,6 +452,7 @@ class LearningCascade:
         self._audited_queries: set[str] = set()
         self._revoked: set[int] = set()  # gates whose band in force saw a breach
         self._watch: GuaranteeMonitor | None = None
+        self._history: list[tuple[int, tuple[int, tuple[float, float]] | None]] = []
         self._cursor: Any = None
         self._skipped = 0
         self._log_errors = 0
@@ -725,6 +726,7 @@ class LearningCascade:
         deployed = None if best is None else (best[1], best[2])
         if deployed != self._deployed:
             self._deployed = deployed
+            self._history.append((len(self._labels), deployed))
             self._watch = (
                 None
                 if deployed is None
@@ -831,6 +833,15 @@ class LearningCascade:
             if deadline is not None and time.monotonic() >= deadline:
                 with self._lock:
                     return self._refitting is None
+
+    def history(self) -> list[tuple[int, int | None, tuple[float, float] | None]]:
+        """Every change of the band in force, in order: ``(labels read, gate, band)``
+        (``None, None``: no band, every list to the grader)."""
+        with self._lock:
+            return [
+                (labels, None, None) if d is None else (labels, d[0], d[1])
+                for labels, d in self._history
+            ]
 
     def status(self) -> LearningStatus:
         """Where the cascade stands (:class:`LearningStatus`)."""
