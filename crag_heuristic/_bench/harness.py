@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import fit_gate
+from .._calibration.self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .._config import EvaluatorConfig, load_config
 from .._exceptions import InputError
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
-from .calibration import fit_gate
 from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
 from .context import context_section
 from .cost import cost_section
@@ -43,7 +44,6 @@ from .pipeline import (
 from .pipeline import progress as progress_bar
 from .quality import BARE, quality_section
 from .retrievals import chunks_of
-from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .set_cascade import set_cascade_section
 from .stream_section import stream_lines, stream_section
 

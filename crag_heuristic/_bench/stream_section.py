@@ -35,7 +35,7 @@ from .._evaluator.evaluator import Evaluator
 from .._evaluator.model import apply
 from .._exceptions import InputError
 from .._optional import requires
-from .calibration import GateExample
+from .._calibration.gate import GateExample
 from .data import read_qrels
 from .pipeline import Prepared, prepare, retrievals_for
 

@@ -21,7 +21,7 @@ the grade log and learns from them, without giving up the guarantee:
    lists the gate was unsure of do not count for more than their share of the
    traffic), on the shipped gate's evidence and a few more (``features``), pulled
    towards the shipped gate's coefficients (a maximum a posteriori fit with strength
-   ``prior_c``: :func:`~crag_heuristic._bench.calibration._fit_stage`). Its verdict
+   ``prior_c``: :func:`~crag_heuristic._calibration.refit.refit_stage`). Its verdict
    bands (RELEVANT / PARTIAL) are chosen again on the audited labels; with
    ``learn_chunks``, the chunk stage is refitted the same way on the grader's chunk
    grades.
@@ -84,6 +84,8 @@ from .._grading.monitor import GuaranteeMonitor
 from .._logging import get_logger
 from .._optional import requires
 from .._text.analyzer import Analyzer
+from .gate import _bands, _chunk_bands
+from .refit import refit_stage
 
 LEARNED_FEATURES: tuple[str, ...] = (
     "similarity_top",
@@ -900,40 +902,29 @@ def refit_gate(
     name: str,
 ) -> EvaluatorConfig:
     """The gate refitted on ``labels`` (module doc, step 2): the set stage (and the
-    chunk stage with ``learn_chunks``) pulled towards ``gate``'s, each label weighted
-    by ``1 / propensity``; the verdict bands chosen again on the audited labels.
+    chunk stage with ``learn_chunks``) pulled towards ``gate``'s by
+    :func:`~crag_heuristic._calibration.refit.refit_stage`, each label weighted by
+    ``1 / propensity``; the verdict bands chosen again on the audited labels, from
+    out-of-fold probabilities (three folds by query).
 
     Raises:
         InputError: labels of one class (nothing to learn a boundary from).
     """
-    from .._bench.calibration import _bands, _chunk_bands, _fit_stage, _matrix
-
     assert gate.model is not None
     main = [label for label in labels if not label.fallback]
-    if not main:
-        raise InputError("no label was scored by the main gate")
     good = np.array([label.good for label in main])
-    if good.all() or not good.any():
+    if not main or good.all() or not good.any():
         raise InputError("the labels are of one class")
-    names = list(dict.fromkeys([t.feature for t in gate.model.set.terms]))
     rows = [label.features for label in main]
-    names = [n for n in names if any(r.get(n) is not None for r in rows)]
     weights = np.array([1.0 / label.propensity for label in main])
-    groups = np.array([label.query for label in main])
-    fitted = _fit_stage(
-        _matrix(rows, names),
-        good.astype(int),
-        groups,
-        weights,
-        names,
-        prior=gate.model.set,
-        prior_c=settings.prior_c,
-    )
+    folds = np.array([_fold(label.query) for label in main])
+    set_stage = _standardised(gate.model.set, rows, weights)
+    fitted, oof = _refit_with_oof(set_stage, rows, good, weights, folds, settings.prior_c)
     thresholds = gate.thresholds
     audited = np.array([label.audited for label in main])
     if audited.sum() >= 50 and 0 < good[audited].sum() < audited.sum():
         relevant, partial, _ = _bands(
-            fitted.oof[audited],
+            oof[audited],
             good[audited],
             np.ones(int(audited.sum()), dtype=bool),
             target_precision=0.9,
@@ -948,31 +939,81 @@ def refit_gate(
         rows_c = [row for label in main for row, _ in label.chunks]
         y_c = np.array([g >= 0.5 for label in main for _, g in label.chunks])
         if len(y_c) >= 50 and 0 < y_c.sum() < len(y_c):
-            names_c = [t.feature for t in chunk_stage.terms]
-            names_c = [n for n in names_c if any(r.get(n) is not None for r in rows_c)]
             w_c = np.array([1.0 / label.propensity for label in main for _ in label.chunks])
-            g_c = np.array([label.query for label in main for _ in label.chunks])
-            fitted_c = _fit_stage(
-                _matrix(rows_c, names_c),
-                y_c.astype(int),
-                g_c,
-                w_c,
-                names_c,
-                prior=chunk_stage,
-                prior_c=settings.prior_c,
+            f_c = np.array([f for label, f in zip(main, folds, strict=True) for _ in label.chunks])
+            chunk_stage, oof_c = _refit_with_oof(
+                chunk_stage, rows_c, y_c, w_c, f_c, settings.prior_c
             )
-            chunk_stage = fitted_c.stage
-            relevant_c, partial_c, _ = _chunk_bands(fitted_c.oof, y_c)
+            relevant_c, partial_c, _ = _chunk_bands(oof_c, y_c)
             chunk_thresholds = Thresholds(relevant=relevant_c, partial=partial_c)
     model = ModelConfig(
         chunk=chunk_stage,
-        set=fitted.stage,
+        set=fitted,
         fitted_on=f"{len(labels)} grader labels of the user's traffic",
         fallbacks=gate.model.fallbacks,
     )
     return replace(
         gate, name=name, model=model, thresholds=thresholds, chunk_thresholds=chunk_thresholds
     )
+
+
+_FOLDS = 3
+
+
+def _fold(query: str) -> int:
+    """A query's fold (by a hash: every list of one query in one fold)."""
+    return int(hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16) % _FOLDS
+
+
+def _standardised(
+    stage: LogisticStage, rows: Sequence[Mapping[str, float | None]], weights: np.ndarray
+) -> LogisticStage:
+    """``stage`` with each term it does not weigh yet (weight 0: the evidence a refit
+    adds) standardised on ``rows``: its mean and scale the weighted mean and standard
+    deviation there (a term of weight 0 scores nothing whatever its scale, so the
+    stage's scores are unchanged; the prior's pull then means the same for every
+    feature)."""
+    terms = []
+    for term in stage.terms:
+        if term.weight == 0.0:
+            values = [(r.get(term.feature), w) for r, w in zip(rows, weights, strict=True)]
+            known = [(float(v), w) for v, w in values if v is not None]
+            if known:
+                x = np.array([v for v, _ in known])
+                w = np.array([w for _, w in known])
+                mean = float(np.average(x, weights=w))
+                std = float(np.sqrt(np.average((x - mean) ** 2, weights=w)))
+                term = replace(term, mean=mean, scale=std if std > 0 else 1.0)
+        terms.append(term)
+    return replace(stage, terms=tuple(terms))
+
+
+def _refit_with_oof(
+    stage: LogisticStage,
+    rows: Sequence[Mapping[str, float | None]],
+    labels: np.ndarray,
+    weights: np.ndarray,
+    folds: np.ndarray,
+    c: float,
+) -> tuple[LogisticStage, np.ndarray]:
+    """The stage refitted on every row, and each row's probability from the refit on
+    the other folds (the stage itself where a fold's training rows hold one class)."""
+    oof = np.zeros(len(rows))
+    for fold in range(_FOLDS):
+        test = folds == fold
+        train = ~test
+        part = stage
+        if len(set(labels[train].tolist())) == 2:
+            part = refit_stage(
+                stage,
+                [rows[i] for i in np.flatnonzero(train)],
+                labels[train],
+                weights=weights[train],
+                c=c,
+            )
+        for i in np.flatnonzero(test):
+            oof[i] = apply(part, rows[i])[0]
+    return refit_stage(stage, rows, labels, weights=weights, c=c), oof
 
 
 def fit_on_views(

@@ -103,7 +103,7 @@ def grader_from_spec(
 
 
 def _write(config: EvaluatorConfig, report: dict[str, Any], args: argparse.Namespace) -> Any:
-    from .._bench.calibration import CalibrationResult
+    from .._calibration.gate import CalibrationResult
 
     return CalibrationResult(config=config, report=report).write(args.out)
 
@@ -193,9 +193,9 @@ def _grader_lists(
     """The natural retrievals to grade, the corpus statistics, what they are, and the
     grader: a folder's queries, a query file or simulated queries, through a folder's
     vectors or an index directory."""
-    from .._bench.calibration import GateExample
-    from .._bench.pipeline import HarnessRetriever, _folder_and_split, prepare
-    from .._bench.self_calibration import simulate
+    from .._calibration.gate import GateExample
+    from .._calibration.self_calibration import simulate
+    from ..bench import HarnessRetriever, chunks_of, folder_and_split, prepare
     from .index import is_index_dir, open_index
 
     sources = sum(x is not None for x in (args.data_dir or None, args.index))
@@ -226,7 +226,7 @@ def _grader_lists(
         neighbours = None
         name = Path(args.index).name
     else:
-        path, split = _folder_and_split(args.data_dir[0], args.split or "")
+        path, split = folder_and_split(args.data_dir[0], args.split or "")
         with progress.stage(f"loading {path}"):
             prepared = prepare(
                 path,
@@ -239,8 +239,6 @@ def _grader_lists(
         retriever = HarnessRetriever(prepared)
         stats, analyzer, name = prepared.stats, prepared.analyzer, folder.name
         neighbours = retriever.neighbours
-        from .._bench.retrievals import chunks_of
-
         docs = list(chunks_of(folder, [(d, 0.0) for d in folder.doc_ids]))
     if args.simulated is not None:
         simulation = simulate(
@@ -303,7 +301,7 @@ def calibrate_grader(
     args: argparse.Namespace, out: TextIO, command: str, progress: Progress
 ) -> int:
     """The gate refitted on a grader's labels of a folder's queries, with a band."""
-    from .._bench.grader_calibration import calibrate_on_grader, examples_from_grader
+    from .._calibration.grader import calibrate_on_grader, examples_from_grader
 
     lists, stats, what, grader = _grader_lists(args, progress)
     name = grader_fingerprint(grader)
