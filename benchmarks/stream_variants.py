@@ -33,15 +33,12 @@ from crag_heuristic.calibration import Learning
 BASE = Learning()
 VARIANTS: dict[str, Learning] = {
     "default": BASE,
+    "refits from 50 (three)": replace(BASE, first_refit=50, refits=3),
     "two refits": replace(BASE, refits=2),
     "no refit": replace(BASE, refits=0),
     "explore 600": replace(BASE, explore=600),
-    "explore 200": replace(BASE, explore=200),
-    "audit 0.1": replace(BASE, audit=0.1),
     "audit 0.2": replace(BASE, audit=0.2),
-    "pulled harder (prior C 0.1)": replace(BASE, prior_c=0.1),
     "pulled less (prior C 2)": replace(BASE, prior_c=2.0),
-    "shipped share 0.25": replace(BASE, shipped_share=0.25),
 }
 """The variants, fixed before the first run."""
 
