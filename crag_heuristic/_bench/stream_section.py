@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import GateExample
 from .._calibration.learning import Learning, LearningCascade, ListView, fit_on_views
 from .._calibration.stream import stream_rows
 from .._config import EvaluatorConfig, load_config
@@ -35,7 +36,6 @@ from .._evaluator.evaluator import Evaluator
 from .._evaluator.model import apply
 from .._exceptions import InputError
 from .._optional import requires
-from .._calibration.gate import GateExample
 from .data import read_qrels
 from .pipeline import Prepared, prepare, retrievals_for
 

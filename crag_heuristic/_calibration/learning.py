@@ -80,7 +80,8 @@ from .._exceptions import ConfigError, CragError, InputError
 from .._grading.betting import BettingCertificate
 from .._grading.guarantee import TARGETS, Target, list_decision
 from .._grading.lists import SetEscalation
-from .._grading.monitor import GuaranteeMonitor
+from .._grading.monitor import RECORD_VERSION as MONITOR_RECORD_VERSION
+from .._grading.monitor import GuaranteeMonitor, check_record
 from .._logging import get_logger
 from .._optional import requires
 from .._text.analyzer import Analyzer
@@ -99,8 +100,8 @@ LEARNED_FEATURES: tuple[str, ...] = (
 """The set evidence a refit reads beside the shipped gate's own (none of it reads the
 chunk stage, so a list's evidence is the same under every refit)."""
 
-RECORD_KIND = "learning"
-RECORD_VERSION = 2
+RECORD_SOURCE = "learning"
+"""The ``source`` of a learning cascade's grade-log records."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -300,7 +301,8 @@ class LearningStatus:
             still needs (at zero violations); 0 with one.
         lists, graded: lists this process decided, and those it sent to the grader;
             ``saved``: the share it did not (``None`` before any).
-        skipped: log records of another fingerprint or unreadable.
+        skipped: log records of another cascade, or that are not records (the
+            log's own count of what it refused: unreadable, badly signed, mistyped).
         log_errors: labels the log could not take (kept in memory).
     """
 
@@ -643,28 +645,38 @@ class LearningCascade:
         audited: bool,
         propensity: float,
     ) -> dict[str, Any]:
-        chunks = [
-            {"features": _plain(row), "grade": float(grades[chunk_id])}
-            for chunk_id, row in view.chunks
-            if chunk_id in grades
-        ]
+        """The grade-log record of a label: the monitor's record of a list the grader
+        answered (:func:`~crag_heuristic._grading.monitor.record_of`'s fields) with the
+        cascade's own (``source`` ``"learning"``, ``learner``, ``model``,
+        ``exploring``, ``propensity``, ``fallback``) and each graded chunk's grade and
+        evidence (``grades``, ``chunk_features``)."""
+        graded = [(chunk_id, row) for chunk_id, row in view.chunks if chunk_id in grades]
+        values = [float(grades[chunk_id]) for chunk_id, _ in graded]
+        band = snapshot.escalation.band or (0.0, 1.0)
+        gate = self._gates[snapshot.model].config
         return {
-            "v": RECORD_VERSION,
-            "kind": RECORD_KIND,
-            "learner": self._fingerprint,
+            "v": MONITOR_RECORD_VERSION,
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "query": view.query,
+            "profile": gate.fingerprint(),
+            "profile_name": gate.name,
             "grader": self._grader,
-            "model": snapshot.model,
             "score": view.score,
-            "band": list(snapshot.escalation.band or (0.0, 1.0)),
+            "band": list(band),
+            "in_band": band[0] <= view.score <= band[1],
             "audited": audited or snapshot.exploring,
+            "grader_score": max(values, default=0.0),
+            "grader_good": list_decision(values),
+            "chunks": len(values),
+            "features": _plain(view.features),
+            "source": RECORD_SOURCE,
+            "learner": self._fingerprint,
+            "model": snapshot.model,
             "exploring": snapshot.exploring,
             "propensity": propensity,
-            "grader_good": list_decision(grades.values()),
-            "features": _plain(view.features),
             "fallback": list(view.fallback),
-            "chunks": chunks,
+            "grades": values,
+            "chunk_features": [_plain(row) for _, row in graded],
         }
 
     def _append(self, record: dict[str, Any]) -> None:
@@ -745,8 +757,7 @@ class LearningCascade:
             return
         model, _ = self._deployed
         score = _score(self._gates[model].config, label.features, label.fallback)
-        record = {"audited": True, "score": score, "grader_good": label.good}
-        if self._watch.count(record):
+        if self._watch.count_label(True, score, label.good):
             status = self._watch.status()
             self._revoked.add(model)
             self._logger.warning(
@@ -873,7 +884,7 @@ class LearningCascade:
                 lists=self._lists,
                 graded=self._graded,
                 saved=1.0 - self._graded / self._lists if self._lists else None,
-                skipped=self._skipped,
+                skipped=self._skipped + int(getattr(self.log, "skipped", 0) or 0),
                 log_errors=self._log_errors,
             )
 
@@ -1006,12 +1017,12 @@ def _refit_with_oof(
         if len(set(labels[train].tolist())) == 2:
             part = refit_stage(
                 stage,
-                [rows[i] for i in np.flatnonzero(train)],
+                [rows[i] for i in np.flatnonzero(train).tolist()],
                 labels[train],
                 weights=weights[train],
                 c=c,
             )
-        for i in np.flatnonzero(test):
+        for i in np.flatnonzero(test).tolist():
             oof[i] = apply(part, rows[i])[0]
     return refit_stage(stage, rows, labels, weights=weights, c=c), oof
 
@@ -1078,62 +1089,36 @@ def _plain(values: Mapping[str, Any]) -> dict[str, float | None]:
     return out
 
 
-def _probability(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and 0.0 <= number <= 1.0 else None
-
-
-def _features(value: Any) -> dict[str, float | None] | None:
-    if not isinstance(value, Mapping):
-        return None
-    out: dict[str, float | None] = {}
-    for key, item in value.items():
-        if not isinstance(key, str):
-            return None
-        if item is None:
-            out[key] = None
-        elif isinstance(item, bool) or not isinstance(item, int | float) or not math.isfinite(item):
-            return None
-        else:
-            out[key] = float(item)
-    return out
-
-
 def _read(record: Any, index: int, fingerprint: str) -> _Label | None:
-    """A record of this cascade as a label; ``None`` for another's or a malformed one
-    (every field strictly typed: a string ``"false"`` is not a bool)."""
-    if not isinstance(record, Mapping) or record.get("kind") != RECORD_KIND:
+    """A record of this cascade as a label; ``None`` for another's or one that is not a
+    grade-log record (:func:`~crag_heuristic._grading.monitor.check_record`: every
+    field strictly typed, so a string ``"false"`` is no bool), or that lacks what the
+    cascade writes."""
+    try:
+        checked = check_record(record)
+    except InputError:
         return None
-    if record.get("v") != RECORD_VERSION or record.get("learner") != fingerprint:
+    if checked.get("source") != RECORD_SOURCE or checked.get("learner") != fingerprint:
         return None
-    good, audited = record.get("grader_good"), record.get("audited")
-    propensity = _probability(record.get("propensity"))
-    features = _features(record.get("features"))
-    query = record.get("query")
-    fallback = record.get("fallback")
-    chunks_raw = record.get("chunks")
-    if (
-        not isinstance(good, bool)
-        or not isinstance(audited, bool)
-        or propensity is None
-        or propensity <= 0.0
-        or features is None
-        or not isinstance(query, str)
-        or not isinstance(fallback, list)
-        or not all(isinstance(f, str) for f in fallback)
-        or not isinstance(chunks_raw, list)
-    ):
+    if not all(name in checked for name in _LEARNING_FIELDS):
         return None
-    chunks = []
-    for item in chunks_raw:
-        row = _features(item.get("features")) if isinstance(item, Mapping) else None
-        grade = _probability(item.get("grade")) if isinstance(item, Mapping) else None
-        if row is None or grade is None:
-            return None
-        chunks.append((row, grade))
-    return _Label(index, query, features, tuple(fallback), good, audited, propensity, chunks)
+    grades, rows = checked["grades"], checked["chunk_features"]
+    if len(grades) != len(rows):
+        return None
+    return _Label(
+        index=index,
+        query=checked["query"],
+        features=dict(checked["features"]),
+        fallback=tuple(checked["fallback"]),
+        good=checked["grader_good"],
+        audited=checked["audited"],
+        propensity=float(checked["propensity"]),
+        chunks=[(dict(row), float(grade)) for row, grade in zip(rows, grades, strict=True)],
+    )
+
+
+_LEARNING_FIELDS = ("learner", "model", "exploring", "propensity", "fallback", "grades",
+                    "chunk_features")  # fmt: skip
 
 
 def _tail(log: Any, cursor: Any) -> tuple[list[dict[str, Any]], Any]:

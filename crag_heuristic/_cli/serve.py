@@ -12,10 +12,25 @@ from typing import Any, TextIO
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError, MissingDependencyError
 from .._logging import LOGGER_NAME
+from .._optional import check_installed
 from .._router.router import CRAG
 from .._sample import load_sample_corpus, sample_retriever
-from .common import EPILOG, EXIT_OK, add_config_options, config_from_args
-from .index import is_index_dir, open_index
+from .common import (
+    CACHE_SECRET_VARIABLE,
+    EPILOG,
+    EXIT_OK,
+    add_cache_secret_option,
+    add_config_options,
+    config_from_args,
+    read_secret,
+    redis_cache,
+)
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 KEYS_VARIABLE = "CRAG_HEURISTIC_API_KEYS"
@@ -49,11 +64,7 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         metrics = PrometheusMetrics()
     except MissingDependencyError:  # /metrics answers 501, naming the extra
         pass
-    cache: Any = None
-    if args.redis:
-        from .._cache.redis import RedisCache
-
-        cache = RedisCache(url=args.redis)
+    cache: Any = redis_cache(args)
     web = None
     if args.searxng:
         from .._web.searxng import SearxngClient
@@ -65,11 +76,15 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
     if args.grader is not None:
         gate, options = _cascade(args, evaluator, options)
     if args.index is None:
+        if args.index_secret_file or args.embedder or args.trust_embedder:
+            raise InputError(
+                "--index-secret-file, --embedder and --trust-embedder go with --index DIR"
+            )
         crag = CRAG(sample_retriever(), gate, **options)
         return crag, {"index": "the bundled sample", "documents": len(load_sample_corpus())}
     if not is_index_dir(args.index):
         raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
-    index = open_index(args.index, progress, evaluator.analyzer)
+    index = open_index(args.index, progress, evaluator.analyzer, args)
     with progress.stage("loading its parts"):
         crag = CRAG(index.retriever(), gate, lexical=index.lexical(), **options)
     info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
@@ -94,6 +109,9 @@ def _cascade(
     from .._calibration.learning import Learning, LearningCascade
 
     target, eps = parse_guarantee(args.guarantee) or ("recall", 0.1)
+    # the labels are signed with the cache's secret: a grade log others can write to
+    # would otherwise move the certified band (docs/production.md, stores others can write)
+    secret = read_secret(args.cache_secret_file, CACHE_SECRET_VARIABLE)
     log: Any = None
     if args.grade_log == "redis":
         if not args.redis:
@@ -104,17 +122,18 @@ def _cascade(
 
         from .._grading.monitor import RedisGradeLog
 
-        log = RedisGradeLog(Redis.from_url(args.redis), stream="crag:learning")
+        log = RedisGradeLog(Redis.from_url(args.redis), stream="crag:learning", secret=secret)
     elif args.grade_log is not None:
         from .._grading.monitor import JsonlGradeLog
 
-        log = JsonlGradeLog(args.grade_log)
+        log = JsonlGradeLog(args.grade_log, secret=secret)
     settings = Learning(target=target, eps=eps, delta=args.delta)  # type: ignore[arg-type]
     learner = LearningCascade(evaluator, settings=settings, log=log)
     return None, {**options, "learning": learner}
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    check_installed("serve", "crag-heuristic serve", "starlette", "uvicorn")  # before any work
     from .._serve.server import check_address, run_server
     from .._serve.settings import ServeSettings
 
@@ -179,6 +198,14 @@ def register(commands: Any) -> None:
     serve.add_argument(
         "--index", metavar="DIR", help="an index directory (default: the bundled sample)"
     )
+    serve.add_argument(
+        "--embedder",
+        metavar="SPEC",
+        help="the spec (pkg.module:attribute) of the --index directory's embedder, to import "
+        "it: a directory's spec is never imported unless named, or --trust-embedder",
+    )
+    add_trust_embedder_option(serve)
+    add_index_secret_option(serve)
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default loopback)"
     )
@@ -245,6 +272,7 @@ def register(commands: Any) -> None:
         default=0.1,
         help="with --learn: the probability the guarantee may fail (default 0.1)",
     )
+    add_cache_secret_option(serve)
     serve.add_argument("--searxng", metavar="URL", help="a SearXNG for the web fallback")
     add_config_options(serve)
     add_progress_option(serve)

@@ -52,7 +52,6 @@ import copy
 import math
 import os
 import time
-import zipfile
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -69,6 +68,7 @@ from .._optional import requires
 from .._text.analyses import AnalysesPart, ChunkAnalyses
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, _log_event, write_npz
+from .._text.npz import read_npz
 from .._text.terms import TermTable
 from .._types import Chunk, ScoreKind
 from .._version import __version__
@@ -551,9 +551,8 @@ class BM25Retriever:
         analyzer = analyzer or Analyzer()
         where = os.fspath(path)
         try:
-            with np.load(where, allow_pickle=False) as data:
-                fields = {key: data[key] for key in data.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            fields = read_npz(where)
+        except (OSError, ValueError) as exc:
             raise InputError(f"cannot read the BM25 file {where!r}: {exc}") from exc
         try:
             kind, version = str(fields["kind"]), int(fields["format_version"])

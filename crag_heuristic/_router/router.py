@@ -144,12 +144,15 @@ class CRAG:
             unset: they are the cascade's). Each result says its part
             (``result.learning``).
         cache_secret: sign every value the router caches with HMAC-SHA256 over
-            its key and text (at least 16 bytes: ``secrets.token_hex(32)``);
-            a cached value read back unsigned or badly signed (forged by
-            someone who can write to the cache) is refused, recomputed,
-            overwritten and flagged on the result (``cache_error``). The
-            setting for any shared Redis; every process sharing the entries
-            needs the same secret.
+            its key, its expiry (the value's time to live from now) and its
+            text (at least 16 bytes: ``secrets.token_hex(32)``); a cached
+            value read back unsigned, badly signed (forged by someone who can
+            write to the cache) or past its expiry (written back after its
+            time to live) is refused, recomputed, overwritten and flagged on
+            the result (``cache_error``). For a shared cache of your own; a
+            :class:`RedisCache` signs by itself (``RedisCache(secret=...)``:
+            the documented setting). Every process sharing the entries needs
+            the same secret.
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
@@ -266,6 +269,9 @@ class CRAG:
         *,
         lexical: bool = True,
         verify: bool = True,
+        embedder: str | None = None,
+        trust_embedder: bool = False,
+        index_secret: str | bytes | None = None,
         **options: Any,
     ) -> CRAG:
         """A router over an index directory (``crag-heuristic index``), ready at once.
@@ -274,7 +280,8 @@ class CRAG:
         retriever, its statistics (with each document's analysis) the
         evaluator's, and its BM25 side the lexical retriever of the
         corrections; nothing is refitted or recounted
-        (:class:`~crag_heuristic.index.IndexDirectory`).
+        (:class:`~crag_heuristic.index.IndexDirectory`). The directory is data:
+        nothing it names is imported unless you name it too.
 
         Args:
             path: the directory.
@@ -282,11 +289,20 @@ class CRAG:
                 directory was built with.
             lexical: fuse the directory's BM25 ranking into corrections.
             verify: check each file's SHA-256 against the manifest (else sizes).
+            embedder: for a directory built with an embedder of yours, its spec
+                (``"package.module:attribute"``): imported only when it is the one
+                the directory names (an LSA directory needs none).
+            trust_embedder: import the spec the directory names, whatever it is
+                (a directory you built yourself).
+            index_secret: the secret the directory's manifest was signed with
+                (``IndexDirectory.build(..., secret=...)``).
             options: the constructor's other keywords (``web``, ``cache``,
                 ``config`` ...).
 
         Raises:
-            IndexDirectoryError: the directory does not match its manifest.
+            IndexDirectoryError: the directory does not match its manifest, a part
+                is damaged, its signature does not hold, or it names an embedder
+                spec neither named nor trusted.
         """
         from .._index.directory import IndexDirectory
 
@@ -300,7 +316,14 @@ class CRAG:
             index = IndexDirectory.load(path, analyzer=learning.analyzer, verify=verify)
             return cls(index.retriever(), lexical=index.lexical() if lexical else None, **options)
         gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify)
+        index = IndexDirectory.load(
+            path,
+            analyzer=gate.analyzer,
+            verify=verify,
+            secret=index_secret,
+            embedder=embedder,
+            trust_embedder=trust_embedder,
+        )
         return cls(index.retriever(), gate, lexical=index.lexical() if lexical else None, **options)
 
     def __repr__(self) -> str:

@@ -96,7 +96,8 @@ def run_server(
         InputError: an address refused (see :func:`check_address`) or not free.
         MissingDependencyError: Starlette or uvicorn is missing (the ``serve`` extra).
     """
-    import uvicorn
+    with requires("serve", "the gate service"):
+        import uvicorn
 
     settings = settings or ServeSettings()
     check_address(host, settings)

@@ -39,7 +39,9 @@ transform_query -> web_search) -> generate). It reads ``question`` and
 ``web_search`` flag (``"Yes"`` / ``"No"``, as the usual ``decide_to_generate``
 edge reads it); the evaluation too, under a key you name and the state
 declares (checked: LangGraph drops undeclared keys silently);
-``examples/langgraph_crag.py`` builds the whole graph.
+``examples/langgraph_crag.py`` builds the whole graph. The node needs the
+documents' scores: :class:`ScoredRetriever` is the retriever that keeps them
+(``vectorstore.as_retriever()`` drops them; the node then warns).
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ from .._retrievers.langchain import (
     split_search_kwargs,
 )
 from .._retrievers.scope import SCOPE_KEYS, check_scopes
+from .._retrievers.stores import warn_unknown_scores
 from .._router.events import Done, Evaluated, Retrieved, StageEvent
 from .._router.flow import GradeCall, Request, Search, WebCall
 from .._router.result import CRAGResult
@@ -117,6 +120,7 @@ __all__ = [
     "CRAGRetriever",
     "LangChainRetriever",
     "LangChainWebSearcher",
+    "ScoredRetriever",
     "result_documents",
 ]
 
@@ -143,11 +147,8 @@ def result_documents(result: CRAGResult) -> list[Document]:
     retrieved = {chunk.id for chunk in result.retrieved}
     documents = []
     for chunk in result.chunks:
-        metadata = dict(chunk.metadata)
-        adapter = {key: metadata.pop(key, None) for key in _ADAPTER_KEYS}
+        metadata, adapter = _split_metadata(chunk)
         web = result.web_search_used and chunk.id not in retrieved
-        if chunk.source is not None:
-            metadata.setdefault("source", chunk.source)
         metadata["crag"] = {
             "chunk_id": chunk.id,
             "origin": "web" if web else "retrieval",
@@ -168,7 +169,155 @@ def result_documents(result: CRAGResult) -> list[Document]:
     return documents
 
 
-class CRAGRetriever(BaseRetriever):
+def _split_metadata(chunk: Chunk) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A chunk's metadata as a document's (NumPy numbers as Python's: a LangGraph
+    checkpointer stores them; the source kept) and the adapter's ``raw_score`` and
+    ``metric``, taken out of it (they go into ``metadata["crag"]``)."""
+    metadata = plain(dict(chunk.metadata))
+    adapter = {key: metadata.pop(key, None) for key in _ADAPTER_KEYS}
+    if chunk.source is not None:
+        metadata.setdefault("source", chunk.source)
+    return metadata, adapter
+
+
+def plain(value: Any) -> Any:
+    """``value`` with NumPy numbers (``float32`` scores ...) made Python's, in mappings,
+    lists and tuples too: what a LangGraph checkpointer's serializer (msgpack)
+    stores; anything else as it is."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(item) for item in value)
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        return item()
+    return value
+
+
+class _CheckedRetriever(BaseRetriever):
+    """A LangChain retriever whose options are pydantic fields: a refused field is an
+    :class:`InputError` naming the closest option; :meth:`_build` runs on the checked
+    fields."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
+
+        def __init__(self, **fields: Any) -> None:
+            try:
+                super().__init__(**fields)
+            except ValidationError as exc:
+                raise InputError(_validation_message(type(self), exc)) from None
+            self._build()
+
+    def _build(self) -> Any:
+        """Make what the retriever uses from its fields."""
+        raise NotImplementedError
+
+
+class ScoredRetriever(_CheckedRetriever):
+    """A vector store as a LangChain retriever whose documents keep their scores.
+
+    ``vectorstore.as_retriever()`` returns documents without scores (the LangGraph
+    CRAG tutorial's retriever): graded without them the gate has no similarity
+    evidence, and sends to the web retrievals that the scores would have kept.
+    This retriever searches with the scores
+    (``similarity_search_with_score``), reads what they are from the store as
+    :class:`LangChainRetriever` does (FAISS, ``InMemoryVectorStore``, Chroma,
+    Qdrant; else ``score_kind=``) and returns each document with
+    ``metadata["crag"] = {"score", "score_kind", "raw_score", "metric"}``, which
+    :class:`CRAGGradeNode` reads. Scores are Python floats, so a LangGraph
+    checkpointer stores them. In the tutorial, replace
+    ``retriever = vectorstore.as_retriever()`` with
+    ``retriever = ScoredRetriever(base=vectorstore)``.
+
+    Args:
+        base: a LangChain vector store (or its ``as_retriever()`` in similarity mode).
+        k: documents per query (per call: ``invoke(q, k=3)``; LangChain's default, 4).
+        score_kind, normalized, search_kwargs: as for :class:`LangChainRetriever`.
+
+    Raises:
+        InputError: ``base`` is not a vector store; an unknown keyword or ``score_kind``.
+
+    Warns:
+        UnknownScoresWarning: the store's scores are neither declared nor read.
+    """
+
+    base: SkipValidation[VectorStore | BaseRetriever]
+    k: SkipValidation[int] = 4
+    score_kind: SkipValidation[ScoreKind | str | None] = None
+    normalized: SkipValidation[bool | None] = None
+    search_kwargs: SkipValidation[Mapping[str, Any] | None] = None
+    _adapter: LangChainRetriever | None = PrivateAttr(default=None)
+
+    def _build(self) -> None:
+        """The adapter that searches the store, made from the fields."""
+        check_k(self.k)
+        store, kwargs, k = split_search_kwargs(self.base, self.search_kwargs)
+        if not hasattr(store, "similarity_search_with_score"):
+            raise InputError(
+                f"base must be a LangChain vector store (or its as_retriever() in "
+                f"similarity mode), got {type(self.base).__name__}"
+            )
+        if k is not None and "k" not in self.model_fields_set:
+            self.k = k
+        self._adapter = LangChainRetriever(
+            store,
+            score_kind=self.score_kind,
+            normalized=self.normalized,
+            search_kwargs=kwargs,
+            stats_from_docstore=False,
+        )
+
+    @property
+    def adapter(self) -> LangChainRetriever:
+        """The crag-heuristic view of the store (its ``score_semantics`` says how
+        the scores are read)."""
+        assert self._adapter is not None
+        return self._adapter
+
+    def _search(self, kwargs: Mapping[str, Any]) -> LangChainRetriever:
+        return self.adapter.with_search_kwargs(kwargs) if kwargs else self.adapter
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, store_kwargs = _call_k(self.k if k is None else k, kwargs)
+        return _scored_documents(self._search(store_kwargs).search(query, k))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, store_kwargs = _call_k(self.k if k is None else k, kwargs)
+        return _scored_documents(await self._search(store_kwargs).asearch(query, k))
+
+
+def _scored_documents(chunks: list[Chunk]) -> list[Document]:
+    """A search's chunks as documents with ``metadata["crag"]``: score, kind, raw score,
+    metric (see :class:`ScoredRetriever`)."""
+    documents = []
+    for chunk in chunks:
+        metadata, adapter = _split_metadata(chunk)
+        metadata["crag"] = {
+            "score": chunk.score,
+            "score_kind": chunk.score_kind.value,
+            **adapter,
+        }
+        documents.append(Document(id=chunk.id, page_content=chunk.text, metadata=metadata))
+    return documents
+
+
+class CRAGRetriever(_CheckedRetriever):
     """The CRAG router as a LangChain retriever, over any vector store or retriever.
 
     A pydantic model like every LangChain retriever: its fields are the
@@ -237,8 +386,6 @@ class CRAGRetriever(BaseRetriever):
         RetrieverError: (on invoke) the first retrieval failed.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
     base: SkipValidation[VectorStore | BaseRetriever | Retriever | AsyncRetriever]
     k: SkipValidation[int] = 10
     evaluator: SkipValidation[Evaluator | EvaluatorConfig | str | None] = None
@@ -262,15 +409,6 @@ class CRAGRetriever(BaseRetriever):
     _router: CRAG | None = PrivateAttr(default=None)
     _lexical_views: OrderedDict[str, Any] = PrivateAttr(default_factory=OrderedDict)
     _views_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
-
-        def __init__(self, **fields: Any) -> None:
-            try:
-                super().__init__(**fields)
-            except ValidationError as exc:
-                raise InputError(_validation_message(type(self), exc)) from None
-            self._build()
 
     def _build(self) -> CRAG:
         """Make the router from the fields, then keep in the fields what it uses."""
@@ -303,11 +441,12 @@ class CRAGRetriever(BaseRetriever):
         web: Any = self.web
         if isinstance(lexical, VectorStore | BaseRetriever):
             has_stats = isinstance(retriever, StatsProvider) and retriever.corpus_stats()
-            lexical = LangChainRetriever(
+            lexical = LangChainRetriever(  # its scores are fused by rank (RRF): no warning
                 lexical,
                 analyzer=evaluator.analyzer,
                 stats_from_docstore=not has_stats,
                 name="langchain-lexical",
+                warn_unknown=False,
             )
         if langchain_kind(web) in ("retriever", "tool"):
             web = LangChainWebSearcher(web)
@@ -849,6 +988,34 @@ class CRAGGradeNode:
         if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
             raise InputError("corpus_stats must be a CorpusStats or None")
         self.corpus_stats = corpus_stats
+        self._declared = score_kind is not None
+        self._warned = False  # UnknownScoresWarning: once per node
+
+    def _warn_unscored(self, chunks: Sequence[Chunk], read_ours: bool) -> None:
+        """Warn once when the documents' scores go unread: none has a score (a
+        retriever's ``invoke`` dropped them), or ``metadata[score_key]`` of no
+        declared kind."""
+        if self._warned or not chunks:
+            return
+        if all(chunk.score is None for chunk in chunks):
+            self._warned = True
+            warn_unknown_scores(
+                f"the documents in state[{self.documents_key!r}] carry no retrieval score (a "
+                "retriever's invoke drops them, as the LangGraph CRAG tutorial's "
+                "vectorstore.as_retriever() does): the gate grades without similarity "
+                "evidence. Retrieve with ScoredRetriever(base=vectorstore) "
+                "(crag_heuristic.integrations.langchain), whose documents keep their scores, "
+                f"or put each score in metadata[{self.score_key!r}] and declare "
+                "CRAGGradeNode(score_kind=...)"
+            )
+        elif not self._declared and not read_ours:
+            self._warned = True
+            warn_unknown_scores(
+                f"metadata[{self.score_key!r}] of the documents is graded as UNKNOWN: declare "
+                "what it is, CRAGGradeNode(score_kind='cosine') (or cosine_distance, "
+                "squared_l2, l2, inner_product, distance), or retrieve with "
+                "ScoredRetriever(base=vectorstore), whose documents say it"
+            )
 
     def __repr__(self) -> str:
         return f"CRAGGradeNode(evaluator={self.evaluator!r}, score_kind={self.score_kind.value})"
@@ -914,6 +1081,9 @@ class CRAGGradeNode:
             if chunk.id not in seen:
                 seen.add(chunk.id)
                 pairs.append((chunk, doc))
+        scored = [chunk for chunk, _ in pairs if chunk.score is not None]
+        read_ours = all(chunk.score_kind is not ScoreKind.UNKNOWN for chunk in scored)
+        self._warn_unscored([chunk for chunk, _ in pairs], read_ours and bool(scored))
         evaluation = self.evaluator.evaluate(
             question, [chunk for chunk, _ in pairs], self.corpus_stats
         )
@@ -927,10 +1097,10 @@ class CRAGGradeNode:
                 "verdict": evaluation.verdict.value,
                 "set_score": evaluation.score,
             }
-            new = Document(
+            new = Document(  # NumPy scores as Python's: a checkpointer stores the state
                 id=doc.id or chunk.id,
                 page_content=doc.page_content,
-                metadata={**(doc.metadata or {}), "crag": crag},
+                metadata=plain({**(doc.metadata or {}), "crag": crag}),
             )
             annotated.append((keep, new))
         kept = [doc for keep, doc in annotated if keep]

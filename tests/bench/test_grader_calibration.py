@@ -102,6 +102,7 @@ def test_labels_go_to_the_band_before_the_gate_is_refitted(
         calibrate_on_grader([], grader="x")
 
 
+@pytest.mark.slow
 def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Path) -> None:
     profile = tmp_path / "g.toml"
     args = ["calibrate", "--grader", "qrels", "--data-dir", f"{beir_folder}:train", "--no-encode"]
@@ -127,20 +128,46 @@ def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Pat
     assert main([*args, "--self", "--out", str(tmp_path / "y.toml")]) == EXIT_BAD_INPUT
 
 
+@pytest.mark.slow
+def test_calibrate_grader_without_a_split_grades_the_judged_queries(
+    beir_folder: Path, tmp_path: Path
+) -> None:
+    """Without :SPLIT, --grader qrels graded every query of the folder (64 titles the
+    test qrels never judged among them) and found no label for them; it takes the
+    test split's judged queries now, and llm:RUN the queries its label set judges."""
+    rows = (beir_folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    judged = {row.split("\t")[0] for row in rows}
+    for grader in ("qrels", "llm:noisy-grader"):
+        out = io.StringIO()
+        args = ["calibrate", "--grader", grader, "--data-dir", str(beir_folder), "--no-encode"]
+        # a sample of 8: one unjudged query among them would fail the labels (exit 3)
+        code = main([*args, "--max-queries", "8", "--out", str(tmp_path / "j.toml")], out=out)
+        assert code == EXIT_OK, grader
+        assert json.loads(out.getvalue())["lists"] == 8 < len(judged), grader
+
+
 def test_calibrate_from_a_grade_log(tmp_path: Path) -> None:
     prior = EvaluatorConfig()
     log = JsonlGradeLog(tmp_path / "grades.jsonl")
     for i in range(60):
         good = i % 2 == 0  # 30 failed lists: more than the 22 recall 0.9 needs
+        score = (0.7 if good else 0.3) + 0.001 * i
         log.append(
             {
                 "v": 1,
+                "time": "2025-01-01T00:00:00+00:00",
                 "query": f"{i:064x}",
                 "profile": prior.fingerprint(),
+                "profile_name": "",
                 "grader": "g:1",
-                "score": (0.7 if good else 0.3) + 0.001 * i,
+                "score": score,
+                "band": [0.0, 0.6],
+                "in_band": score <= 0.6,
                 "audited": True,
+                "grader_score": 1.0 if good else 0.0,
                 "grader_good": good,
+                "chunks": 5,
+                "features": {},
             }
         )
     out = io.StringIO()

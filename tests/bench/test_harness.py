@@ -69,6 +69,7 @@ def test_calibrate_on_llm_labels(beir_folder: Path) -> None:
     assert "labels llm:noisy-grader" in result.config.description
 
 
+@pytest.mark.slow
 def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     profile = calibrate(beir_folder, split="train", k=5, encode=False).config
     results = run_bench(
@@ -148,6 +149,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 5
 
 
+@pytest.mark.slow
 def test_cli_bench_and_calibrate(beir_folder: Path, tmp_path: Path) -> None:
     out = io.StringIO()
     profile = tmp_path / "p.toml"
@@ -205,6 +207,7 @@ def test_the_number_of_agreement_splits_is_an_option(beir_folder: Path, tmp_path
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.slow
 def test_a_profile_fitted_here_grades_the_sample(beir_folder: Path) -> None:
     from crag_heuristic import Evaluator
 

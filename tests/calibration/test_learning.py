@@ -137,7 +137,8 @@ def test_records_of_another_kind_or_badly_typed_are_skipped(tmp_path: Path) -> N
         {**record, "propensity": 0.0},
         {**record, "features": {"similarity_top": "0.9"}},
         {**record, "learner": "another"},
-        {**record, "v": 1},
+        {**record, "source": "calibrate"},
+        {**record, "v": 2},
     ]
     with path.open("a") as handle:
         for item in forged:
@@ -145,7 +146,7 @@ def test_records_of_another_kind_or_badly_typed_are_skipped(tmp_path: Path) -> N
         handle.write("not json\n")
     again = cascade(Learning(explore=50, refits=0), JsonlGradeLog(path))
     assert again.status().labels == 50
-    assert again.status().skipped == len(forged)
+    assert again.status().skipped == len(forged) + 1  # and the line that is not JSON
 
 
 def test_a_refit_learns_the_collection() -> None:
@@ -209,7 +210,9 @@ def test_two_processes_share_one_redis_stream_and_reach_the_same_gate() -> None:
     settings = Learning(explore=200, first_refit=100, refits=1)
     with RedisServer() as server:
         clients = [redis.Redis.from_url(server.url) for _ in range(2)]
-        one, two = (cascade(settings, RedisGradeLog(c, stream="test:learning")) for c in clients)
+        secret = "a-shared-secret-of-32-characters"
+        logs = [RedisGradeLog(c, stream="test:learning", secret=secret) for c in clients]
+        one, two = (cascade(settings, log) for log in logs)
         for i, view in enumerate(views):  # the traffic alternates between the two
             learner = one if i % 2 else two
             snap = learner.snapshot()

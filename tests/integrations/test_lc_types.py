@@ -315,6 +315,8 @@ def test_uuid_ids_in_the_store_and_corpus_ids_in_bm25_fuse_once(
 
 def test_an_adapter_error_names_a_score_that_is_no_number() -> None:
     documents = [Document(page_content="x", metadata={"relevance": "high"})]
-    adapter = LangChainRetriever(FixedRetriever(documents=documents), score_key="relevance")
+    adapter = LangChainRetriever(
+        FixedRetriever(documents=documents), score_key="relevance", score_kind="probability"
+    )
     with pytest.raises(RetrieverError, match="'high' is not a number"):
         adapter.search("q", 1)
