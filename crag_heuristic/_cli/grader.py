@@ -149,7 +149,7 @@ def grader_from_spec(
 
 
 def _write(config: EvaluatorConfig, report: dict[str, Any], args: argparse.Namespace) -> Any:
-    from .._bench.calibration import CalibrationResult
+    from .._calibration.gate import CalibrationResult
 
     return CalibrationResult(config=config, report=report).write(args.out)
 
@@ -249,9 +249,9 @@ def _grader_lists(
     """The natural retrievals to grade, the corpus statistics, what they are, and the
     grader: a folder's queries, a query file or simulated queries, through a folder's
     vectors or an index directory."""
-    from .._bench.calibration import GateExample
-    from .._bench.pipeline import HarnessRetriever, _folder_and_split, prepare
-    from .._bench.self_calibration import simulate
+    from .._calibration.gate import GateExample
+    from .._calibration.self_calibration import simulate
+    from ..bench import HarnessRetriever, chunks_of, folder_and_split, prepare
     from .index import is_index_dir, open_index
 
     sources = sum(x is not None for x in (args.data_dir or None, args.index))
@@ -282,7 +282,7 @@ def _grader_lists(
         neighbours = None
         name = Path(args.index).name
     else:
-        path, split = _folder_and_split(args.data_dir[0], args.split or "")
+        path, split = folder_and_split(args.data_dir[0], args.split or "")
         with progress.stage(f"loading {path}"):
             prepared = prepare(
                 path,
@@ -295,8 +295,6 @@ def _grader_lists(
         retriever = HarnessRetriever(prepared)
         stats, analyzer, name = prepared.stats, prepared.analyzer, folder.name
         neighbours = retriever.neighbours
-        from .._bench.retrievals import chunks_of
-
         docs = list(chunks_of(folder, [(d, 0.0) for d in folder.doc_ids]))
     if args.simulated is not None:
         simulation = simulate(
@@ -428,7 +426,7 @@ def _calibrate_on(
     command: str,
     progress: Progress,
 ) -> int:
-    from .._bench.grader_calibration import calibrate_on_grader
+    from .._calibration.grader import calibrate_on_grader
     from .._evaluator.evaluator import Evaluator
     from .._grading.labelling import decisions, label_budget, label_lists, resumed_grades
     from .._grading.monitor import JsonlGradeLog

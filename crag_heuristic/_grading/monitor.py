@@ -131,6 +131,18 @@ def _grades(value: Any) -> bool:
     return isinstance(value, list) and all(_probability(grade) for grade in value)
 
 
+def _propensity(value: Any) -> bool:
+    return _probability(value) and value > 0.0
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _feature_rows(value: Any) -> bool:
+    return isinstance(value, list) and all(_features(row) for row in value)
+
+
 class RecordField(NamedTuple):
     """One field of a grade-log record: its check, what it must be, and whether every
     record has it."""
@@ -164,6 +176,17 @@ RECORD_FIELDS: Mapping[str, RecordField] = {
     "query_id": RecordField(_string, "a string", required=False),
     "list": RecordField(_string, "a string (the list's digest)", required=False),
     "grades": RecordField(_grades, "a list of numbers in [0, 1]", required=False),
+    # the labels of a learning cascade (crag_heuristic.calibration.LearningCascade): its
+    # fingerprint, the gate that decided, whether it explored, the chance the list had
+    # of being labelled, the fallback that scored it, each graded chunk's evidence
+    "learner": RecordField(_string, "a string (the cascade's fingerprint)", required=False),
+    "model": RecordField(_count, "an integer >= 0 (the gate in force)", required=False),
+    "exploring": RecordField(_flag, "a bool", required=False),
+    "propensity": RecordField(_propensity, "a number in (0, 1]", required=False),
+    "fallback": RecordField(_strings, "a list of strings", required=False),
+    "chunk_features": RecordField(
+        _feature_rows, "a list of objects of numbers (or null)", required=False
+    ),
 }
 """Every field a grade-log record may hold (:func:`record_of` writes the required
 ones), with its check and what it must be: the one list a record is read against
@@ -350,6 +373,27 @@ class JsonlGradeLog(_SharedLog):
                     yield record
         self._records.finish("jsonl")
 
+    def tail(self, cursor: int | None) -> tuple[list[dict[str, Any]], int]:
+        """The records after ``cursor`` (a byte offset this method returned; ``None``: the
+        start) and the offset after the last whole line read (a line still being written
+        is left for the next call): what a reader that follows the log (a learning
+        cascade in another process) reads each time. Entries that are not records are
+        skipped and added to :attr:`skipped_by_kind`."""
+        start = cursor or 0
+        if not self.path.exists():
+            return [], start
+        with self.path.open("rb") as handle:
+            handle.seek(start)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        out: list[dict[str, Any]] = []
+        for line in data[:end].split(b"\n"):
+            if line.strip():
+                record = self._records.read(line)
+                if record is not None:
+                    out.append(record)
+        return out, start + end
+
 
 class RedisGradeLog(_SharedLog):
     """The grade log as a Redis stream (``XADD``, trimmed to about ``maxlen`` records).
@@ -421,6 +465,24 @@ class RedisGradeLog(_SharedLog):
             last = last.decode() if isinstance(last, bytes) else str(last)
             start = "(" + last
         self._records.finish("redis")
+
+    def tail(self, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        """The records after ``cursor`` (a stream id this method returned; ``None``: the
+        start) and the id of the last entry read: what a reader that follows the log
+        reads each time. Entries that are not records are skipped and added to
+        :attr:`skipped_by_kind`."""
+        out: list[dict[str, Any]] = []
+        while True:
+            start = "-" if cursor is None else "(" + cursor
+            batch = self.client.xrange(self.stream, min=start, max="+", count=1000)
+            if not batch:
+                return out, cursor
+            for _entry_id, fields in batch:
+                record = self._records.read(fields.get(b"record", fields.get("record")))
+                if record is not None:
+                    out.append(record)
+            last = batch[-1][0]
+            cursor = last.decode() if isinstance(last, bytes) else str(last)
 
 
 def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
@@ -606,10 +668,15 @@ class GuaranteeMonitor:
         Raises:
             InputError: not a grade-log record (:func:`check_record`).
         """
+        checked = check_record(record)
+        return self.count_label(checked["audited"], checked["score"], checked["grader_good"])
+
+    def count_label(self, audited: bool, score: float, good: bool) -> bool:
+        """Count one label: whether the list was audited, the gate's score of it, the
+        grader's decision (what :meth:`count` reads of a record); whether the
+        guarantee stands breached after it."""
         g = self.guarantee
         low, high = g.band
-        checked = check_record(record)
-        audited, score, good = checked["audited"], checked["score"], checked["grader_good"]
         changed = False
         with self._lock:
             self._records += 1

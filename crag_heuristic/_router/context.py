@@ -53,6 +53,7 @@ class Context:
     signer: Signer | None = None  # cached values signed and checked with a secret
     chunk_digests: ChunkDigests = field(default_factory=ChunkDigests)  # the router's, kept
     opened: OpenedEvaluations = field(default_factory=OpenedEvaluations)  # the router's, kept
+    learning: Any = None  # a learning cascade's snapshot: the gate and policy of this query
 
     def evaluation_key(self, query: CheckedQuery, chunks: Sequence[Chunk]) -> str:
         """The cache key of the evaluator's evaluation of ``chunks`` (checked already)."""

@@ -16,6 +16,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from .._cache.keys import ChunkDigests, searcher_fingerprint
@@ -40,6 +41,7 @@ from .._protocols import (
     Cache,
     EventLogger,
     Grader,
+    Learner,
     MetricsSink,
     ParentLookup,
     QueryExpander,
@@ -143,6 +145,12 @@ class CRAG:
             with ``observe(result)``), given every result: it logs the grader's
             answers and checks a set cascade's guarantee on the audit sample.
             It never fails a query (an error is a ``crag.monitor_error`` event).
+        learning: a :class:`~crag_heuristic.calibration.LearningCascade`: the
+            gate and the escalation band become its own, which it refits and
+            certifies again from the grader's answers as they come
+            (``grader`` required; ``evaluator`` and ``escalation`` must be
+            unset: they are the cascade's). Each result says its part
+            (``result.learning``).
         cache_secret: sign every value the router caches with HMAC-SHA256 over
             its key, its expiry (the value's time to live from now) and its
             text (at least 16 bytes: ``secrets.token_hex(32)``); a cached
@@ -183,6 +191,7 @@ class CRAG:
         escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
         monitor: ResultObserver | None = None,
         cache_secret: str | bytes | None = None,
+        learning: Learner | None = None,
     ) -> None:
         if retriever is None:
             raise InputError("retriever is required: anything with search(query, k) or asearch")
@@ -205,6 +214,16 @@ class CRAG:
             raise InputError("escalation needs a grader")
         if monitor is not None and not callable(getattr(monitor, "observe", None)):
             raise InputError("monitor must have observe(result) (a GuaranteeMonitor)")
+        if learning is not None:
+            if not isinstance(learning, Learner):
+                raise InputError("learning must be a LearningCascade (bind, snapshot, observe)")
+            if grader is None:
+                raise InputError("a learning cascade needs a grader: it learns from its answers")
+            if escalation is not None or evaluator is not None:
+                raise InputError(
+                    "with a learning cascade, the gate and the escalation are its own: pass "
+                    "them to LearningCascade(gate=..., settings=Learning(escalation=...))"
+                )
         check_scopes(retriever, lexical, parents)
         if cache is None:
             cache = MemoryCache()
@@ -245,6 +264,12 @@ class CRAG:
             self.escalation = escalation_policy(escalation)
             self._grader_fingerprint = grader_fingerprint(grader)
         self.monitor = monitor
+        self.learning = learning
+        if learning is not None:
+            learning.bind(self._grader_fingerprint)
+            self.escalation = learning.settings.escalation  # type: ignore[attr-defined]
+            if callable(getattr(metrics, "observe_learning", None)):
+                self._metric("observe_learning", learning)  # PrometheusMetrics: its state
 
     @classmethod
     def from_index_dir(
@@ -291,6 +316,15 @@ class CRAG:
         """
         from .._index.directory import IndexDirectory
 
+        learning = options.get("learning")
+        if learning is not None:  # its gate is the evaluator: the directory read with its analyzer
+            if evaluator is not None:
+                raise InputError(
+                    "with a learning cascade, the gate is its own: pass it to "
+                    "LearningCascade(gate=...)"
+                )
+            index = IndexDirectory.load(path, analyzer=learning.analyzer, verify=verify)
+            return cls(index.retriever(), lexical=index.lexical() if lexical else None, **options)
         gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
         index = IndexDirectory.load(
             path,
@@ -358,6 +392,10 @@ class CRAG:
             parts = (self.retriever, self.lexical, self.parents)
         retriever, lexical, parents = parts
         check_scopes(retriever, lexical, parents)
+        evaluator, escalation, learning = self.evaluator, self.escalation, None
+        if self.learning is not None:  # this query's gate and policy: the cascade's now
+            learning = self.learning.snapshot()
+            evaluator, escalation = learning.evaluator, learning.escalation
 
         def on_stage(stage: str, ms: float) -> None:
             self._metric("stage", stage, ms / 1000.0)
@@ -367,7 +405,7 @@ class CRAG:
 
         return Context(
             retriever=retriever,
-            evaluator=self.evaluator,
+            evaluator=evaluator,
             config=self.config,
             corpus_stats=self.corpus_stats(),
             get_expander=lambda: self.expander,
@@ -380,12 +418,13 @@ class CRAG:
             log=log.debug,
             on_stage=on_stage,
             on_cache_error=on_cache_error,
-            escalation=self.escalation,
+            escalation=escalation,
             grader_fingerprint=self._grader_fingerprint,
             stream=stream,
             signer=self._signer,
             chunk_digests=self._chunk_digests,
             opened=self._opened,
+            learning=learning,
         )
 
     def _web_fingerprint(self) -> str:
@@ -403,7 +442,14 @@ class CRAG:
         except Exception as exc:  # noqa: BLE001 - metrics must never fail a query
             self._log.warning("crag.metrics_error", method=method, error=repr(exc))
 
-    def _finish(self, result: CRAGResult) -> CRAGResult:
+    def _finish(self, result: CRAGResult, ctx: Context) -> CRAGResult:
+        if self.learning is not None and ctx.learning is not None:
+            try:
+                decision = self.learning.observe(result, ctx.learning)
+            except Exception as exc:  # noqa: BLE001 - learning must never fail a query
+                self._log.warning("crag.learning_error", error=type(exc).__name__)
+            else:
+                result = replace(result, learning=decision)
         self._metric("decision", result.initial_evaluation.verdict.value)
         if result.strategy is not Strategy.NONE:
             self._metric("correction", result.strategy.value)
@@ -487,7 +533,7 @@ class CRAG:
                 else:
                     requests = flow.send([observe(request, self._call) for request in requests])
         except StopIteration as stop:
-            result = self._finish(stop.value)
+            result = self._finish(stop.value, ctx)
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     def _call(self, request: Request) -> Any:
@@ -566,7 +612,7 @@ class CRAG:
                     outcomes = await asyncio.gather(*(observe(r, self._acall) for r in requests))
                 requests = flow.send(list(outcomes))
         except StopIteration as stop:
-            result = self._finish(stop.value)
+            result = self._finish(stop.value, ctx)
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     async def _acall(self, request: Request) -> Any:

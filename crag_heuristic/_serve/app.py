@@ -22,6 +22,9 @@ route                  what
                        ``crag-heuristic serve``)
 ``GET /metrics``       Prometheus text (the ``metrics`` extra): the router's metrics and
                        the service's (:mod:`crag_heuristic._serve.metrics`)
+``GET /v1/learning``   with a learning cascade (``serve --grader ... --learn``), where it
+                       stands (``LearningStatus.to_dict()``: labels, refits, the band
+                       in force and its guarantee); 404 without one
 =====================  ==============================================================
 
 Every request gets an id (``X-Request-ID``: the client's own when it sends one
@@ -542,6 +545,17 @@ class GateService:
 
         return await self._handle(request, "/metrics", work)
 
+    async def learning(self, request: Request) -> Response:
+        async def work(call: _Call, deadline: float) -> Response:
+            learner = self.crag.learning
+            if learner is None:
+                raise ServiceError(
+                    "no learning cascade here (serve --grader ... --learn)", status=404
+                )
+            return self._answer(call, learner.status().to_dict())  # type: ignore[attr-defined]
+
+        return await self._handle(request, "/v1/learning", work)
+
     async def internal(self, request: Request, exc: Exception) -> Response:
         """What escaped a route (a bug): answered as a JSON ``InternalError`` too."""
         call = self._call(request, request.url.path)
@@ -612,6 +626,7 @@ def create_app(
             Route("/v1/stream", service.stream, methods=["POST"]),
             Route("/healthz", service.healthz, methods=["GET"]),
             Route("/metrics", service.metrics_text, methods=["GET"]),
+            Route("/v1/learning", service.learning, methods=["GET"]),
         ],
         exception_handlers={
             404: service.not_found,

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, EvaluatorConfig, InputError
-from crag_heuristic._bench.calibration import GateExample
-from crag_heuristic._bench.grader_calibration import (
+from crag_heuristic._bench.guarantee_section import guarantee_section, halvings
+from crag_heuristic._bench.pipeline import HarnessRetriever, prepare
+from crag_heuristic._calibration.gate import GateExample
+from crag_heuristic._calibration.grader import (
     CANDIDATES,
     calibrate_on_grader,
     examples_from_grader,
     fit_on_grader,
 )
-from crag_heuristic._bench.guarantee_section import guarantee_section, halvings
-from crag_heuristic._bench.pipeline import HarnessRetriever, prepare
 from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
 from crag_heuristic.grading import InsufficientLabelsError, JsonlGradeLog
@@ -269,7 +269,7 @@ def test_a_grader_that_raises_is_a_grader_error(title_retrievals: list[GateExamp
 def test_the_band_is_never_chosen_on_the_refit_lists(
     beir_folder: Path, title_retrievals: list[GateExample], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crag_heuristic._bench import grader_calibration
+    from crag_heuristic._calibration import grader as grader_calibration
 
     examples = examples_from_grader(title_retrievals, _grader(beir_folder, title_retrievals))
     seen: dict[str, set[str]] = {}

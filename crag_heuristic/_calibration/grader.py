@@ -47,7 +47,7 @@ from .._grading.guarantee import guaranteed_band, labels_needed, window_labels_n
 from .._protocols import Grader
 from .._text.corpus import CorpusStats
 from .auc import failure_auc
-from .calibration import (
+from .gate import (
     CalibrationResult,
     GateExample,
     evaluate_examples,
