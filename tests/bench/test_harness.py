@@ -80,6 +80,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         encode=False,
         agreement_splits=2,  # the reports use 20; each split refits the chunk stage twice
         guarantee_splits=2,  # the reports use 200
+        stream_orders=2,  # the reports use 20
         progress=lambda message: None,
     )
     sections = results["sections"]
@@ -89,10 +90,21 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         "cascade",
         "set-cascade",
         "guarantee",
+        "stream",
         "quality",
         "cost",
         "context",
     }
+    stream = sections["stream"]
+    row_keys = {"predictor", "grader", "target", "eps", "delta", "n", "calls", "calls_last_400",
+                "recall", "window_recall_min", "violations", "orders"}  # fmt: skip
+    assert all(set(row) == row_keys for row in stream["rows"])
+    assert {r["predictor"] for r in stream["rows"]} == {"always", "learning", "static", "top-1"}
+    assert {r["grader"] for r in stream["rows"]} == {"qrels", "llm:noisy-grader"}
+    assert all(r["orders"] == 2 for r in stream["rows"])
+    # 18 lists: the cascade explores them all; every failure goes to the grader
+    assert all(r["recall"] in (None, 1.0) for r in stream["rows"] if r["predictor"] == "learning")
+    assert "## Stream: a cascade that learns" in (tmp_path / "out" / "report.md").read_text()
     failure = sections["failure"]
     assert failure["natural"] == failure["probes"] == 18
     assert {"seed design (as written)", "synapse", "NQC", "fitted", "WIG"} <= set(failure["auc"])
