@@ -285,3 +285,20 @@ def test_the_halvings_are_cut_from_the_permutation_not_from_sorted_positions() -
         # rest holds lists from the whole range, not the calibration half's upper part
         seen_low_in_rest += int(rest.min() < calibration[len(calibration) // 2])
     assert seen_low_in_rest == 20
+
+
+def test_the_section_counts_a_list_on_the_band_edge_as_escalated() -> None:
+    """The section's saved share and risk read the band as the router does: a list
+    exactly on an edge goes to the grader (it is not saved, and it breaks nothing)."""
+    from crag_heuristic._bench.guarantee_section import _Tally
+
+    recall = _Tally()
+    scores = np.array([0.4, 0.4, 0.5, 0.2])
+    recall.add((0.0, 0.4), "recall", scores, np.array([False, True, True, False]))
+    assert recall.row(0.1) | {"splits": 1} == {
+        "saved": 0.25, "risk": 0.0, "violations": 0.0, "refused": 0.0, "splits": 1
+    }  # fmt: skip
+    agreement = _Tally()
+    scores = np.array([0.3, 0.6, 0.7, 0.1])
+    agreement.add((0.3, 0.6), "agreement", scores, np.array([True, False, True, False]))
+    assert agreement.row(0.1)["saved"] == 0.5 and agreement.row(0.1)["risk"] == 0.0
