@@ -491,11 +491,14 @@ def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
     report = result.cascade
     if report is None or report.level != "set" or not report.grades or report.failure is not None:
         return None
-    gate = result.initial_evaluation
-    escalation = result.evaluation.details.get("set_escalation", {})
+    gate = result.initial_evaluation  # after the grader's answers: the score is the gate's
+    escalation = gate.details.get("set_escalation") or result.evaluation.details.get(
+        "set_escalation", {}
+    )
     grader_score = escalation.get("grader_score")
     if grader_score is None:
         return None
+    score = float(escalation.get("gate_score", gate.score))
     low, high = report.band
     features = gate.details.get("features") or {}
     return {
@@ -505,9 +508,9 @@ def record_of(result: Observed, *, profile: str = "") -> dict[str, Any] | None:
         "profile": profile,
         "profile_name": gate.profile,
         "grader": report.grader,
-        "score": gate.score,
+        "score": score,
         "band": [low, high],
-        "in_band": low <= gate.score <= high,
+        "in_band": low <= score <= high,
         "audited": report.audited,
         "grader_score": float(grader_score),
         "grader_good": list_decision(report.grades.values()),

@@ -219,6 +219,23 @@ def test_the_number_of_agreement_splits_is_an_option(beir_folder: Path, tmp_path
     assert not (tmp_path / "never").exists()
 
 
+def test_the_grader_calibrated_halvings_are_an_option(beir_folder: Path, tmp_path: Path) -> None:
+    from crag_heuristic._cli import build_parser
+
+    args = ["bench", "--data-dir", "d", "--guarantee-calibrated-splits", "200"]
+    assert build_parser().parse_args(args).guarantee_calibrated_splits == 200
+    assert (
+        build_parser().parse_args(["bench", "--data-dir", "d"]).guarantee_calibrated_splits is None
+    )
+    for bad in (0, 3, 1.5, True):
+        with pytest.raises(InputError, match="guarantee_calibrated_splits"):
+            run_bench(
+                beir_folder, tmp_path / "never", guarantee_splits=2,
+                guarantee_calibrated_splits=bad, encode=False,  # type: ignore[arg-type]
+            )  # fmt: skip
+    assert not (tmp_path / "never").exists()
+
+
 @pytest.mark.slow
 def test_a_profile_fitted_here_grades_the_sample(beir_folder: Path) -> None:
     from crag_heuristic import Evaluator

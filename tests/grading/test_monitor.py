@@ -3,6 +3,7 @@ the monitor's breach test, and the router giving it every result."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -219,6 +220,40 @@ def test_audited_records_choose_a_band_again() -> None:
     # the audit follows the query: a query audited twice is one label
     twice = [{**_record(0.5, True), "query": "ab" * 32}, {**_record(0.5, True), "query": "ab" * 32}]
     assert len(audited_labels(twice)[0]) == 1
+
+
+def test_a_list_on_the_band_edge_goes_to_the_grader(tmp_path: Path) -> None:
+    """The band is inclusive at run time: a list whose gate score is exactly the band's
+    high (recall: it would otherwise pass alone) or its low (agreement: it would be
+    decided failed alone) is escalated, and its grade-log record says it was in the
+    band (not audited)."""
+    query = load_sample_queries()[0]["text"]
+    score = CRAG(sample_retriever()).retrieve(query, k=5).initial_evaluation.score
+    assert 0.0 < score < 1.0
+
+    class Everything:
+        fingerprint = "all:v1"
+
+        def grade(self, query: str, chunks: Any) -> list[float]:
+            return [1.0] * len(chunks)
+
+    for target, band in (("recall", (0.0, score)), ("agreement", (score, 1.0))):
+        guarantee = dataclasses.replace(GUARANTEE, target=target, band=band)
+        log = JsonlGradeLog(tmp_path / f"{target}.jsonl")
+        crag = CRAG(
+            sample_retriever(),
+            grader=Everything(),
+            escalation=SetEscalation.guaranteed(guarantee),
+            monitor=GuaranteeMonitor(guarantee, log=log),
+        )
+        result = crag.retrieve(query, k=5)
+        assert result.evaluation.details["set_escalation"]["gate_score"] == score
+        assert result.cascade is not None and result.cascade.grades, target
+        (record,) = log.records()
+        # the record holds the gate's score (what a band is chosen on and the monitor
+        # counts), not the score after the grader's answers (1.0 here)
+        assert record["score"] == score and result.initial_evaluation.score > score
+        assert record["in_band"] is True and record["audited"] is False
 
 
 def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
