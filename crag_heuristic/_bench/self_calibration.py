@@ -426,6 +426,7 @@ def fit_simulation(
                 }
             )
             report["bands"] = f"the prior's ({prior_config.name}): the fitted ones missed"
+            report["verdict_bands_missed"] = report.pop("verdict_bands")  # not the profile's
             problems.append(f"{what}: the prior's bands are kept")
         else:
             report["bands"] = "fitted (targets missed; no prior to fall back to)"

@@ -495,9 +495,9 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--grade-log",
         metavar="FILE",
-        help="choose the set cascade's band again on the audited lists of a grade log (JSON "
-        "lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the gate "
-        "that scored them)",
+        help="choose the verdict bands (RELEVANT / PARTIAL), and with --guarantee the set "
+        "cascade's band, again on the audited lists of a grade log (JSON lines of a "
+        "GuaranteeMonitor's JsonlGradeLog; --prior: the gate that scored them)",
     )
     calibrate.add_argument(
         "--guarantee",
@@ -571,13 +571,24 @@ def register(commands: Any) -> None:
         "full fit (in (0, 1]; default: the full fit)",
     )
     calibrate.add_argument("--base", help="profile whose other settings the fitted one keeps")
-    calibrate.add_argument("--target-precision", type=float, default=0.90)
-    calibrate.add_argument("--min-failure-recall", type=float, default=0.80)
+    calibrate.add_argument(
+        "--target-precision",
+        type=float,
+        default=0.90,
+        help="the verdict bands' targets (every form of calibrate): the fast path's precision "
+        "on natural retrievals (default 0.90) ...",
+    )
+    calibrate.add_argument(
+        "--min-failure-recall",
+        type=float,
+        default=0.80,
+        help="... with this share of failed retrievals kept off it (default 0.80) ...",
+    )
     calibrate.add_argument(
         "--max-good-irrelevant",
         type=float,
         default=0.15,
-        help="share of good natural retrievals allowed into IRRELEVANT (default 0.15)",
+        help="... and at most this share of good natural retrievals in IRRELEVANT (default 0.15)",
     )
     calibrate.add_argument("--no-probes", action="store_true", help="natural retrievals only")
     calibrate.add_argument(

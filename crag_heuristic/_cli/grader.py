@@ -10,6 +10,7 @@ import json
 import os
 import random
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -102,20 +103,31 @@ def grader_from_spec(
     return found  # type: ignore[no-any-return]
 
 
-def _write(config: EvaluatorConfig, report: dict[str, Any], args: argparse.Namespace) -> Any:
+def _write(
+    config: EvaluatorConfig,
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    warnings: Sequence[str] = (),
+) -> Any:
     from .._bench.calibration import CalibrationResult
 
-    return CalibrationResult(config=config, report=report).write(args.out)
+    return CalibrationResult(config=config, report=report, warnings=tuple(warnings)).write(args.out)
+
+
+def warn(messages: Sequence[str]) -> None:
+    """Each warning of a calibration on stderr, in the CLI's words."""
+    for message in messages:
+        sys.stderr.write(f"crag-heuristic: warning: {message}\n")
 
 
 def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> int:
-    """The band chosen again on the audited lists of a grade log (no refit)."""
+    """The verdict bands, and with ``--guarantee`` the set cascade's band, chosen again
+    on the audited lists of a grade log (no refit)."""
+    from .._bench.calibration import bands_on_labels
     from .._grading.guarantee import guaranteed_band
     from .._grading.monitor import JsonlGradeLog, audited_labels
 
     chosen = parse_guarantee(args.guarantee)
-    if chosen is None:
-        raise InputError("--grade-log chooses a band: give --guarantee recall:EPS or agreement:EPS")
     prior = load_config(args.prior or DEFAULT_PROFILE)
     records = list(JsonlGradeLog(args.grade_log).records())
     audited = [r for r in records if isinstance(r, dict) and r.get("audited")]
@@ -130,28 +142,49 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
             f"{prior.name} ({prior.fingerprint()}): give the profile that scored them"
         )
     scores, good, grader = audited_labels(records)
-    target, eps = chosen
-    guarantee = guaranteed_band(
+    what = f"{len(scores)} audited lists of the grade log {args.grade_log}"
+    # the audited lists are a uniform sample the gate was not fitted on: they choose the
+    # verdict bands; the guarantee's path stays centred on the prior's (fixed) band
+    bands = bands_on_labels(
         scores,
         good,
-        target=target,  # type: ignore[arg-type]
-        eps=eps,
-        delta=args.delta,
-        centre=prior.thresholds.relevant,
-        window=args.window,
-        grader=grader,
-        labels=f"{len(scores)} audited lists of the grade log {args.grade_log}",
+        prior=prior.thresholds,
+        chosen_on=what,
+        target_precision=args.target_precision,
+        min_failure_recall=args.min_failure_recall,
+        max_good_irrelevant=args.max_good_irrelevant,
     )
-    config = prior.replace(guarantee=guarantee, name=args.name or f"{prior.name}-guaranteed")
-    report = {
+    config = prior.replace(
+        thresholds={"relevant": bands.relevant, "partial": bands.partial},
+        name=args.name or f"{prior.name}-{'guaranteed' if chosen else 'banded'}",
+    )
+    report: dict[str, Any] = {
         "method": "calibrate --grade-log",
         "grade_log": str(args.grade_log),
         "audited_lists": len(scores),
         "grader": grader,
-        "guarantee": guarantee.describe(),
-        "command": command,
+        "verdict_bands": bands.statement,
+        "bands_chosen": "on the audited lists" if bands.fitted else "the prior's: too few labels",
     }
-    path = _write(config, report, args)
+    if chosen is not None:
+        target, eps = chosen
+        guarantee = guaranteed_band(
+            scores,
+            good,
+            target=target,  # type: ignore[arg-type]
+            eps=eps,
+            delta=args.delta,
+            centre=prior.thresholds.relevant,
+            window=args.window,
+            grader=grader,
+            labels=what,
+        )
+        config = config.replace(guarantee=guarantee)
+        report["guarantee"] = guarantee.describe()
+    report["warnings"] = list(bands.warnings)
+    report["command"] = command
+    warn(bands.warnings)
+    path = _write(config, report, args, bands.warnings)
     out.write(json.dumps({"profile": str(path), **report}, indent=2) + "\n")
     return EXIT_OK
 
@@ -324,10 +357,14 @@ def calibrate_grader(
             seed=args.seed,
             name=args.name or Path(args.out).stem,
             labels=what,
+            target_precision=args.target_precision,
+            min_failure_recall=args.min_failure_recall,
+            max_good_irrelevant=args.max_good_irrelevant,
         )
     except ConfigError as exc:
         raise InputError(str(exc)) from None
     progress.close()
+    warn(result.warnings)
     result.report["command"] = command
     path = result.write(args.out)
     out.write(json.dumps({"profile": str(path), **result.report}, indent=2, default=str) + "\n")
