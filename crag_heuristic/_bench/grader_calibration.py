@@ -209,6 +209,8 @@ def refit_on_labels(
         prior_c=0.1,
     )
 
+    targets = dict(band_targets or {})
+
     def fitted(candidate: Candidate, fallbacks: bool) -> CalibrationResult:
         return fit_gate(
             examples,
@@ -223,7 +225,9 @@ def refit_on_labels(
             fitted_on=fitted_on,
             evaluations=evaluations,
             chunk_stage=chunk_stage,
-            **dict(band_targets or {}),
+            target_precision=targets.get("target_precision", 0.90),
+            min_failure_recall=targets.get("min_failure_recall", 0.80),
+            max_good_irrelevant=targets.get("max_good_irrelevant", 0.15),
         )
 
     for candidate in candidates:
