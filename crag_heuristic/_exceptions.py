@@ -312,7 +312,8 @@ class IndexDirectoryError(InputError):
             or changed since: its size or SHA-256 differs), ``"analyzer"`` (built
             with another analyzer than the evaluator's), ``"content"`` (its
             parts do not agree), ``"out"`` (where an index is to be written holds
-            something else), ``"embedder"`` (its embedder cannot be loaded).
+            something else), ``"embedder"`` (its embedder cannot be loaded),
+            ``"gate"`` (its gate's entry or profile does not read).
         found: what the directory has.
         expected: what this library needs.
     """
@@ -326,6 +327,7 @@ class IndexDirectoryError(InputError):
         "content": "the directory is damaged: rebuild it",
         "out": "choose an empty or new directory, or an index directory to replace",
         "embedder": "install what its embedder needs, or rebuild it with another",
+        "gate": "rebuild it, or give the evaluator a profile of your own",
     }
 
     def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:

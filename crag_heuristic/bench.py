@@ -12,6 +12,9 @@ harness and, when called, scikit-learn.
 * :func:`calibrate_self` (also at the top level): fit a gate on your corpus
   through your retriever with no labels, from simulated queries
   (:class:`QuerySimulator`, :class:`SimulatedQuery`).
+* :func:`calibrate_index`: self-calibrate an index directory's gate for its corpus
+  and embedder (``IndexDirectory.build(..., gate=calibrate_index)``, what
+  ``crag-heuristic index`` does), or say why the shipped gate decides.
 * :func:`calibrate_on_grader`: a gate refitted around the shipped one on your
   grader's labels (:func:`examples_from_grader`), with a set cascade's band
   chosen with a guarantee (``crag-heuristic calibrate --grader``);
@@ -50,6 +53,7 @@ from ._bench.grader_calibration import (
     fit_on_grader,
 )
 from ._bench.harness import run_bench
+from ._bench.index_gate import calibrate_index
 from ._bench.loco import run_loco
 from ._bench.pipeline import calibrate
 from ._bench.self_calibration import calibrate_self
@@ -69,6 +73,7 @@ __all__ = [
     "SimulatedQuery",
     "alternated",
     "calibrate",
+    "calibrate_index",
     "calibrate_on_grader",
     "calibrate_self",
     "examples_from_grader",

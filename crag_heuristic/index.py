@@ -12,6 +12,7 @@ missing or changed, another analyzer) is an :class:`IndexDirectoryError`.
 from ._exceptions import IndexDirectoryError
 from ._index.directory import IndexDirectory
 from ._index.docstore import DocStore
+from ._index.gate import IndexGate
 from ._index.manifest import IndexManifest
 
-__all__ = ["DocStore", "IndexDirectory", "IndexDirectoryError", "IndexManifest"]
+__all__ = ["DocStore", "IndexDirectory", "IndexDirectoryError", "IndexGate", "IndexManifest"]

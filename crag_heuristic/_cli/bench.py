@@ -14,13 +14,12 @@ from typing import Any, TextIO
 from .._config import DEFAULT_PROFILE
 from .._exceptions import CalibrationWarning, InputError
 from .._optional import check_installed
-from .common import EPILOG, EXIT_OK
+from .common import EPILOG, EXIT_OK, FITTING
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
 from .index import is_index_dir, open_index
 from .progress import Progress, add_progress_option
 
 DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
-FITTING = ("sklearn", "scipy")  # the calibrate extra: fitting gates
 HARNESS = (*FITTING, "matplotlib", "pytrec_eval")  # the bench extra, encoding aside
 
 
@@ -128,6 +127,8 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("give one of --self, --grader, --grade-log")
     if args.guarantee is not None and not (args.grader or args.grade_log):
         raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
+    if not args.self and args.max_good_irrelevant is None:
+        args.max_good_irrelevant = 0.15  # on labels (--self: the library's own default)
     if args.grade_log:
         return calibrate_grade_log(args, out, _command_line())
     check_installed("calibrate", "crag-heuristic calibrate (fitting a gate)", *FITTING)
@@ -274,7 +275,11 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
             progress=progress.iterate,
             target_precision=args.target_precision,
             min_failure_recall=args.min_failure_recall,
-            max_good_irrelevant=args.max_good_irrelevant,
+            **(
+                {}
+                if args.max_good_irrelevant is None
+                else {"max_good_irrelevant": args.max_good_irrelevant}
+            ),
         )
     progress.close()
     for message in result.warnings:
@@ -587,8 +592,9 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--max-good-irrelevant",
         type=float,
-        default=0.15,
-        help="... and at most this share of good natural retrievals in IRRELEVANT (default 0.15)",
+        help="... and at most this share of good natural retrievals in IRRELEVANT (default "
+        "0.15 on labels; with --self 0: the band below every good simulated list, as "
+        "simulated queries score higher than real ones)",
     )
     calibrate.add_argument("--no-probes", action="store_true", help="natural retrievals only")
     calibrate.add_argument(

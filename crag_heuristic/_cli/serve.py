@@ -59,15 +59,15 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         from .._web.searxng import SearxngClient
 
         web = SearxngClient(args.searxng)
-    evaluator = Evaluator(config_from_args(args))
     options: dict[str, Any] = {"web": web, "cache": cache, "metrics": metrics}
     if args.index is None:
-        crag = CRAG(sample_retriever(), evaluator, **options)
+        crag = CRAG(sample_retriever(), Evaluator(config_from_args(args)), **options)
         return crag, {"index": "the bundled sample", "documents": len(load_sample_corpus())}
     if not is_index_dir(args.index):
         raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
-    index = open_index(args.index, progress, evaluator.analyzer)
+    index = open_index(args.index, progress)
     with progress.stage("loading its parts"):
+        evaluator = Evaluator(config_from_args(args, index.gate), analyzer=index.analyzer)
         crag = CRAG(index.retriever(), evaluator, lexical=index.lexical(), **options)
     info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
     return crag, info

@@ -20,6 +20,9 @@ every call::
     DIR/embedder.npz      the fitted LSA projection (embedder "lsa"); for an embedder of
                           yours the manifest holds its spec instead
                           (crag_heuristic._index.embedders)
+    DIR/gate.toml         the gate self-calibrated for this corpus and embedder, when a
+                          ``gate`` calibrator made one (crag_heuristic._index.gate: the
+                          manifest's ``gate`` entry says which gate decides, and why)
 
 One pass analyses the corpus (the BM25 side and the statistics with their
 analyses come from it); the documents are embedded in batches. A build writes
@@ -35,6 +38,7 @@ read when first used: ``evaluate --index`` reads the statistics alone.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -46,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from .._config import EvaluatorConfig
 from .._documents import to_chunk
 from .._exceptions import IndexDirectoryError, InputError
 from .._retrievers.bm25 import BM25Retriever
@@ -54,12 +59,16 @@ from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats
 from .._types import Chunk, ScoreKind
 from . import embedders
+from . import gate as gates
 from .docstore import DocStore, write_docstore
 from .manifest import MANIFEST, IndexManifest, file_digest
 
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(stage, done, total)``: a build's stage (``"analysing"``, ``"fitting"``,
 ``"embedding"``, ``"writing"``) and how far it is (``total`` ``None``: unknown)."""
+Calibrator = Callable[["IndexDirectory"], gates.IndexGate]
+"""What calibrates a directory's gate (``crag_heuristic.bench.calibrate_index``): it
+is given the built directory, before it is moved into place, and returns its gate."""
 
 VECTORS = "vectors.faiss"
 STATS = "stats.npz"
@@ -175,6 +184,12 @@ class IndexDirectory:
         return index
 
     @functools.cached_property
+    def gate(self) -> EvaluatorConfig | None:
+        """The gate calibrated for this directory (``gate.toml``), or ``None`` when the
+        shipped gate decides (``manifest.gate`` says why)."""
+        return gates.load(self.path, self.manifest.gate)
+
+    @functools.cached_property
     def embedder(self) -> Any:
         """The query embedder (the saved LSA projection, or the spec's object)."""
         try:
@@ -224,6 +239,7 @@ class IndexDirectory:
         n_components: int = 64,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
+        gate: Calibrator | None = None,
     ) -> IndexDirectory:
         """Build an index directory of ``documents`` at ``path`` (see the module doc).
 
@@ -242,6 +258,10 @@ class IndexDirectory:
             batch_size: texts embedded per call of the embedder.
             progress: ``progress(stage, done, total)`` as the build goes (the
                 command line's progress line); nothing by default.
+            gate: calibrates the directory's gate once the rest is built
+                (``crag_heuristic.bench.calibrate_index``, what ``crag-heuristic
+                index`` does); ``None``: none is (the shipped gate decides, and the
+                manifest says so).
 
         Raises:
             InputError: no documents, a bad document or argument, repeated ids,
@@ -288,7 +308,11 @@ class IndexDirectory:
             manifest = IndexManifest(
                 documents=len(chunks),
                 analyzer=analyzer.fingerprint,
-                embedder={**entry, "dimension": int(vectors.shape[1])},
+                embedder={
+                    **entry,
+                    "name": embedders.name(entry, int(vectors.shape[1])),
+                    "dimension": int(vectors.shape[1]),
+                },
                 faiss={"metric": metric, "normalized": True, "dimension": int(vectors.shape[1])},
                 corpus_stats={
                     "fingerprint": stats.fingerprint(),
@@ -302,12 +326,47 @@ class IndexDirectory:
                 },
                 build_seconds={k: round(v, 3) for k, v in seconds.items()},
             )
+            manifest.write(building)  # what the calibrator loads the directory by
+            manifest = _with_gate(cls(building, manifest, analyzer), gate, seconds)
             manifest.write(building)
             _replace(building, out)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
             raise
         return cls(out, manifest, analyzer)
+
+
+def _with_gate(
+    built: IndexDirectory, calibrator: Calibrator | None, seconds: dict[str, float]
+) -> IndexManifest:
+    """The manifest of ``built`` with its gate: calibrated (its profile written and
+    listed beside the other files), or the note of why none was."""
+    began = time.perf_counter()
+    if calibrator is None:
+        made = gates.skipped(
+            "built without a gate calibrator: the shipped gate decides "
+            "(crag_heuristic.bench.calibrate_index calibrates one)"
+        )
+    else:
+        made = calibrator(built)
+        if not isinstance(made, gates.IndexGate):
+            raise InputError(
+                f"the gate calibrator returned {type(made).__name__}, not an IndexGate"
+            )
+        if made.status != gates.SKIPPED:
+            seconds["calibrating"] = time.perf_counter() - began
+    files = dict(built.manifest.files)
+    for name in gates.write(built.path, made):
+        files[name] = {
+            "bytes": (built.path / name).stat().st_size,
+            "sha256": file_digest(built.path / name),
+        }
+    return dataclasses.replace(
+        built.manifest,
+        files=files,
+        gate={**made.entry(), "embedder": built.manifest.embedder.get("name")},
+        build_seconds={k: round(v, 3) for k, v in seconds.items()},
+    )
 
 
 def _chunks(documents: Sequence[Any]) -> list[Chunk]:

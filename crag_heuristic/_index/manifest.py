@@ -8,13 +8,17 @@
     created            UTC time, ISO 8601
     documents          the corpus's size (FAISS ntotal, docstore lines, statistics n_docs)
     analyzer           the analyzer's fingerprint (the statistics', the BM25 side's, LSA's)
-    embedder           {"kind": "lsa", "file": ..., "dimension"} or {"kind": "spec",
-                       "spec": "package.module:attribute", "dimension"}
+    embedder           {"kind": "lsa", "file": ..., "name": "lsa-64", "dimension"} or
+                       {"kind": "spec", "spec": "package.module:attribute", "name", "dimension"}
     faiss              {"metric": "ip" | "l2", "normalized": true, "dimension"}
     corpus_stats       {"fingerprint", "terms", "analyses"}: CorpusStats.fingerprint() ...
     bm25               {"variant", "k1", "b"}
     files              name -> {"bytes", "sha256"}: every other file of the directory
     build_seconds      stage -> seconds it took (how the index was made, for reports)
+    gate               the directory's gate: {"status": "self-calibrated", "file": "gate.toml",
+                       ...}, or "shipped" / "skipped" with notes (crag_heuristic._index.gate);
+                       absent in a directory built before gates were recorded (the shipped
+                       gate decides)
 
 A directory is refused (:class:`~crag_heuristic.IndexDirectoryError`, an
 ``InputError``) when the manifest is missing or unreadable, names another kind or
@@ -63,6 +67,7 @@ class IndexManifest:
     bm25: Mapping[str, Any]
     files: Mapping[str, Mapping[str, Any]]
     build_seconds: Mapping[str, float] = field(default_factory=dict)
+    gate: Mapping[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     library_version: str = __version__
     created: str = field(
@@ -91,6 +96,7 @@ class IndexManifest:
             "bm25": dict(self.bm25),
             "files": {name: dict(entry) for name, entry in sorted(self.files.items())},
             "build_seconds": dict(self.build_seconds),
+            **({"gate": dict(self.gate)} if self.gate else {}),
         }
 
     def write(self, folder: Path) -> Path:
@@ -135,6 +141,7 @@ class IndexManifest:
                 bm25=_mapping(data["bm25"]),
                 files={str(k): _mapping(v) for k, v in _mapping(data["files"]).items()},
                 build_seconds=_mapping(data.get("build_seconds", {})),
+                gate=_mapping(data.get("gate", {})),
                 format_version=version,
                 library_version=str(data.get("library_version", "")),
                 created=str(data.get("created", "")),

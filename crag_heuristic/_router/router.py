@@ -247,14 +247,16 @@ class CRAG:
 
         The directory's FAISS index, documents and query embedder are the
         retriever, its statistics (with each document's analysis) the
-        evaluator's, and its BM25 side the lexical retriever of the
-        corrections; nothing is refitted or recounted
+        evaluator's, its gate (self-calibrated for its corpus and embedder when
+        it was built) the evaluator's profile, and its BM25 side the lexical
+        retriever of the corrections; nothing is refitted or recounted
         (:class:`~crag_heuristic.index.IndexDirectory`).
 
         Args:
             path: the directory.
             evaluator: as for the constructor; its analyzer must be the one the
-                directory was built with.
+                directory was built with. ``None``: the directory's gate, or the
+                shipped one when it has none (its manifest's ``gate`` says why).
             lexical: fuse the directory's BM25 ranking into corrections.
             verify: check each file's SHA-256 against the manifest (else sizes).
             options: the constructor's other keywords (``web``, ``cache``,
@@ -265,8 +267,12 @@ class CRAG:
         """
         from .._index.directory import IndexDirectory
 
-        gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify)
+        if evaluator is None:
+            index = IndexDirectory.load(path, verify=verify)
+            gate = Evaluator(index.gate, analyzer=index.analyzer)
+        else:
+            gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+            index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify)
         return cls(index.retriever(), gate, lexical=index.lexical() if lexical else None, **options)
 
     def __repr__(self) -> str:

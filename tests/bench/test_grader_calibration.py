@@ -208,10 +208,10 @@ def test_calibrate_from_a_grade_log(tmp_path: Path) -> None:
     # scored by another gate: refused
     assert main([*args, "--guarantee", "recall:0.1", "--prior", "synapse"]) == EXIT_BAD_INPUT
     # the verdict bands come from the audited lists (the gate was not fitted on them)
-    scores = [(0.7 if i % 2 == 0 else 0.3) + 0.001 * i for i in range(60)]
-    good = [i % 2 == 0 for i in range(60)]
+    scores = np.array([(0.7 if i % 2 == 0 else 0.3) + 0.001 * i for i in range(60)])
+    labels = np.arange(60) % 2 == 0
     relevant, partial, _ = _bands(
-        np.array(scores), np.array(good), np.ones(60, dtype=bool),
+        scores, labels, np.ones(60, dtype=bool),
         target_precision=0.9, min_failure_recall=0.8, max_good_irrelevant=0.15,
     )  # fmt: skip
     assert (config.thresholds.relevant, config.thresholds.partial) == (relevant, partial)
