@@ -337,6 +337,9 @@ BAND_CONFIDENCE = 0.95
 """The two-sided confidence of the intervals a band statement gives (Clopper-Pearson)."""
 MIN_BAND_LABELS = 10
 """Good and failed natural lists, each, below which labels do not choose verdict bands."""
+GOOD_SHARES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.15)
+"""The shares of good natural lists a band statement gives the scores of (where an
+IRRELEVANT band would hold that share of them)."""
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
@@ -368,8 +371,10 @@ def state_bands(
     path), the share of good natural lists graded IRRELEVANT (at or below
     ``partial``), each a point estimate on these labels with its 95 %
     Clopper-Pearson interval, and how many labels they count (``chosen_on`` says
-    which lists they are). The verdicts are the evaluator's: RELEVANT above
-    ``relevant``, IRRELEVANT at or below ``partial``."""
+    which lists they are); and ``good_quantiles``: for each share of
+    :data:`GOOD_SHARES`, the score at or below which that share of the good natural
+    lists falls. The verdicts are the evaluator's: RELEVANT above ``relevant``,
+    IRRELEVANT at or below ``partial``."""
     p = np.asarray(p_good, dtype=float)
     g = np.asarray(good, dtype=bool)
     n = np.ones(len(p), dtype=bool) if natural is None else np.asarray(natural, dtype=bool)
@@ -403,6 +408,11 @@ def state_bands(
         "fast_path_precision": precision,
         "failure_recall": recall,
         "good_in_irrelevant": irrelevant,
+        "good_quantiles": {
+            f"{share:g}": float(np.quantile(p[g & n], share)) for share in GOOD_SHARES
+        }
+        if (g & n).any()
+        else {},
         "summary": sentence,
     }
 

@@ -68,7 +68,14 @@ from .self_calibration import (
 )
 from .simulation import Neighbours
 
-_STATED = ("relevant", "partial", "fast_path_precision", "failure_recall", "good_in_irrelevant")
+_STATED = (
+    "relevant",
+    "partial",
+    "fast_path_precision",
+    "failure_recall",
+    "good_in_irrelevant",
+    "good_quantiles",
+)
 MIN_AUC_GAIN = 0.0
 """How much better than the shipped gate a refit must rank the simulated failures to
 be kept."""
@@ -253,6 +260,7 @@ def _decide(
     kept_auc = aucs["refit"] if keep_refit else aucs["shipped"]
     details["chosen"] = chosen
     details["bands"] = {key: statement[key] for key in _STATED}
+    details["bands"]["good_share_irrelevant"] = SIMULATED_GOOD_IRRELEVANT
     details["seconds"] = round(time.perf_counter() - started, 1)
     if kept_auc is None or aucs["top1"] is None or kept_auc < aucs["top1"]:
         notes.append(

@@ -327,7 +327,10 @@ class IndexDirectory:
                 build_seconds={k: round(v, 3) for k, v in seconds.items()},
             )
             manifest.write(building)  # what the calibrator loads the directory by
-            manifest = _with_gate(cls(building, manifest, analyzer), gate, seconds)
+            built = cls(building, manifest, analyzer)
+            if entry["kind"] != embedders.LSA:  # the model in hand, not made a second time
+                built.__dict__["embedder"] = model
+            manifest = _with_gate(built, gate, seconds)
             manifest.write(building)
             _replace(building, out)
         except BaseException:

@@ -254,3 +254,31 @@ def test_a_corpus_too_small_to_simulate_keeps_the_shipped_gate(tmp_path: Path) -
     assert built.manifest.gate["status"] == "shipped" and built.gate is None
     assert "at least 50 documents" in built.manifest.gate["notes"][0]
     assert CRAG.from_index_dir(built.path).evaluator.config == EvaluatorConfig()
+
+
+def test_the_calibrator_searches_with_the_model_in_hand(tmp_path: Path) -> None:
+    """An embedder of one's own is made once per build: the calibrator gets the same object
+    (a model loaded twice would cost its load twice)."""
+    seen: list[Any] = []
+
+    def calibrator(built: IndexDirectory) -> IndexGate:
+        seen.append(built.embedder)
+        return IndexGate("shipped", notes=("looked",))
+
+    Counted.made = 0
+    built = IndexDirectory.build(
+        load_sample_corpus(), tmp_path / "idx", embedder=f"{__name__}:Counted", gate=calibrator
+    )
+    assert Counted.made == 1 and isinstance(seen[0], Counted)
+    assert built.manifest.gate == {
+        "status": "shipped",
+        "notes": ["looked"],
+        "embedder": built.manifest.embedder["name"],
+    }
+
+
+class Counted(WordHash):
+    made = 0
+
+    def __init__(self) -> None:
+        Counted.made += 1
