@@ -69,7 +69,11 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
     with progress.stage("loading its parts"):
         evaluator = Evaluator(config_from_args(args, index.gate), analyzer=index.analyzer)
         crag = CRAG(index.retriever(), evaluator, lexical=index.lexical(), **options)
-    info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
+    info = {
+        "documents": index.manifest.documents,
+        "index_created": index.manifest.created,
+        "gate": evaluator.config.name,  # the directory's own, unless --profile / --config
+    }
     return crag, info
 
 

@@ -87,6 +87,18 @@ def test_the_command_line_decides_with_the_directory_s_gate(
     assert run(graded)["profile"] == EvaluatorConfig().name
 
 
+def test_serve_decides_with_the_directory_s_gate_and_says_which(gated: IndexDirectory) -> None:
+    from crag_heuristic._cli import build_parser
+    from crag_heuristic._cli.progress import Progress
+    from crag_heuristic._cli.serve import _router
+
+    args = build_parser().parse_args(["serve", "--index", str(gated.path), "--quiet"])
+    crag, info = _router(args, Progress("serve", enabled=False))
+    assert crag.evaluator.config == OWN and info["gate"] == "own-gate"  # /healthz shows it
+    args = build_parser().parse_args(["serve", "--index", str(gated.path), "--profile", "crag"])
+    assert _router(args, Progress("serve", enabled=False))[1]["gate"] == "crag"
+
+
 def test_a_changed_or_unreadable_gate_is_refused(gated: IndexDirectory, tmp_path: Path) -> None:
     changed = tmp_path / "changed"
     shutil.copytree(gated.path, changed)
