@@ -29,6 +29,8 @@ harness and, when called, scikit-learn.
   what it adds nested (``benchmarks/evidence_probe.py``).
 * :func:`run_cost`: the evaluator warm and cold and the router against the bare
   retrieval on a folder's natural test retrievals (``benchmarks/evaluator_micro.py``).
+* :func:`paired_bootstrap`: a 95 % interval for the difference of two failure AUCs on
+  the same lists, the queries resampled (a query's lists together).
 * :data:`BASELINES`: the simple predictors every gate is held against in a
   report; :func:`seed_design` is the first of them, the project's seed design.
 * :func:`alternated` and :func:`percentiles`: timing in one run (cases called
@@ -54,7 +56,7 @@ from ._bench.grader_calibration import (
 )
 from ._bench.harness import run_bench
 from ._bench.index_gate import calibrate_index
-from ._bench.loco import run_loco
+from ._bench.loco import paired_bootstrap, run_loco
 from ._bench.pipeline import calibrate
 from ._bench.self_calibration import calibrate_self
 from ._bench.self_variants import run_self_calibration
@@ -79,6 +81,7 @@ __all__ = [
     "examples_from_grader",
     "fit_gate",
     "fit_on_grader",
+    "paired_bootstrap",
     "percentiles",
     "run_bench",
     "run_corrections",
