@@ -227,7 +227,7 @@ def test_calibrate_from_a_grade_log(tmp_path: Path) -> None:
     assert len(bands["failure_recall"]["ci95"]) == 2
     assert "guarantee" not in report and report["warnings"] == []
     written = (tmp_path / "p.toml").read_text()
-    assert "# bands: RELEVANT above" in written and "not guarantees" in written
+    assert "# verdict_bands: RELEVANT above" in written and "not guarantees" in written
     banded = EvaluatorConfig.from_file(tmp_path / "p.toml")
     assert banded.guarantee is None and banded.thresholds == config.thresholds
 
