@@ -53,7 +53,6 @@ from .._index.directory import IndexDirectory
 from .._index.embedders import as_rows, batch_embedder
 from .._index.gate import SELF_CALIBRATED, SHIPPED, IndexGate, skipped
 from .._retrievers.base import embedder
-from .._retrievers.faiss import FaissRetriever
 from .._types import Chunk
 from .auc import failure_auc
 from .self_calibration import (
@@ -107,14 +106,7 @@ class IndexSearch:
         self._batch = batch_embedder(index.embedder)
         self._one = embedder(index.embedder)
         self._ready: dict[str, Any] = {}
-        self.retriever = FaissRetriever(
-            index.faiss_index,
-            index.docs,
-            self._embed,
-            normalized=bool(index.manifest.faiss.get("normalized", True)),
-            corpus_stats=index.corpus_stats,
-            analyzer=index.analyzer,
-        )
+        self.retriever = index.retriever(embed=self._embed)
 
     def _embed(self, text: str) -> Any:
         ready = self._ready.pop(text, None)

@@ -199,13 +199,14 @@ class IndexDirectory:
                 os.fspath(self.path), "embedder", str(exc), "an embedder that loads"
             ) from exc
 
-    def retriever(self, **options: Any) -> FaissRetriever:
+    def retriever(self, *, embed: Any = None, **options: Any) -> FaissRetriever:
         """A :class:`FaissRetriever` over the directory: its vectors, documents,
-        query embedder and statistics (``options``: more of its keywords)."""
+        query embedder (``embed``: another way to call it) and statistics
+        (``options``: more of its keywords)."""
         return FaissRetriever(
             self.faiss_index,
             self.docs,
-            self.embedder,
+            self.embedder if embed is None else embed,
             normalized=bool(self.manifest.faiss.get("normalized", True)),
             corpus_stats=self.corpus_stats,
             analyzer=self.analyzer,
