@@ -246,6 +246,9 @@ def measure(root: Path, embedder: str, work: Path) -> dict[str, Any]:
         "good_in_irrelevant": rate_interval(
             int((irrelevant & good_natural).sum()), int(good_natural.sum())
         ),
+        "failed_in_irrelevant": rate_interval(  # what the web search is for
+            int((irrelevant & failed & natural).sum()), int((failed & natural).sum())
+        ),
         "shipped_good_in_irrelevant": rate_interval(
             int((shipped_irrelevant & good_natural).sum()), int(good_natural.sum())
         ),
@@ -334,9 +337,9 @@ def to_markdown(report: dict[str, Any]) -> str:
         "the index command's own, under that load).",
         "",
         "| collection | embedder | queries (failed) | gate | good lists IRRELEVANT (shipped "
-        "gate's) | AUC gate | AUC top-1 | gain over top-1 (95 %) | AUC shipped | fast path "
-        "share (precision) | goals | calibration s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "gate's) | failed lists IRRELEVANT | AUC gate | AUC top-1 | gain over top-1 (95 %) | "
+        "AUC shipped | fast path share (precision) | goals | calibration s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         met = r["goals"]
@@ -349,6 +352,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"| {r['collection']} | {r['embedder_name']} | {r['queries']} ({r['natural_failed']}) "
             f"| {r['gate']['status']} | {_share(r['good_in_irrelevant'])} "
             f"({r['shipped_good_in_irrelevant']['value']:.3f}) | "
+            f"{_share(r['failed_in_irrelevant'])} | "
             f"{r['auc']['gate']:.3f} | {r['auc']['top1']:.3f} | "
             f"{r['auc']['gate'] - r['auc']['top1']:+.3f} ({r['gain_interval']['top1'][0]:+.3f} "
             f"to {r['gain_interval']['top1'][1]:+.3f}) | {r['auc']['shipped']:.3f} | "
