@@ -4,6 +4,7 @@ directory, refused when it does not read; the command line's default and its opt
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import shutil
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from crag_heuristic import CRAG, Evaluator, EvaluatorConfig, InputError
-from crag_heuristic._bench.calibration import profile_toml
+from crag_heuristic._calibration.gate import profile_toml
 from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
 from crag_heuristic.index import IndexDirectory, IndexDirectoryError, IndexGate
@@ -99,30 +100,106 @@ def test_serve_decides_with_the_directory_s_gate_and_says_which(gated: IndexDire
     assert _router(args, Progress("serve", enabled=False))[1]["gate"] == "crag"
 
 
-def test_a_changed_or_unreadable_gate_is_refused(gated: IndexDirectory, tmp_path: Path) -> None:
-    changed = tmp_path / "changed"
-    shutil.copytree(gated.path, changed)
+def _copy(gated: IndexDirectory, folder: Path) -> tuple[Path, dict[str, Any]]:
+    shutil.copytree(gated.path, folder)
+    return folder, json.loads((folder / "manifest.json").read_text())
+
+
+def _rewrite(folder: Path, manifest: dict[str, Any], gate_toml: bytes | None = None) -> None:
+    """What a writer of the directory without its secret can do: a new gate file, and the
+    manifest's size and digest of it to match."""
+    if gate_toml is not None:
+        (folder / "gate.toml").write_bytes(gate_toml)
+        manifest["files"]["gate.toml"] = {
+            "bytes": len(gate_toml),
+            "sha256": hashlib.sha256(gate_toml).hexdigest(),
+        }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_changed_gate_file_is_refused_even_unverified(
+    gated: IndexDirectory, tmp_path: Path
+) -> None:
+    changed, _ = _copy(gated, tmp_path / "changed")
     text = (changed / "gate.toml").read_text()
     (changed / "gate.toml").write_text(text.replace("0.97", "0.10"))  # the size the same
-    with pytest.raises(IndexDirectoryError, match=r"gate\.toml with SHA-256"):
+    with pytest.raises(IndexDirectoryError, match=r"gate\.toml of another SHA-256"):
         IndexDirectory.load(changed)
-    # a manifest whose gate entry is not one this library writes
-    odd = tmp_path / "odd"
-    shutil.copytree(gated.path, odd)
-    manifest = json.loads((odd / "manifest.json").read_text())
-    manifest["gate"]["status"] = "trusted"
-    (odd / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(IndexDirectoryError, match="gate") as caught:
-        IndexDirectory.load(odd).gate  # noqa: B018
-    assert caught.value.field == "gate"
-    manifest["gate"] = {"status": "self-calibrated", "file": "../elsewhere.toml"}
-    (odd / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(IndexDirectoryError, match="gate"):
-        IndexDirectory.load(odd).gate  # noqa: B018
-    # a directory built before gates were recorded: the shipped gate decides
+    unverified = IndexDirectory.load(changed, verify=False)  # sizes only: loads ...
+    with pytest.raises(
+        IndexDirectoryError, match=r"gate\.toml of another size or SHA-256"
+    ) as caught:
+        unverified.gate  # noqa: B018 - ... but the gate is checked whenever it is read
+    assert caught.value.field == "file"
+    with pytest.raises(IndexDirectoryError):
+        CRAG.from_index_dir(changed, verify=False)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"thresholds = [",  # not TOML
+        b"\xff\xfe",  # not UTF-8
+        b'profile = "/etc/passwd"',  # a profile names a bundled one, never a file
+        b'nonsense = "key"',  # not a configuration
+        b"[thresholds]\nrelevant = 2.0",  # out of its bounds
+    ],
+)
+def test_a_gate_file_that_is_not_a_profile_is_refused(
+    gated: IndexDirectory, tmp_path: Path, raw: bytes
+) -> None:
+    folder, manifest = _copy(gated, tmp_path / "bad")
+    _rewrite(folder, manifest, raw)
+    loaded = IndexDirectory.load(folder)  # its digests match: the manifest vouches for it
+    with pytest.raises(IndexDirectoryError) as caught:
+        loaded.gate  # noqa: B018
+    assert caught.value.field == "gate" and "passwd" not in str(caught.value)
+
+
+def test_a_gate_entry_this_library_does_not_write_is_refused(
+    gated: IndexDirectory, tmp_path: Path
+) -> None:
+    folder, manifest = _copy(gated, tmp_path / "odd")
+    entry = manifest["gate"]
+    for odd in (
+        {**entry, "status": "trusted"},
+        {**entry, "file": "../elsewhere.toml"},
+        {**entry, "embedder": "lsa-8"},  # calibrated for another embedder than the directory's
+        {**entry, "notes": ["x"] * 100},
+        {**entry, "report": {"a": [[[[[[1.0]]]]]]}},  # nested beyond its bound
+        {**entry, "report": "x" * 10_000},
+        {**entry, "status": "shipped"},  # gate.toml listed, no gate of its own: not a part
+        "self-calibrated",
+    ):
+        _rewrite(folder, {**manifest, "gate": odd})
+        with pytest.raises(IndexDirectoryError) as caught:
+            IndexDirectory.load(folder)
+        assert caught.value.field == "manifest", odd
+    # listed without an entry: refused; neither listed nor an entry (a directory built
+    # before gates were recorded): the shipped gate decides
     del manifest["gate"]
-    (odd / "manifest.json").write_text(json.dumps(manifest))
-    assert IndexDirectory.load(odd).gate is None
+    _rewrite(folder, manifest)
+    with pytest.raises(IndexDirectoryError, match="manifest"):
+        IndexDirectory.load(folder)
+    del manifest["files"]["gate.toml"]
+    _rewrite(folder, manifest)
+    assert IndexDirectory.load(folder).gate is None
+
+
+def test_a_signed_directory_s_gate_cannot_be_replaced(tmp_path: Path) -> None:
+    secret = "s" * 32
+    built = IndexDirectory.build(
+        load_sample_corpus(), tmp_path / "idx", gate=own_gate, secret=secret
+    )
+    assert built.manifest.signed and IndexDirectory.load(built.path, secret=secret).gate == OWN
+    assert CRAG.from_index_dir(built.path, index_secret=secret).evaluator.config == OWN
+    envelope = json.loads((built.path / "manifest.json").read_text())
+    manifest = envelope["v"] if isinstance(envelope["v"], dict) else json.loads(envelope["v"])
+    raw = profile_toml(OWN.replace(thresholds={"relevant": 0.0, "partial": 0.0}), {}).encode()
+    _rewrite(built.path, manifest, raw)  # the writer's own manifest, unsigned
+    with pytest.raises(IndexDirectoryError) as caught:
+        IndexDirectory.load(built.path, secret=secret)
+    assert caught.value.field == "signature"
 
 
 def test_a_calibrator_that_answers_nonsense_leaves_nothing(tmp_path: Path) -> None:
@@ -189,8 +266,8 @@ def test_without_scikit_learn_an_embedder_of_one_s_own_indexes_with_a_note(
 @pytest.fixture(scope="module")
 def simulated(gated: IndexDirectory) -> tuple[Any, Any]:
     """The sample directory's simulation and the refit on it (what calibrate_index fits)."""
-    from crag_heuristic._bench.index_gate import IndexSearch, stored_neighbours
-    from crag_heuristic._bench.self_calibration import fit_simulation, simulate
+    from crag_heuristic._calibration.index_gate import IndexSearch, stored_neighbours
+    from crag_heuristic._calibration.self_calibration import fit_simulation, simulate
 
     simulation = simulate(
         IndexSearch(gated), gated.docs, k=5, queries=80, corpus_stats=gated.corpus_stats,
@@ -200,7 +277,7 @@ def simulated(gated: IndexDirectory) -> tuple[Any, Any]:
 
 
 def _decide(simulated: tuple[Any, Any], **report: Any) -> IndexGate:
-    from crag_heuristic._bench.index_gate import _decide
+    from crag_heuristic._calibration.index_gate import _decide
 
     simulation, refit = simulated
     changed = dataclasses.replace(refit, report={**refit.report, **report})
@@ -250,7 +327,7 @@ def test_it_refuses_what_it_cannot_promise(
     assert made.status == "shipped" and made.profile is None
     assert "cannot meet its targets" in made.notes[0]
     # a gate no better than the top-1 cosine on the simulated failures: the same
-    from crag_heuristic._bench import index_gate
+    from crag_heuristic._calibration import index_gate
 
     aucs = iter([0.99, 0.6])  # the top-1 cosine's, then the shipped gate's
     monkeypatch.setattr(index_gate, "failure_auc", lambda failed, score: next(aucs))
@@ -260,7 +337,7 @@ def test_it_refuses_what_it_cannot_promise(
 
 
 def test_a_corpus_too_small_to_simulate_keeps_the_shipped_gate(tmp_path: Path) -> None:
-    from crag_heuristic.bench import calibrate_index
+    from crag_heuristic.calibration import calibrate_index
 
     built = IndexDirectory.build(load_sample_corpus()[:30], tmp_path / "idx", gate=calibrate_index)
     assert built.manifest.gate["status"] == "shipped" and built.gate is None

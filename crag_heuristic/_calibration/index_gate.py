@@ -8,20 +8,20 @@ scale, and the shipped verdict bands do not travel between collections either. S
 index command calibrates the gate for the directory it built, without labels:
 
 1. **Simulate.** Queries simulated from the directory's documents
-   (:func:`~crag_heuristic._bench.self_calibration.simulate`, topic queries by
+   (:func:`~crag_heuristic._calibration.self_calibration.simulate`, topic queries by
    default) are run through the directory's own retriever; their topic neighbours
    are read from the stored vectors (no document is embedded again). Each natural
    list is good when a source document is in its top ``k``; each has a
    leave-source-out probe (failed by construction).
 2. **Two gates, one kept.** The shipped gate as it is, and the gate refitted around
-   it on the simulated lists (:func:`~crag_heuristic._bench.self_calibration.fit_simulation`,
+   it on the simulated lists (:func:`~crag_heuristic._calibration.self_calibration.fit_simulation`,
    scored out of fold). The refit is kept only where it ranks the simulated failures
    better than the shipped gate does (failure AUC, natural lists and probes); the
    shipped gate otherwise (it was not fitted on these lists, so its scores there
    are honest as they are).
 3. **Bands.** The kept gate's verdict bands are chosen on the simulated lists (a
    refit's on its out-of-fold predictions): the fast-path band by
-   :func:`~crag_heuristic.bench.fit_gate`'s rule, and the IRRELEVANT band below
+   :func:`~crag_heuristic.calibration.fit_gate`'s rule, and the IRRELEVANT band below
    every good simulated list (:data:`SIMULATED_GOOD_IRRELEVANT`): simulated
    queries are easier than real ones (their good lists score higher), so a band
    that holds 15 % of the simulated good lists holds far more of the real ones
@@ -207,7 +207,7 @@ def _decide(
     started: float,
 ) -> IndexGate:
     """Steps 2 to 4 of the module doc."""
-    from .calibration import bands_on_labels, profile_toml
+    from .gate import bands_on_labels, profile_toml
 
     examples = simulation.examples
     good = np.array([ex.good for ex in examples])
