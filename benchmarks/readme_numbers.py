@@ -41,6 +41,7 @@ FILES = {
     "tokens": RESULTS / "tokens_check.json",
     "load": RESULTS / "load_faults" / "load_faults.json",
     "own": RESULTS / "own_corpus" / "own_corpus.json",
+    "own_gate": RESULTS / "own_corpus_gate" / "own_corpus_gate.json",
     "serve_load": RESULTS / "serve_load" / "serve_load.json",
     "cascade": RESULTS / "llmjudge" / "results.json",
     "vs_ref": RESULTS / "evaluator_vs_ref.md",  # Markdown: read as {"text": ...}
@@ -209,6 +210,65 @@ def _own_serve(r: dict[str, Any]) -> str:
         f"{_verdict(s['http_minus_library_p50_ms'] <= 2.0)}): "
         f"{s['server_minus_library_p50_ms']:+.2f} ms in the server's process and "
         f"{s['http_minus_server_p50_ms']:+.2f} ms on the way"
+    )
+
+
+def _own_gate_rows(r: dict[str, Any], embedder: str) -> list[dict[str, Any]]:
+    return [row for row in r["rows"] if row["embedder"] == embedder]
+
+
+def _own_gate_missed(rows: list[dict[str, Any]]) -> str:
+    missed = [row["collection"] for row in rows if not row["goals"]["auc_vs_top1"]]
+    return ", ".join(missed) if missed else "none"
+
+
+def _own_gate_summary(r: dict[str, Any]) -> str:
+    lsa = _own_gate_rows(r, "lsa")
+    worst = max(row["good_in_irrelevant"]["value"] for row in lsa)
+    return (
+        f"indexed with LSA, on the {len(lsa)} shared collections' real queries, at most "
+        f"{f(worst)} of the good lists graded IRRELEVANT (goal 0.15) and a mean failure AUC of "
+        f"{f(sum(row['auc']['gate'] for row in lsa) / len(lsa))} against the top-1 cosine's "
+        f"{f(sum(row['auc']['top1'] for row in lsa) / len(lsa))}; below it on "
+        f"{_own_gate_missed(lsa)}"
+    )
+
+
+def _own_gate_cost(r: dict[str, Any]) -> str:
+    scifact = {row["embedder"]: row for row in r["rows"] if row["collection"] == "scifact"}
+    return (
+        f"on SciFact {f(scifact['lsa']['stage_seconds']['calibrating'], 1)} s with LSA and "
+        f"{f(scifact['minilm']['stage_seconds']['calibrating'], 1)} s over its MiniLM vectors, "
+        f"on {r['cpus']} busy cores"
+    )
+
+
+def _own_gate_doc(r: dict[str, Any]) -> str:
+    parts = []
+    for embedder, name in (("lsa", "LSA"), ("minilm", "the MiniLM vectors")):
+        rows = _own_gate_rows(r, embedder)
+        worst = max(rows, key=lambda row: row["good_in_irrelevant"]["value"])
+        shipped = max(rows, key=lambda row: row["shipped_good_in_irrelevant"]["value"])
+        lowest = min(rows, key=lambda row: row["auc"]["gate"] - row["auc"]["top1"])
+        low, high = lowest["gain_interval"]["top1"]
+        parts.append(
+            f"with {name} the gate graded at most {f(worst['good_in_irrelevant']['value'])} of "
+            f"the good lists IRRELEVANT (on {worst['collection']}; the shipped gate up to "
+            f"{f(shipped['shipped_good_in_irrelevant']['value'])}, on {shipped['collection']}), "
+            f"and its failure AUC averaged {f(sum(row['auc']['gate'] for row in rows) / len(rows))}"
+            f" against the top-1 cosine's {f(sum(row['auc']['top1'] for row in rows) / len(rows))}"
+            f" (below it on {_own_gate_missed(rows)}; the worst, {lowest['collection']}, "
+            f"{lowest['auc']['gate'] - lowest['auc']['top1']:+.3f}, 95 % interval {low:+.3f} to "
+            f"{high:+.3f})"
+        )
+    return "; ".join(parts)
+
+
+def _own_gate_share(r: dict[str, Any]) -> str:
+    worst = r["irrelevant_share"]["worst_by_share"]
+    return (
+        "a band holding 15 % of the simulated good lists held up to "
+        f"{round(100 * worst['0.15'])} % of the real ones"
     )
 
 
@@ -895,6 +955,10 @@ QUOTES: list[Quote] = [
     # a corpus of one's own: index, retrieve --index, serve; the service under load
     Quote("own", _own_index),
     Quote("own", _own_serve),
+    Quote("own_gate", _own_gate_summary),
+    Quote("own_gate", _own_gate_cost),
+    Quote("own_gate", _own_gate_doc),
+    Quote("own_gate", _own_gate_share),
     Quote("serve_load", _serve_load),
     Quote("tokens", _tokens),
     # a million documents

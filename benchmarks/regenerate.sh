@@ -36,6 +36,10 @@ python benchmarks/load_faults.py --queries 1000 --concurrency 50 --out benchmark
 # a corpus of one's own: index, retrieve --index DIR (whole processes) and serve (HTTP)
 python benchmarks/own_corpus.py --data-dir "$DATA/scifact" --out benchmarks/results/own_corpus \
     > /dev/null
+# the gate crag-heuristic index self-calibrates, on each collection's real queries and qrels
+# (LSA and the folder's MiniLM vectors; about an hour on 2 cores)
+python benchmarks/own_corpus_gate.py --data-root "$DATA" --out benchmarks/results/own_corpus_gate \
+    > /dev/null
 # the service under load while its Redis is killed: nothing lost, every failure typed
 python benchmarks/serve_load.py --requests 1000 --concurrency 50 --out benchmarks/results/serve_load \
     > /dev/null

@@ -335,7 +335,8 @@ class IndexDirectoryError(InputError):
             ``"embedder"`` (its embedder cannot be loaded, or is a spec of code
             the operator did not name nor trust), ``"signature"`` (its manifest
             is signed and no secret was given, or unsigned or signed otherwise
-            where one was).
+            where one was), ``"gate"`` (its gate's profile, ``gate.toml``, does
+            not read as a profile).
         found: what the directory has.
         expected: what this library needs.
     """
@@ -356,6 +357,7 @@ class IndexDirectoryError(InputError):
             "give the secret its manifest was signed with (secret=... / --index-secret-file), "
             "or rebuild it"
         ),
+        "gate": "rebuild it, or give the evaluator a profile of your own",
     }
 
     def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:

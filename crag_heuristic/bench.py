@@ -24,6 +24,8 @@ harness and, when called, scikit-learn.
   random orders (``benchmarks/stream_variants.py``).
 * :func:`run_cost`: the evaluator warm and cold and the router against the bare
   retrieval on a folder's natural test retrievals (``benchmarks/evaluator_micro.py``).
+* :func:`paired_bootstrap`: a 95 % interval for the difference of two failure AUCs on
+  the same lists, the queries resampled (a query's lists together).
 * :data:`BASELINES`: the simple predictors every gate is held against in a
   report; :func:`seed_design` is the first of them, the project's seed design.
 * :func:`alternated` and :func:`percentiles`: timing in one run (cases called
@@ -46,7 +48,7 @@ from ._bench.cost import run_cost
 from ._bench.evidence_probe import run_evidence_probe
 from ._bench.failure import BASELINES
 from ._bench.harness import SECTIONS, headline, run_bench
-from ._bench.loco import run_loco
+from ._bench.loco import paired_bootstrap, run_loco
 from ._bench.pipeline import HarnessRetriever, Prepared, calibrate, folder_and_split, prepare
 from ._bench.retrievals import chunks_of
 from ._bench.self_variants import run_self_calibration
@@ -88,6 +90,7 @@ __all__ = [
     "fit_on_grader",
     "folder_and_split",
     "headline",
+    "paired_bootstrap",
     "percentiles",
     "prepare",
     "run_bench",

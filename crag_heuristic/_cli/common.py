@@ -38,6 +38,9 @@ is written out."""
 # a JSON string (skipped whole) or a bracket: enough to follow the nesting
 _STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
+FITTING = ("sklearn", "scipy")  # the calibrate extra: fitting gates
+SELF_QUERIES = 300  # the library's DEFAULT_SELF_QUERIES (a test checks), without importing it
+
 
 def read_records(path: str | Path) -> list[tuple[int, Any]]:
     """Read JSON Lines (or one JSON array) as ``(line number, object)`` pairs.
@@ -147,8 +150,17 @@ def read_chunks(path: str | Path, *, default_kind: ScoreKind | None = None) -> l
     return chunks
 
 
-def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
-    base = load_config(args.config) if args.config else load_config(args.profile)
+def config_from_args(
+    args: argparse.Namespace, default: EvaluatorConfig | None = None
+) -> EvaluatorConfig:
+    """The profile ``--config`` or ``--profile`` names, else ``default`` (an index
+    directory's gate) or the library's default, with the ``--set`` overrides."""
+    if args.config:
+        base = load_config(args.config)
+    elif args.profile or default is None:
+        base = load_config(args.profile)
+    else:
+        base = default
     overrides: dict[str, Any] = {}
     for item in args.set or []:
         key, sep, value = item.partition("=")
@@ -175,7 +187,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("configuration")
     group.add_argument(
         "--profile",
-        help=f"named profile (default {DEFAULT_PROFILE}; known: {', '.join(available_profiles())})",
+        help=f"named profile (default: an --index directory's gate, else {DEFAULT_PROFILE}; "
+        f"known: {', '.join(available_profiles())})",
     )
     group.add_argument("--config", metavar="FILE", help="a TOML, JSON or YAML config file")
     group.add_argument(

@@ -19,16 +19,19 @@ from .retrieve import ROW_HEADER, chunk_row
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
-    config = config_from_args(args)
     kind = ScoreKind(args.score_kind) if args.score_kind else None
     chunks = read_chunks(args.chunks, default_kind=kind)
-    evaluator = Evaluator(config)
     stats = None
-    if args.index is not None:  # the corpus's statistics: IDF, and its chunks' analyses
+    gate = None
+    if args.index is not None:  # the corpus's statistics (IDF, its chunks' analyses), its gate
         if not is_index_dir(args.index):
             raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
         with Progress.for_command(args, "evaluate") as progress:
-            stats = open_index(args.index, progress, evaluator.analyzer, args).corpus_stats
+            index = open_index(
+                args.index, progress, Evaluator(config_from_args(args)).analyzer, args
+            )
+            stats, gate = index.corpus_stats, index.gate
+    evaluator = Evaluator(config_from_args(args, gate))
     evaluation = evaluator.evaluate(args.query, chunks, stats)
     refinement = None
     if args.refine:
@@ -110,7 +113,8 @@ def register(commands: Any) -> None:
         "--index",
         metavar="DIR",
         help="an index directory (crag-heuristic index): its corpus statistics weight the "
-        "query terms (IDF) and its documents' analyses are read instead of tokenising",
+        "query terms (IDF), its documents' analyses are read instead of tokenising, and its "
+        "gate grades (unless --profile or --config)",
     )
     add_index_secret_option(evaluate)
     evaluate.add_argument("--refine", action="store_true", help="also run knowledge refinement")

@@ -148,20 +148,31 @@ def grader_from_spec(
     return found  # type: ignore[no-any-return]
 
 
-def _write(config: EvaluatorConfig, report: dict[str, Any], args: argparse.Namespace) -> Any:
+def _write(
+    config: EvaluatorConfig,
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    warnings: Sequence[str] = (),
+) -> Any:
     from .._calibration.gate import CalibrationResult
 
-    return CalibrationResult(config=config, report=report).write(args.out)
+    return CalibrationResult(config=config, report=report, warnings=tuple(warnings)).write(args.out)
+
+
+def warn(messages: Sequence[str]) -> None:
+    """Each warning of a calibration on stderr, in the CLI's words."""
+    for message in messages:
+        sys.stderr.write(f"crag-heuristic: warning: {message}\n")
 
 
 def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> int:
-    """The band chosen again on the audited lists of a grade log (no refit)."""
+    """The verdict bands, and with ``--guarantee`` the set cascade's band, chosen again
+    on the audited lists of a grade log (no refit)."""
+    from .._calibration.gate import bands_on_labels
     from .._grading.guarantee import guaranteed_band
     from .._grading.monitor import JsonlGradeLog, audited_labels
 
     chosen = parse_guarantee(args.guarantee)
-    if chosen is None:
-        raise InputError("--grade-log chooses a band: give --guarantee recall:EPS or agreement:EPS")
     prior = load_config(args.prior or DEFAULT_PROFILE)
     secret = read_secret(args.grade_log_secret_file)
     log = JsonlGradeLog(args.grade_log, secret=secret)
@@ -183,20 +194,23 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
             f"{prior.name} ({prior.fingerprint()}): give the profile that scored them"
         )
     scores, good, grader = audited_labels(records)
-    target, eps = chosen
-    guarantee = guaranteed_band(
+    what = f"{len(scores)} audited lists of the grade log {args.grade_log}"
+    # the audited lists are a uniform sample the gate was not fitted on: they choose the
+    # verdict bands; the guarantee's path stays centred on the prior's (fixed) band
+    bands = bands_on_labels(
         scores,
         good,
-        target=target,  # type: ignore[arg-type]
-        eps=eps,
-        delta=args.delta,
-        centre=prior.thresholds.relevant,
-        window=args.window,
-        grader=grader,
-        labels=f"{len(scores)} audited lists of the grade log {args.grade_log}",
+        prior=prior.thresholds,
+        chosen_on=what,
+        target_precision=args.target_precision,
+        min_failure_recall=args.min_failure_recall,
+        max_good_irrelevant=args.max_good_irrelevant,
     )
-    config = prior.replace(guarantee=guarantee, name=args.name or f"{prior.name}-guaranteed")
-    report = {
+    config = prior.replace(
+        thresholds={"relevant": bands.relevant, "partial": bands.partial},
+        name=args.name or f"{prior.name}-{'guaranteed' if chosen else 'banded'}",
+    )
+    report: dict[str, Any] = {
         "method": "calibrate --grade-log",
         "grade_log": str(args.grade_log),
         "audited_lists": len(scores),
@@ -204,10 +218,28 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
         "signed": secret is not None,
         "skipped": log.skipped_by_kind,
         "grader": grader,
-        "guarantee": guarantee.describe(),
-        "command": command,
+        "verdict_bands": bands.statement,
+        "bands_chosen": "on the audited lists" if bands.fitted else "the prior's: too few labels",
     }
-    path = _write(config, report, args)
+    if chosen is not None:
+        target, eps = chosen
+        guarantee = guaranteed_band(
+            scores,
+            good,
+            target=target,  # type: ignore[arg-type]
+            eps=eps,
+            delta=args.delta,
+            centre=prior.thresholds.relevant,
+            window=args.window,
+            grader=grader,
+            labels=what,
+        )
+        config = config.replace(guarantee=guarantee)
+        report["guarantee"] = guarantee.describe()
+    report["warnings"] = list(bands.warnings)
+    report["command"] = command
+    warn(bands.warnings)
+    path = _write(config, report, args, bands.warnings)
     out.write(json.dumps({"profile": str(path), **report}, indent=2) + "\n")
     return EXIT_OK
 
@@ -494,6 +526,9 @@ def _calibrate_on(
             seed=args.seed,
             name=args.name or Path(args.out).stem,
             labels=f"{what}: {len(examples)} labelled",
+            target_precision=args.target_precision,
+            min_failure_recall=args.min_failure_recall,
+            max_good_irrelevant=args.max_good_irrelevant,
         )
     except InsufficientLabelsError as exc:
         kept = f"; the {len(examples)} labels are kept in {where}" if where else ""
@@ -501,6 +536,7 @@ def _calibrate_on(
     except ConfigError as exc:
         raise InputError(str(exc)) from None
     progress.close()
+    warn(result.warnings)  # the labelling's were said as they came
     result = dataclasses.replace(result, warnings=(*result.warnings, *labelling.warnings()))
     result.report["command"] = command
     result.report["labelling"] = summary

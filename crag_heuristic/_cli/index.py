@@ -4,17 +4,20 @@ for the commands that take ``--index DIR``."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._exceptions import InputError
-from .._index.directory import DEFAULT_BATCH, IndexDirectory
+from .._exceptions import InputError, MissingDependencyError
+from .._index.directory import DEFAULT_BATCH, Calibrator, IndexDirectory
+from .._index.gate import skipped
 from .._index.manifest import METRICS
 from .._optional import check_installed
 from .._text.analyzer import Analyzer
-from .common import EPILOG, EXIT_OK, read_docs, read_secret
+from .common import EPILOG, EXIT_OK, FITTING, SELF_QUERIES, read_docs, read_secret
 from .progress import Progress, add_progress_option
 
 INDEX_SECRET_VARIABLE = "CRAG_HEURISTIC_INDEX_SECRET"
@@ -104,6 +107,7 @@ def _index(args: argparse.Namespace, out: TextIO) -> int:
             n_components=args.components,
             batch_size=args.batch_size,
             progress=progress,
+            gate=_calibrator(args, progress),
             secret=read_secret(args.index_secret_file, INDEX_SECRET_VARIABLE),
         )
     manifest = built.manifest
@@ -114,13 +118,44 @@ def _index(args: argparse.Namespace, out: TextIO) -> int:
         "documents": manifest.documents,
         "dimension": manifest.dimension,
         "metric": manifest.faiss["metric"],
-        "embedder": args.embedder,
+        "embedder": manifest.embedder.get("name", args.embedder),
         "bytes": sum(int(entry["bytes"]) for entry in manifest.files.values()),
+        "gate": dict(manifest.gate),
         "seconds": seconds,
         "signed": manifest.signed,
     }
+    gate = manifest.gate
+    for note in gate.get("notes", []):
+        kind = "warning" if gate.get("status") == "shipped" else "note"
+        sys.stderr.write(f"crag-heuristic: {kind}: {note}\n")
     out.write(json.dumps(summary) + "\n")
     return EXIT_OK
+
+
+def _calibrator(args: argparse.Namespace, progress: Progress) -> Calibrator:
+    """What calibrates the new directory's gate: self-calibration through its own
+    retriever, or (``--no-calibrate``, or without the calibrate extra) a note."""
+    if args.no_calibrate:
+        return lambda built: skipped(
+            "--no-calibrate: the shipped gate decides (fitted on MiniLM cosines; "
+            "crag-heuristic calibrate --self --index DIR fits one for this index later)"
+        )
+    try:
+        check_installed("calibrate", "self-calibrating the index's gate", *FITTING)
+    except MissingDependencyError as exc:
+        reason = (
+            f"the gate was not self-calibrated: {exc} (the shipped gate decides, fitted on "
+            "MiniLM cosines)"
+        )
+        return lambda built: skipped(reason)
+    from .._calibration.index_gate import calibrate_index
+
+    return functools.partial(
+        calibrate_index,
+        queries=args.calibrate_queries,
+        seed=args.seed,
+        progress=progress.iterate,
+    )
 
 
 def register(commands: Any) -> None:
@@ -164,6 +199,22 @@ def register(commands: Any) -> None:
         type=int,
         default=DEFAULT_BATCH,
         help=f"texts per call of the embedder (default {DEFAULT_BATCH})",
+    )
+    index.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="do not self-calibrate the gate for this corpus and embedder (the shipped gate, "
+        "fitted on MiniLM cosines, then decides)",
+    )
+    index.add_argument(
+        "--calibrate-queries",
+        type=int,
+        default=SELF_QUERIES,
+        metavar="N",
+        help=f"simulated queries the gate is self-calibrated on (default {SELF_QUERIES})",
+    )
+    index.add_argument(
+        "--seed", type=int, default=0, help="the self-calibration's random seed (default 0)"
     )
     add_index_secret_option(index, signs=True)
     add_progress_option(index)

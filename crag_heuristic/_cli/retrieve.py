@@ -66,7 +66,6 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
     """The retriever, the lexical one (``--lexical``) and the evaluator: over an index
     directory, over a FAISS file and its docs file (refitted and recounted on every
     call), or over the bundled sample."""
-    evaluator = Evaluator(config_from_args(args))
     if is_index_dir(args.index):
         for option in ("docs", "normalized"):
             if getattr(args, option) is not None:
@@ -74,11 +73,14 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
                     f"--{option} does not go with an index directory: {args.index} holds its "
                     "documents and vectors"
                 )
-        index = open_index(args.index, progress, evaluator.analyzer, args)
+        analyzer = Evaluator(config_from_args(args)).analyzer  # what the directory is read with
+        index = open_index(args.index, progress, analyzer, args)
         with progress.stage("loading its parts"):
+            evaluator = Evaluator(config_from_args(args, index.gate), analyzer=index.analyzer)
             retriever = index.retriever()
             lexical = index.lexical() if args.lexical else None
         return retriever, lexical, evaluator
+    evaluator = Evaluator(config_from_args(args))
     if (args.index is None) != (args.docs is None):
         raise InputError(
             "--index FILE.faiss goes with --docs (an index directory, --index DIR, alone; "

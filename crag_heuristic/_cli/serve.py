@@ -70,24 +70,35 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         from .._web.searxng import SearxngClient
 
         web = SearxngClient(args.searxng)
-    evaluator = Evaluator(config_from_args(args))
     options: dict[str, Any] = {"web": web, "cache": cache, "metrics": metrics}
-    gate: Any = evaluator
-    if args.grader is not None:
-        gate, options = _cascade(args, evaluator, options)
+    index = None
     if args.index is None:
         if args.index_secret_file or args.embedder or args.trust_embedder:
             raise InputError(
                 "--index-secret-file, --embedder and --trust-embedder go with --index DIR"
             )
+    else:
+        if not is_index_dir(args.index):
+            raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
+        analyzer = Evaluator(config_from_args(args)).analyzer  # what the directory is read with
+        index = open_index(args.index, progress, analyzer, args)
+    if index is None:
+        evaluator = Evaluator(config_from_args(args))
+    else:  # the directory's own gate, unless --profile / --config
+        evaluator = Evaluator(config_from_args(args, index.gate), analyzer=index.analyzer)
+    gate: Any = evaluator
+    if args.grader is not None:
+        gate, options = _cascade(args, evaluator, options)
+    if index is None:
         crag = CRAG(sample_retriever(), gate, **options)
         return crag, {"index": "the bundled sample", "documents": len(load_sample_corpus())}
-    if not is_index_dir(args.index):
-        raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
-    index = open_index(args.index, progress, evaluator.analyzer, args)
     with progress.stage("loading its parts"):
         crag = CRAG(index.retriever(), gate, lexical=index.lexical(), **options)
-    info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
+    info = {
+        "documents": index.manifest.documents,
+        "index_created": index.manifest.created,
+        "gate": evaluator.config.name,  # the directory's own, unless --profile / --config
+    }
     return crag, info
 
 

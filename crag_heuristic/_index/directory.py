@@ -20,6 +20,12 @@ every call::
     DIR/embedder.npz      the fitted LSA projection (embedder "lsa"); for an embedder of
                           yours the manifest holds its spec instead
                           (crag_heuristic._index.embedders)
+    DIR/gate.toml         the gate self-calibrated for this corpus and embedder, a
+                          profile (crag_heuristic._index.gate); absent when the
+                          shipped gate decides (the manifest says why)
+    DIR/gate.toml         the gate self-calibrated for this corpus and embedder, when a
+                          ``gate`` calibrator made one (crag_heuristic._index.gate: the
+                          manifest's ``gate`` entry says which gate decides, and why)
 
 One pass analyses the corpus (the BM25 side and the statistics with their
 analyses come from it); the documents are embedded in batches. A build writes
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 import shutil
 import struct
@@ -60,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from .._cache.signing import signer_of
+from .._config import EvaluatorConfig
 from .._documents import to_chunk
 from .._exceptions import IndexDirectoryError, InputError
 from .._retrievers.bm25 import BM25Retriever
@@ -68,6 +76,7 @@ from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats
 from .._types import Chunk, ScoreKind
 from . import embedders
+from . import gate as gates
 from .docstore import DocStore, write_docstore
 from .manifest import (
     BM25,
@@ -83,6 +92,9 @@ from .manifest import (
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(stage, done, total)``: a build's stage (``"analysing"``, ``"fitting"``,
 ``"embedding"``, ``"writing"``) and how far it is (``total`` ``None``: unknown)."""
+Calibrator = Callable[["IndexDirectory"], gates.IndexGate]
+"""What calibrates a directory's gate (``crag_heuristic.calibration.calibrate_index``): it
+is given the built directory, before it is moved into place, and returns its gate."""
 
 DEFAULT_BATCH = 256
 _FLAT = {"ip": (b"IxFI", 0), "l2": (b"IxF2", 1)}  # a flat index's FAISS fourcc and metric
@@ -250,6 +262,31 @@ class IndexDirectory:
             raise self._refuse("the FAISS index", ValueError("of another length than its vectors"))
 
     @functools.cached_property
+    def gate(self) -> EvaluatorConfig | None:
+        """The gate calibrated for this directory (``gate.toml``), or ``None`` when the
+        shipped gate decides (``manifest.gate`` says why). The file is a profile
+        (data), read only when it is the size and SHA-256 the manifest lists, whatever
+        ``verify`` was.
+
+        Raises:
+            IndexDirectoryError: ``field="file"`` (changed since the build, a symlink,
+                missing) or ``field="gate"`` (not a profile).
+        """
+        if not gates.calibrated(self.manifest.gate):
+            return None
+        where = os.fspath(self.path)
+        entry = self.manifest.files[gates.GATE_FILE]
+        fd = open_part(self.path, gates.GATE_FILE)
+        with os.fdopen(fd, "rb") as handle:
+            raw = handle.read(gates.MAX_GATE_BYTES + 1)
+        if len(raw) != entry["bytes"] or hashlib.sha256(raw).hexdigest() != entry["sha256"]:
+            raise IndexDirectoryError(
+                where, "file", f"{gates.GATE_FILE} of another size or SHA-256",
+                "the bytes the build wrote",
+            )  # fmt: skip
+        return gates.parse(where, raw)
+
+    @functools.cached_property
     def embedder(self) -> Any:
         """The query embedder: the saved LSA projection (data), or the object a spec of
         yours names, imported only when it was named when loading (``embedder=``) or
@@ -284,13 +321,14 @@ class IndexDirectory:
             raise self._refuse("the LSA projection", ValueError(f"{dimension} dimensions"))
         return embedder
 
-    def retriever(self, **options: Any) -> FaissRetriever:
+    def retriever(self, *, embed: Any = None, **options: Any) -> FaissRetriever:
         """A :class:`FaissRetriever` over the directory: its vectors, documents,
-        query embedder and statistics (``options``: more of its keywords)."""
+        query embedder (``embed``: another way to call it) and statistics
+        (``options``: more of its keywords)."""
         return FaissRetriever(
             self.faiss_index,
             self.docs,
-            self.embedder,
+            self.embedder if embed is None else embed,
             normalized=bool(self.manifest.faiss.get("normalized", True)),
             corpus_stats=self.corpus_stats,
             analyzer=self.analyzer,
@@ -324,6 +362,7 @@ class IndexDirectory:
         n_components: int = 64,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
+        gate: Calibrator | None = None,
         secret: str | bytes | None = None,
     ) -> IndexDirectory:
         """Build an index directory of ``documents`` at ``path`` (see the module doc).
@@ -343,9 +382,14 @@ class IndexDirectory:
             batch_size: texts embedded per call of the embedder.
             progress: ``progress(stage, done, total)`` as the build goes (the
                 command line's progress line); nothing by default.
+            gate: calibrates the directory's gate once the rest is built
+                (``crag_heuristic.calibration.calibrate_index``, what ``crag-heuristic
+                index`` does); ``None``: none is (the shipped gate decides, and the
+                manifest says so).
             secret: sign the manifest with it (HMAC-SHA256, 16 bytes or more):
                 :meth:`load` then needs the same secret, and whoever writes
-                the directory without it cannot change what it lists.
+                the directory without it cannot change what it lists (its gate
+                among them).
 
         Raises:
             InputError: no documents, a bad document or argument, repeated ids,
@@ -394,7 +438,11 @@ class IndexDirectory:
             manifest = IndexManifest(
                 documents=len(chunks),
                 analyzer=analyzer.fingerprint,
-                embedder={**entry, "dimension": int(vectors.shape[1])},
+                embedder={
+                    **entry,
+                    "name": embedders.name(entry, int(vectors.shape[1])),
+                    "dimension": int(vectors.shape[1]),
+                },
                 faiss={"metric": metric, "normalized": True, "dimension": int(vectors.shape[1])},
                 corpus_stats={
                     "fingerprint": stats.fingerprint(),
@@ -408,6 +456,10 @@ class IndexDirectory:
                 },
                 build_seconds={k: round(v, 3) for k, v in seconds.items()},
             )
+            built = cls(building, manifest, analyzer, embedder=embedder)
+            if entry["kind"] != embedders.LSA:  # the model in hand, not made a second time
+                built.__dict__["embedder"] = model
+            manifest = _with_gate(built, gate, seconds)
             manifest = dataclasses.replace(manifest, signed=signer is not None)
             manifest.write(building, secret=signer)
             _replace(building, out)
@@ -415,6 +467,39 @@ class IndexDirectory:
             shutil.rmtree(building, ignore_errors=True)
             raise
         return cls(out, manifest, analyzer, embedder=embedder)  # named by its builder
+
+
+def _with_gate(
+    built: IndexDirectory, calibrator: Calibrator | None, seconds: dict[str, float]
+) -> IndexManifest:
+    """The manifest of ``built`` with its gate: calibrated (its profile written and
+    listed beside the other files), or the note of why none was."""
+    began = time.perf_counter()
+    if calibrator is None:
+        made = gates.skipped(
+            "built without a gate calibrator: the shipped gate decides "
+            "(crag_heuristic.calibration.calibrate_index calibrates one)"
+        )
+    else:
+        made = calibrator(built)
+        if not isinstance(made, gates.IndexGate):
+            raise InputError(
+                f"the gate calibrator returned {type(made).__name__}, not an IndexGate"
+            )
+        if made.status != gates.SKIPPED:
+            seconds["calibrating"] = time.perf_counter() - began
+    files = dict(built.manifest.files)
+    for name in gates.write(built.path, made):
+        files[name] = {
+            "bytes": (built.path / name).stat().st_size,
+            "sha256": file_digest(built.path / name),
+        }
+    return dataclasses.replace(
+        built.manifest,
+        files=files,
+        gate={**made.entry(), "embedder": built.manifest.embedder.get("name")},
+        build_seconds={k: round(v, 3) for k, v in seconds.items()},
+    )
 
 
 def _chunks(documents: Sequence[Any]) -> list[Chunk]:

@@ -112,6 +112,14 @@ def fit(
     return embedder, batch_embedder(embedder), {"kind": "spec", "spec": spec}
 
 
+def name(entry: Mapping[str, Any], dimension: int) -> str:
+    """What an embedder is, in a few characters: ``"lsa-64"`` (LSA, 64 dimensions) or
+    the spec of one's own."""
+    if entry.get("kind") == LSA:
+        return f"{LSA}-{dimension}"
+    return str(entry.get("spec", entry.get("kind")))
+
+
 def save(embedder: Any, entry: Mapping[str, Any], folder: Path) -> list[str]:
     """Write what a loader needs of ``embedder`` into ``folder`` (the LSA projection);
     returns the files written."""

@@ -8,13 +8,17 @@
     created            UTC time, ISO 8601
     documents          the corpus's size (FAISS ntotal, docstore lines, statistics n_docs)
     analyzer           the analyzer's fingerprint (the statistics', the BM25 side's, LSA's)
-    embedder           {"kind": "lsa", "file": "embedder.npz", "dimension"} or
-                       {"kind": "spec", "spec": "package.module:attribute", "dimension"}
+    embedder           {"kind": "lsa", "file": "embedder.npz", "name": "lsa-64", "dimension"} or
+                       {"kind": "spec", "spec": "package.module:attribute", "name", "dimension"}
     faiss              {"metric": "ip" | "l2", "normalized": true, "dimension"}
     corpus_stats       {"fingerprint", "terms", "analyses"}: CorpusStats.fingerprint() ...
     bm25               {"variant", "k1", "b"}
     files              name -> {"bytes", "sha256"}: every other file the loaders read
     build_seconds      stage -> seconds it took (how the index was made, for reports)
+    gate               the directory's gate: {"status": "self-calibrated", "file": "gate.toml",
+                       "embedder": <the embedder's name>, ...}, or "shipped" / "skipped" with
+                       notes (crag_heuristic._index.gate); absent in a directory built before
+                       gates were recorded (the shipped gate decides)
 
 With a secret (``IndexDirectory.build(..., secret=...)``, ``index --secret-file``)
 the manifest is written signed: ``{"mac", "exp": null, "v": <the manifest>}``,
@@ -27,8 +31,9 @@ A directory is refused (:class:`~crag_heuristic.IndexDirectoryError`, an
 :data:`MAX_MANIFEST_BYTES`, names another kind or format version, has a field
 of the wrong type or out of its bounds, is signed and read without the secret
 (or unsigned, or signed otherwise, where a secret is given), or lists other
-files than the parts its loaders read (:data:`PARTS`, and ``embedder.npz`` for
-an LSA embedder: plain names, no path); and when a file it lists is not a
+files than the parts its loaders read (:data:`PARTS`, ``embedder.npz`` for
+an LSA embedder, ``gate.toml`` for a self-calibrated gate: plain names, no
+path); and when a file it lists is not a
 regular file of the directory (a symlink is refused, whatever it points to),
 is missing, of another size, or (unless the check is asked to skip it) of
 another SHA-256: a file changed since the build. No error shows a file's size
@@ -51,6 +56,7 @@ from typing import Any
 from .._cache.signing import Signer, signer_of
 from .._exceptions import IndexDirectoryError
 from .._version import __version__
+from . import gate as gates
 from .docstore import INDEX, LINES
 from .embedders import LSA, LSA_FILE
 
@@ -106,10 +112,14 @@ def open_part(folder: Path, name: str) -> int:
     return fd
 
 
-def expected_files(embedder: Mapping[str, Any]) -> frozenset[str]:
-    """The files a manifest with this embedder lists: :data:`PARTS`, and the LSA
-    projection's for an LSA embedder."""
-    return frozenset((*PARTS, LSA_FILE) if embedder.get("kind") == LSA else PARTS)
+def expected_files(
+    embedder: Mapping[str, Any], gate: Mapping[str, Any] | None = None
+) -> frozenset[str]:
+    """The files a manifest with this embedder and gate lists: :data:`PARTS`, the
+    LSA projection's for an LSA embedder, and ``gate.toml`` for a self-calibrated
+    gate."""
+    lsa = (LSA_FILE,) if embedder.get("kind") == LSA else ()
+    return frozenset((*PARTS, *lsa, *gates.files(gate or {})))
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,7 @@ class IndexManifest:
     bm25: Mapping[str, Any]
     files: Mapping[str, Mapping[str, Any]]
     build_seconds: Mapping[str, float] = field(default_factory=dict)
+    gate: Mapping[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     library_version: str = __version__
     created: str = field(
@@ -154,6 +165,7 @@ class IndexManifest:
             "bm25": dict(self.bm25),
             "files": {name: dict(entry) for name, entry in sorted(self.files.items())},
             "build_seconds": dict(self.build_seconds),
+            **({"gate": dict(self.gate)} if self.gate else {}),
         }
 
     def write(self, folder: Path, *, secret: str | bytes | Signer | None = None) -> Path:
@@ -236,6 +248,11 @@ class IndexManifest:
             if faiss["metric"] not in METRICS or not isinstance(faiss["normalized"], bool):
                 raise ValueError(f"faiss: a metric of {list(METRICS)} and a bool 'normalized'")
             embedder = _embedder(_mapping(data["embedder"]), dimension)
+            gate = (
+                gates.check_entry(_mapping(data["gate"]), embedder.get("name"))
+                if "gate" in data
+                else {}
+            )
             manifest = cls(
                 documents=_integer(data["documents"], MAX_DOCUMENTS),
                 analyzer=_string(data["analyzer"]),
@@ -243,8 +260,9 @@ class IndexManifest:
                 faiss=faiss,
                 corpus_stats=_mapping(data["corpus_stats"]),
                 bm25=_mapping(data["bm25"]),
-                files=_files(_mapping(data["files"]), expected_files(embedder)),
+                files=_files(_mapping(data["files"]), expected_files(embedder, gate)),
                 build_seconds=_mapping(data.get("build_seconds", {})),
+                gate=gate,
                 format_version=version,
                 library_version=_string(data.get("library_version", "")),
                 created=_string(data.get("created", "")),
@@ -306,6 +324,9 @@ def _embedder(entry: dict[str, Any], dimension: int) -> dict[str, Any]:
     spec of the form ``package.module:attribute`` (never imported here)."""
     if entry.get("dimension") != dimension or type(entry.get("dimension")) is not int:
         raise ValueError("embedder: a 'dimension', the vectors' dimension")
+    name = entry.get("name")
+    if name is not None and (not isinstance(name, str) or not 0 < len(name) <= 200):
+        raise ValueError("embedder: a 'name' of at most 200 characters")
     if entry.get("kind") == LSA:
         if entry.get("file") != LSA_FILE:
             raise ValueError(f"embedder: an LSA projection's file is {LSA_FILE}")

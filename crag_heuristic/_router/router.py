@@ -288,15 +288,18 @@ class CRAG:
 
         The directory's FAISS index, documents and query embedder are the
         retriever, its statistics (with each document's analysis) the
-        evaluator's, and its BM25 side the lexical retriever of the
-        corrections; nothing is refitted or recounted
+        evaluator's, its gate (self-calibrated for its corpus and embedder when
+        it was built) the evaluator's profile, and its BM25 side the lexical
+        retriever of the corrections; nothing is refitted or recounted
         (:class:`~crag_heuristic.index.IndexDirectory`). The directory is data:
-        nothing it names is imported unless you name it too.
+        nothing it names is imported unless you name it too (its gate is a
+        profile). With ``learning=``, the cascade's own gate decides.
 
         Args:
             path: the directory.
             evaluator: as for the constructor; its analyzer must be the one the
-                directory was built with.
+                directory was built with. ``None``: the directory's gate, or the
+                shipped one when it has none (its manifest's ``gate`` says why).
             lexical: fuse the directory's BM25 ranking into corrections.
             verify: check each file's SHA-256 against the manifest (else sizes).
             embedder: for a directory built with an embedder of yours, its spec
@@ -316,6 +319,11 @@ class CRAG:
         """
         from .._index.directory import IndexDirectory
 
+        trust: dict[str, Any] = {
+            "secret": index_secret,
+            "embedder": embedder,
+            "trust_embedder": trust_embedder,
+        }
         learning = options.get("learning")
         if learning is not None:  # its gate is the evaluator: the directory read with its analyzer
             if evaluator is not None:
@@ -323,17 +331,14 @@ class CRAG:
                     "with a learning cascade, the gate is its own: pass it to "
                     "LearningCascade(gate=...)"
                 )
-            index = IndexDirectory.load(path, analyzer=learning.analyzer, verify=verify)
+            index = IndexDirectory.load(path, analyzer=learning.analyzer, verify=verify, **trust)
             return cls(index.retriever(), lexical=index.lexical() if lexical else None, **options)
-        gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        index = IndexDirectory.load(
-            path,
-            analyzer=gate.analyzer,
-            verify=verify,
-            secret=index_secret,
-            embedder=embedder,
-            trust_embedder=trust_embedder,
-        )
+        if evaluator is None:  # the directory's own gate (or the shipped one, if it has none)
+            index = IndexDirectory.load(path, verify=verify, **trust)
+            gate = Evaluator(index.gate, analyzer=index.analyzer)
+        else:
+            gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
+            index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify, **trust)
         return cls(index.retriever(), gate, lexical=index.lexical() if lexical else None, **options)
 
     def __repr__(self) -> str:

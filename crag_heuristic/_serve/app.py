@@ -18,7 +18,7 @@ route                  what
                        began is an ``event: error`` with the error's JSON
 ``GET /healthz``       ``{"status": "ok"}`` for anyone; with a valid key (or, without
                        keys, from loopback) also ``version``, ``in_flight``,
-                       ``queued`` (and the index's size and date under
+                       ``queued`` (and the index's size, date and gate under
                        ``crag-heuristic serve``)
 ``GET /metrics``       Prometheus text (the ``metrics`` extra): the router's metrics and
                        the service's (:mod:`crag_heuristic._serve.metrics`)

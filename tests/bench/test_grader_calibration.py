@@ -14,7 +14,8 @@ import pytest
 from crag_heuristic import Chunk, EvaluatorConfig, InputError
 from crag_heuristic._bench.guarantee_section import guarantee_section, halvings
 from crag_heuristic._bench.pipeline import HarnessRetriever, prepare
-from crag_heuristic._calibration.gate import GateExample
+from crag_heuristic._calibration import grader as grader_calibration
+from crag_heuristic._calibration.gate import GateExample, _bands
 from crag_heuristic._calibration.grader import (
     CANDIDATES,
     calibrate_on_grader,
@@ -102,6 +103,61 @@ def test_labels_go_to_the_band_before_the_gate_is_refitted(
         calibrate_on_grader([], grader="x")
 
 
+def test_the_shipped_gate_s_bands_are_chosen_on_the_labels(
+    beir_folder: Path, title_retrievals: list[GateExample]
+) -> None:
+    """No refit (64 queries, fewer than min_refit): the shipped gate's scores were fitted
+    elsewhere, so every label chooses its verdict bands; the agreement band's path stays
+    centred on the shipped gate's own band, fixed before any label was read."""
+    examples = examples_from_grader(title_retrievals, _grader(beir_folder, title_retrievals))
+    made = fit_on_grader(examples, grader="titles:v1", targets=(("agreement", 0.1),))
+    shipped = EvaluatorConfig()
+    scores = np.array(grader_calibration._scores(shipped, examples, None))
+    good = np.array([ex.good for ex in examples])
+    relevant, partial, _ = _bands(
+        scores, good, np.ones(len(examples), dtype=bool),
+        target_precision=0.9, min_failure_recall=0.8, max_good_irrelevant=0.15,
+    )  # fmt: skip
+    if min(good.sum(), (~good).sum()) >= 10:
+        assert (made.config.thresholds.relevant, made.config.thresholds.partial) == (
+            relevant, partial,
+        )  # fmt: skip
+        assert made.report["bands_chosen"].startswith("on the labels")
+    else:  # too few of one class: the shipped bands, and a warning
+        assert made.config.thresholds == shipped.thresholds and made.warnings
+    statement = made.report["verdict_bands"]
+    assert statement["lists"] == 64 and statement["failed"] == int((~good).sum())
+    band = made.bands[("agreement", 0.1)]
+    assert not isinstance(band, InsufficientLabelsError)
+    assert band.centre == shipped.thresholds.relevant
+    # asked for other targets, other bands
+    looser = fit_on_grader(examples, grader="titles:v1", max_good_irrelevant=0.5)
+    if looser.report.get("bands_chosen", "").startswith("on the labels"):
+        assert looser.config.thresholds.partial >= made.config.thresholds.partial
+
+
+def test_a_refit_s_bands_are_stated_on_the_half_it_never_saw(
+    beir_folder: Path, title_retrievals: list[GateExample]
+) -> None:
+    grader = _grader(beir_folder, title_retrievals)
+    for i, query in enumerate(sorted(grader.answers)):  # every third list fails: both classes
+        if i % 3 == 0:
+            grader.answers[query] = "none"
+    examples = examples_from_grader(title_retrievals, grader)
+    only = [c for c in CANDIDATES if c.refit][:1]  # a refit, whatever the shipped gate scores
+    made = fit_on_grader(
+        examples, grader="t", targets=(("agreement", 0.2),), min_refit=20, candidates=only
+    )
+    assert made.report["refit"] is True
+    assert "out-of-fold" in made.report["verdict_bands"]["measured_on"]  # chosen on the refit half
+    held = made.report["verdict_bands_held_out"]
+    assert held["lists"] == made.report["band_lists"]
+    assert held["relevant"] == made.config.thresholds.relevant
+    band = made.bands[("agreement", 0.2)]
+    assert not isinstance(band, InsufficientLabelsError)
+    assert band.centre == made.config.thresholds.relevant  # chosen on the other half
+
+
 @pytest.mark.slow
 def test_calibrate_grader_from_the_command_line(beir_folder: Path, tmp_path: Path) -> None:
     profile = tmp_path / "g.toml"
@@ -178,7 +234,50 @@ def test_calibrate_from_a_grade_log(tmp_path: Path) -> None:
     assert config.guarantee.grader == "g:1" and config.model == prior.model
     # scored by another gate: refused
     assert main([*args, "--guarantee", "recall:0.1", "--prior", "synapse"]) == EXIT_BAD_INPUT
-    assert main(args) == EXIT_BAD_INPUT  # no --guarantee
+    # the verdict bands come from the audited lists (the gate was not fitted on them)
+    scores = np.array([(0.7 if i % 2 == 0 else 0.3) + 0.001 * i for i in range(60)])
+    labels = np.arange(60) % 2 == 0
+    relevant, partial, _ = _bands(
+        scores, labels, np.ones(60, dtype=bool),
+        target_precision=0.9, min_failure_recall=0.8, max_good_irrelevant=0.15,
+    )  # fmt: skip
+    assert (config.thresholds.relevant, config.thresholds.partial) == (relevant, partial)
+    # without --guarantee: the bands alone, stated in the output and the profile
+    out = io.StringIO()
+    assert main(args, out=out) == EXIT_OK
+    report = json.loads(out.getvalue())
+    bands = report["verdict_bands"]
+    assert bands["lists"] == 60 and bands["failed"] == 30
+    # the lowest band with precision 0.9 and recall 0.8: three failed lists above it
+    assert bands["fast_path_precision"]["value"] == round(30 / 33, 4)
+    assert bands["failure_recall"]["value"] == round(27 / 30, 4)
+    assert len(bands["failure_recall"]["ci95"]) == 2
+    assert "guarantee" not in report and report["warnings"] == []
+    written = (tmp_path / "p.toml").read_text()
+    assert "# verdict_bands: RELEVANT above" in written and "not guarantees" in written
+    banded = EvaluatorConfig.from_file(tmp_path / "p.toml")
+    assert banded.guarantee is None and banded.thresholds == config.thresholds
+
+
+def test_a_grade_log_with_too_few_labels_keeps_the_prior_s_bands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prior = EvaluatorConfig()
+    log = JsonlGradeLog(tmp_path / "grades.jsonl")
+    for i in range(12):
+        log.append(
+            {"v": 1, "time": "2025-01-01T00:00:00+00:00", "query": f"{i:064x}",
+             "profile": prior.fingerprint(), "profile_name": "", "grader": "g:1", "score": 0.5,
+             "band": [0.0, 0.6], "in_band": True, "audited": True,
+             "grader_score": 1.0 if i < 8 else 0.0, "grader_good": i < 8, "chunks": 5,
+             "features": {}}
+        )  # fmt: skip
+    out = io.StringIO()
+    args = ["calibrate", "--grade-log", str(log.path), "--out", str(tmp_path / "p.toml")]
+    assert main(args, out=out) == EXIT_OK
+    assert EvaluatorConfig.from_file(tmp_path / "p.toml").thresholds == prior.thresholds
+    assert "too few labels" in capsys.readouterr().err
+    assert "# WARNING: too few labels" in (tmp_path / "p.toml").read_text()
 
 
 def test_the_guarantee_section_rows(beir_folder: Path) -> None:
@@ -341,9 +440,9 @@ def test_the_band_of_the_refitted_gate_keeps_its_guarantee(monkeypatch: pytest.M
     halves cut by query (as they were) kept a query's lists together on the band's side:
     broken on 0.43 of the halvings. The refit is stood in for by the shipped gate and its
     scores by the lists' own: what is tested is which lists choose the band."""
+    from crag_heuristic._bench.guarantee_section import _windows
     from crag_heuristic._calibration import grader as grader_calibration
     from crag_heuristic._calibration.gate import CalibrationResult
-    from crag_heuristic._bench.guarantee_section import _windows
     from crag_heuristic._grading.guarantee import band_risk
 
     rng = np.random.default_rng(3)

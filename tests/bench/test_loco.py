@@ -208,7 +208,9 @@ def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps(d) + "\n" for d in _read_jsonl("sample_documents.jsonl")))
     # a FAISS file of one's own and its docs (the older form; an index directory's vectors)
-    assert main(["index", "--docs", str(docs), "--out", str(tmp_path / "idx")]) == 0
+    assert (
+        main(["index", "--docs", str(docs), "--out", str(tmp_path / "idx"), "--no-calibrate"]) == 0
+    )
     index = tmp_path / "idx" / "vectors.faiss"
     out = io.StringIO()
     profile = tmp_path / "self.toml"

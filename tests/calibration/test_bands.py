@@ -9,9 +9,10 @@ import pytest
 
 from crag_heuristic import Verdict
 from crag_heuristic._bench.failure import verdict_table
-from crag_heuristic._calibration.gate import _bands
+from crag_heuristic._calibration.gate import _bands, bands_on_labels, state_bands
 from crag_heuristic._config import Thresholds
 from crag_heuristic._evaluator.evaluator import verdict_for
+from crag_heuristic._exceptions import InputError
 from crag_heuristic._grading.lists import SetEscalation, select_list
 from crag_heuristic._types import ChunkEvaluation, Evaluation, Signals
 
@@ -105,3 +106,76 @@ def test_the_set_escalation_band_is_inclusive() -> None:
     assert select_list(_evaluation(0.7), SetEscalation(band=(0.7, 0.9))).chosen == ("a",)
     assert dataclasses.replace(_evaluation(0.5), chunks=()).chunks == ()
     assert select_list(dataclasses.replace(_evaluation(0.5), chunks=()), policy).candidates == 0
+
+
+# -- verdict bands chosen on labelled lists, and what they do there -------------------------
+
+
+def test_a_band_statement_counts_by_hand() -> None:
+    """Bands 0.15 / 0.05 on the 40 lists above: the natural lists above 0.15 are the 15
+    from 0.16 to 0.30, all good; of the 20 failed lists, the 10 probes (0.25 ... 0.34)
+    are all above it and the 10 natural ones (0.01 ... 0.10) below, so 10 of 20 are
+    kept off the fast path; the good natural lists (0.11 ... 0.30) are all above 0.05."""
+    said = state_bands(P, GOOD, IS_NATURAL, relevant=0.15, partial=0.05, chosen_on="by hand")
+    assert said["fast_path_precision"]["value"] == 1.0
+    assert said["fast_path_precision"]["of"] == 15
+    assert said["failure_recall"]["value"] == pytest.approx(10 / 20)
+    assert said["failure_recall"]["of"] == 20
+    assert said["good_in_irrelevant"]["value"] == 0.0
+    assert said["good_in_irrelevant"]["of"] == 20
+    assert said["fast_path_share"] == pytest.approx(15 / 30)
+    low, high = said["failure_recall"]["ci95"]
+    assert low < 0.5 < high  # Clopper-Pearson, 10 of 20: about 0.27 to 0.73
+    assert low == pytest.approx(0.2720, abs=1e-4) and high == pytest.approx(0.7280, abs=1e-4)
+    assert "not guarantees" in said["summary"] and "by hand" in said["summary"]
+
+
+def test_an_empty_fast_path_has_no_precision() -> None:
+    said = state_bands(P, GOOD, IS_NATURAL, relevant=1.0, partial=0.0, chosen_on="x")
+    assert said["fast_path_precision"] == {"value": None, "ci95": None, "of": 0}
+    assert "n/a" in said["summary"]
+
+
+def test_labels_choose_the_bands_by_the_fit_gate_rule() -> None:
+    chosen = bands_on_labels(
+        P,
+        GOOD,
+        IS_NATURAL,
+        prior=Thresholds(relevant=0.9, partial=0.8),
+        chosen_on="40 lists",
+        target_precision=0.9,
+        min_failure_recall=0.5,
+    )
+    expected = _bands(
+        P, GOOD, IS_NATURAL, target_precision=0.9, min_failure_recall=0.5, max_good_irrelevant=0.15
+    )
+    assert (chosen.relevant, chosen.partial, chosen.met) == expected
+    assert chosen.fitted and chosen.warnings == ()
+    assert chosen.statement["relevant"] == chosen.relevant
+
+
+def test_too_few_labels_keep_the_prior_s_bands_and_say_so() -> None:
+    good = np.array([True] * 30 + [False] * 9)  # 9 failed lists: fewer than 10
+    scores = np.linspace(0.0, 1.0, 39)
+    chosen = bands_on_labels(
+        scores, good, prior=Thresholds(relevant=0.7, partial=0.3), chosen_on="x"
+    )
+    assert not chosen.fitted and not chosen.met
+    assert (chosen.relevant, chosen.partial) == (0.7, 0.3)
+    assert "too few labels" in chosen.warnings[0] and "9 failed" in chosen.warnings[0]
+    assert chosen.statement["relevant"] == 0.7  # the prior's bands, stated on the labels
+
+
+def test_targets_the_labels_cannot_meet_are_a_warning_with_the_numbers() -> None:
+    chosen = bands_on_labels(
+        P, GOOD, IS_NATURAL, prior=Thresholds(relevant=0.7, partial=0.3), chosen_on="40 lists",
+        target_precision=0.99, min_failure_recall=0.99,
+    )  # fmt: skip
+    assert chosen.fitted and not chosen.met
+    assert "cannot meet its targets on 40 lists" in chosen.warnings[0]
+    assert "fast-path precision" in chosen.warnings[0]
+
+
+def test_bands_need_one_label_per_score() -> None:
+    with pytest.raises(InputError, match="one score and one label"):
+        bands_on_labels(P, GOOD[:-1], prior=Thresholds(relevant=0.7, partial=0.3), chosen_on="x")

@@ -43,6 +43,30 @@ def test_precomputed_evaluations_and_chunk_stage_give_the_same_gate(examples) ->
     assert shared.config == plain.config
 
 
+def test_a_fit_states_its_bands_on_its_out_of_fold_predictions(examples, tmp_path) -> None:
+    stats = sample_retriever().corpus_stats()
+    result = fit_gate(examples, corpus_stats=stats, fallbacks=False, fitted_on="the sample")
+    report = result.report
+    said = report["verdict_bands"]
+    assert (said["relevant"], said["partial"]) == (
+        result.config.thresholds.relevant,
+        result.config.thresholds.partial,
+    )
+    assert said["lists"] == len(examples) and said["natural_lists"] == len(examples) // 2
+    # the same numbers as the fit's own out-of-fold report, with their intervals
+    assert said["failure_recall"]["value"] == round(report["oof_failure_recall"], 4)
+    assert said["fast_path_precision"]["value"] == round(
+        report["oof_natural_fast_path_precision"], 4
+    )
+    low, high = said["failure_recall"]["ci95"]
+    assert low <= said["failure_recall"]["value"] <= high
+    assert (
+        "out-of-fold predictions of the" in said["measured_on"] and "the sample" in said["summary"]
+    )
+    header = result.write(tmp_path / "p.toml").read_text()
+    assert "# verdict_bands: RELEVANT above" in header  # its sentence, not the dict
+
+
 def test_evaluations_of_other_examples_are_refused(examples) -> None:
     base = EvaluatorConfig.from_profile("synapse")
     evaluations = evaluate_examples(examples[:4], base, None)

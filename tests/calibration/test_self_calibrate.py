@@ -213,7 +213,7 @@ def test_strict_calibration_fails_where_the_targets_are_missed(tmp_path, capsys)
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps(d) + "\n" for d in _read_jsonl("sample_documents.jsonl")))
     index = tmp_path / "index"  # an index directory: its documents, vectors and statistics
-    assert main(["index", "--docs", str(docs), "--out", str(index)]) == EXIT_OK
+    assert main(["index", "--docs", str(docs), "--out", str(index), "--no-calibrate"]) == EXIT_OK
     profile = tmp_path / "self.toml"
     args = ["calibrate", "--self", "--index", str(index), "--k", "5"]
     args += ["--queries", "60"]

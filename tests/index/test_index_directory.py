@@ -53,7 +53,12 @@ def test_its_parts_are_whole_and_agree(built: IndexDirectory) -> None:
     loaded = IndexDirectory.load(built.path)
     manifest = loaded.manifest
     assert manifest.documents == 64 == len(loaded.docs) == loaded.corpus_stats.n_docs
-    assert manifest.embedder == {"kind": "lsa", "file": "embedder.npz", "dimension": 63}
+    assert manifest.embedder == {
+        "kind": "lsa", "file": "embedder.npz", "name": "lsa-63", "dimension": 63,
+    }  # fmt: skip
+    # built without a gate calibrator: the shipped gate decides, and the manifest says so
+    assert manifest.gate["status"] == "skipped" and loaded.gate is None
+    assert "shipped gate decides" in manifest.gate["notes"][0]
     assert set(manifest.files) == {
         "vectors.faiss", "docs.jsonl", "docs.index.npz", "stats.npz", "bm25.npz", "embedder.npz",
     }  # fmt: skip
@@ -202,7 +207,8 @@ def test_an_embedder_of_ones_own_is_named_by_its_spec(tmp_path: Path) -> None:
     )
     assert HashEmbedder.calls == [50, 14]
     assert built.manifest.embedder == {
-        "kind": "spec", "spec": f"{__name__}:HashEmbedder", "dimension": 16,
+        "kind": "spec", "spec": f"{__name__}:HashEmbedder", "name": f"{__name__}:HashEmbedder",
+        "dimension": 16,
     }  # fmt: skip
     assert "embedder.npz" not in built.manifest.files
     # the loaded router embeds the query with the same model: the top 3 by cosine

@@ -57,7 +57,18 @@ def test_index_then_retrieve_on_user_files(tmp_path: Path, capsys: Any) -> None:
     docs = _docs_file(tmp_path)
     for metric in ("ip", "l2"):
         index = tmp_path / metric
-        code, out = run(["index", "--docs", str(docs), "--out", str(index), "--metric", metric])
+        code, out = run(
+            [
+                "index",
+                "--docs",
+                str(docs),
+                "--out",
+                str(index),
+                "--metric",
+                metric,
+                "--no-calibrate",
+            ]
+        )
         summary = json.loads(out)
         assert code == EXIT_OK and summary["documents"] == 64 and summary["metric"] == metric
         assert set(summary["seconds"]) == {
@@ -98,15 +109,18 @@ def test_index_refuses_to_write_over_something_else(tmp_path: Path, capsys: Any)
     (tmp_path / "notes" / "keep.txt").write_text("mine")
     (tmp_path / "file").write_text("mine")
     for out in ("notes", "file", "old.faiss"):
-        code, _ = run(["index", "--docs", str(docs), "--out", str(tmp_path / out)])
+        code, _ = run(
+            ["index", "--docs", str(docs), "--out", str(tmp_path / out), "--no-calibrate"]
+        )
         assert code == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "IndexDirectory" not in err and "holding other files" in err and "a file" in err
     assert "index writes a directory now" in err
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
     # an index directory is replaced whole; nothing is left beside it
-    assert run(["index", "--docs", str(docs), "--out", str(tmp_path / "idx")])[0] == EXIT_OK
-    assert run(["index", "--docs", str(docs), "--out", str(tmp_path / "idx")])[0] == EXIT_OK
+    again = ["index", "--docs", str(docs), "--out", str(tmp_path / "idx"), "--no-calibrate"]
+    assert run(again)[0] == EXIT_OK
+    assert run(again)[0] == EXIT_OK
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "file", "idx", "notes"]
 
 
