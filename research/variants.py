@@ -1,7 +1,7 @@
 """The gate variants the nested protocol chooses among, fixed before it runs.
 
 Every variant ever compared for the shipped gate is listed here with why it
-is in the comparison; ``crag-heuristic bench --loco`` scores all of them by
+is in the comparison; ``python -m research.loco`` scores all of them by
 nested leave-one-collection-out (:mod:`research.selection`) and
 writes the ledger (``benchmarks/results/loco/ledger.md``). A variant dropped
 from a later comparison stays in the ledger's history section, not here.

@@ -6,7 +6,7 @@ queries: the router, with the library's defaults, grades the top ``gate_k``
 (10) chunks of a 100-deep retrieval; RELEVANT keeps the list as is; PARTIAL
 corrects it (by default: the dense ranking fused, with RRF, with a BM25
 ranking; the defaults were chosen on training data by
-``benchmarks/corrections.py``); IRRELEVANT would go to the web, which is off
+``python -m research.corrections``); IRRELEVANT would go to the web, which is off
 here, so it falls back to the same correction. The per-route breakdown shows
 that the fast path loses nothing (it returns the bare list) and what the
 corrected queries gain. For reference: the router with synonym or PRF
@@ -100,7 +100,7 @@ def quality_section(
         return results
 
     # the router as it ships (its defaults were chosen on training data by
-    # benchmarks/corrections.py), and the expanders it was chosen over
+    # python -m research.corrections), and the expanders it was chosen over
     synonyms = SynonymExpander(analyzer=prepared.analyzer)
     shipped = router()
     routed_expander, default = shipped.expander, shipped.config
