@@ -47,6 +47,7 @@ def test_a_folder_declares_its_threshold(beir_folder: Path, tmp_path: Path) -> N
     assert load_collection(folder, relevant_min=1).relevant_min == 1
 
 
+@pytest.mark.slow
 def test_calibrate_self_reads_no_qrels_and_no_queries(
     beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -66,6 +67,7 @@ def test_calibrate_self_reads_no_qrels_and_no_queries(
     assert "drop --no-encode" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:
     from crag_heuristic._sample import _read_jsonl
 

@@ -12,6 +12,7 @@ from research import corrections
 from research.route_variants import VARIANTS
 
 
+@pytest.mark.slow
 def test_route_variants_are_chosen_on_training_data(
     beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

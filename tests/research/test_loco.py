@@ -20,6 +20,9 @@ from research.selection import CollectionData, FitCache, gate_scores
 from research.variants import BAND_VARIANTS, EVIDENCE_VARIANTS, LR_BASELINE
 
 TWO_VARIANTS = (EVIDENCE_VARIANTS[0], LR_BASELINE)
+# nested leave-one-collection-out fits many gates: 50 s of the suite (pytest -m "not slow"
+# leaves them out of a quick run; the README's pytest runs them)
+pytestmark = pytest.mark.slow
 
 
 def _copy(folder: Path, to: Path) -> Path:
