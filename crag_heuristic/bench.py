@@ -9,6 +9,8 @@ harness and, when called, scikit-learn.
 * :func:`calibrate`: fit a gate profile on one split of such a folder, or on
   several (``crag-heuristic calibrate``; each folder ``DIR`` or ``DIR:SPLIT``,
   :func:`folder_and_split`).
+* :func:`run_stream`: learning cascades' settings replayed on a folder's traffic in
+  random orders (``benchmarks/stream_variants.py``).
 * :func:`run_cost`: the evaluator warm and cold and the router against the bare
   retrieval on a folder's natural test retrievals (``benchmarks/evaluator_micro.py``).
 * :data:`BASELINES`: the simple predictors every gate is held against in a
@@ -69,6 +71,7 @@ from ._bench.pipeline import (
 from ._bench.quality import BARE, HYBRID, ranking_metrics
 from ._bench.retrievals import chunks_of
 from ._bench.set_cascade import set_cascade_section
+from ._bench.stream_section import run_stream
 from ._bench.timing import alternated, percentiles
 from .calibration import (
     CalibrationResult,
@@ -121,6 +124,7 @@ __all__ = [
     "retrievals_for",
     "run_bench",
     "run_cost",
+    "run_stream",
     "seed_design",
     "set_cascade_section",
     "top1",

@@ -1,4 +1,4 @@
-"""Fitting the gate and recalibrating it: what ``crag-heuristic calibrate`` runs for a user.
+"""Fitting the gate, recalibrating it, and learning from a grader at run time.
 
 ``import crag_heuristic`` does not import this module; fitting imports scipy and
 scikit-learn (the ``calibrate`` extra) when it starts.
@@ -23,6 +23,17 @@ one per list, and verdict bands on their probabilities. This module fits them:
 * a stage moved towards new labels: :func:`refit_stage` refits one fitted stage
   on new rows, starting from it and pulled towards it, with per-row sample
   weights (``1 / propensity`` for rows labelled with unequal probabilities);
+* a cascade that learns from its grader while it serves: :class:`LearningCascade`
+  (``CRAG(retriever, grader=..., learning=LearningCascade(...))``, ``crag-heuristic
+  serve --grader ... --learn``) keeps every grader answer as a label in a grade log,
+  refits the gate on them at checkpoints and certifies its escalation band again on
+  the audited labels alone (anytime-valid: :class:`~crag_heuristic.grading.BettingCertificate`),
+  never using a band without its certificate; its settings :class:`Learning`, its state
+  :class:`LearningStatus`, a result's part :class:`LearningDecision`, a request's
+  :class:`LearningSnapshot`; what it reads of a list :class:`ListView`, and
+  :func:`fit_on_views` (a refit on lists a grader labelled, as the cascade refits);
+* a stream of traffic replayed through a cascade (the ``stream`` benchmark section):
+  :func:`replay`, :func:`replay_static`, :class:`StreamTrace`, :func:`stream_rows`;
 * the fits underneath: :func:`fit_logistic` (L2-penalised logistic regression
   with sample weights, a prior centre and per-stratum intercepts; a
   :class:`LogisticFit`), :func:`fit_intercept`, :func:`shrink_towards` and
@@ -54,6 +65,16 @@ from ._calibration.grader import (
     examples_from_grader,
     fit_on_grader,
 )
+from ._calibration.learning import (
+    LEARNED_FEATURES,
+    Learning,
+    LearningCascade,
+    LearningDecision,
+    LearningSnapshot,
+    LearningStatus,
+    ListView,
+    fit_on_views,
+)
 from ._calibration.logistic import (
     LogisticFit,
     fit_intercept,
@@ -72,6 +93,7 @@ from ._calibration.self_calibration import (
     simulate,
 )
 from ._calibration.simulation import STYLES, QuerySimulator, SimulatedQuery
+from ._calibration.stream import StreamTrace, replay, replay_static, stream_rows
 from ._exceptions import CalibrationWarning
 
 __all__ = [
@@ -89,11 +111,19 @@ __all__ = [
     "DEFAULT_SET_FEATURES",
     "GateExample",
     "GraderCalibration",
+    "LEARNED_FEATURES",
+    "Learning",
+    "LearningCascade",
+    "LearningDecision",
+    "LearningSnapshot",
+    "LearningStatus",
+    "ListView",
     "LogisticFit",
     "QuerySimulator",
     "STYLES",
     "SimulatedQuery",
     "Simulation",
+    "StreamTrace",
     "auc",
     "calibrate_on_grader",
     "calibrate_self",
@@ -105,9 +135,13 @@ __all__ = [
     "fit_intercept",
     "fit_logistic",
     "fit_on_grader",
+    "fit_on_views",
     "fit_simulation",
     "refit_stage",
+    "replay",
+    "replay_static",
     "shrink_towards",
     "simulate",
+    "stream_rows",
     "weighted_standardizer",
 ]

@@ -40,7 +40,7 @@ from .._logging import get_logger
 from .clients import LoopClients, adrop_idle, build_client, check_seconds, check_url, drop_idle
 from .codec import check_key, check_ttl, check_value, decode_text, decode_value
 from .health import DownWindow, classify, redis_errors
-from .signing import signer_of
+from .signing import UnsignedPolicy, check_unsigned, signer_of
 from .stats import CacheStats, Counters
 
 if TYPE_CHECKING:
@@ -101,16 +101,22 @@ class RedisCache:
         retry_interval: seconds to fail fast after a connection-level failure.
         client_options: more keyword arguments for ``from_url`` (``ssl_ca_certs`` ...).
         clock: a monotonic clock in seconds, for the retry window.
-        secret: sign every value with HMAC-SHA256 over its key and text (at
-            least 16 bytes; see :mod:`crag_heuristic._cache.signing`): a value
-            read back unsigned or badly signed raises ``CacheError``
+        secret: sign every value with HMAC-SHA256 over its key, its expiry
+            (its time to live from now) and its text (at least 16 bytes; see
+            :mod:`crag_heuristic._cache.signing`): a value read back unsigned,
+            badly signed or past its expiry raises ``CacheError``
             (``kind="signature"``), counted as a miss. Set it on any Redis
             that others can write to; every process sharing the entries needs
             the same secret.
+        unsigned: without a secret, ``"warn"`` (a ``crag.store.unsigned``
+            event and an :class:`~crag_heuristic.cache.UnsignedStoreWarning` when the
+            cache is made), ``"refuse"`` (a ``ConfigError``) or ``"allow"``
+            (nobody else can write to this Redis, or a layer above signs:
+            ``CRAG(cache_secret=...)``, ``TieredCache(secret=...)``).
 
     Raises:
-        ConfigError: no client nor URL, a bad URL, a bad number, or a bad
-            secret (never shown).
+        ConfigError: no client nor URL, a bad URL, a bad number, a bad
+            secret (never shown), or no secret under ``unsigned="refuse"``.
     """
 
     backend = _BACKEND
@@ -129,6 +135,7 @@ class RedisCache:
         client_options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
         secret: str | bytes | None = None,
+        unsigned: UnsignedPolicy = "warn",
     ) -> None:
         if client is None and async_client is None and url is None:
             raise ConfigError("url", url, "give a client, an async_client or a url")
@@ -170,6 +177,14 @@ class RedisCache:
                 self._client, self._owns_client = make(asynchronous=False), True
             if async_client is None:
                 self._built_async = LoopClients(functools.partial(make, asynchronous=True))
+        check_unsigned(
+            "RedisCache", self._signer, unsigned, advice="give it secret=... (the same everywhere)"
+        )
+
+    @property
+    def signed(self) -> bool:
+        """Whether this cache signs its values (it was given a secret)."""
+        return self._signer is not None
 
     @property
     def bounded(self) -> bool:
@@ -308,7 +323,7 @@ class RedisCache:
         seconds = check_ttl(ttl, self.default_ttl)
         return None if seconds is None else max(1, round(seconds * 1000))
 
-    def _payload(self, key: str, value: str) -> bytes:
+    def _payload(self, key: str, value: str, px: int | None) -> bytes:
         try:
             data = check_value(value, backend=_BACKEND)
         except CacheError as exc:
@@ -317,7 +332,8 @@ class RedisCache:
             raise
         if self._signer is None:
             return data
-        return self._signer.sign(self._store_key(key), value).encode("utf-8")
+        ttl = None if px is None else px / 1000
+        return self._signer.sign(self._store_key(key), value, ttl).encode("utf-8")
 
     def _finish_get(self, key: str, raw: Any) -> str | None:
         text = None
@@ -383,7 +399,7 @@ class RedisCache:
         """
         name = self._store_key(check_key(key))
         px = self._px(ttl)
-        data = self._payload(key, value)
+        data = self._payload(key, value, px)
         self._run("set", key, lambda c: c.set(name, data, px=px))
         self._finish_set(key, px)
 
@@ -470,7 +486,7 @@ class RedisCache:
             return
         name = self._store_key(check_key(key))
         px = self._px(ttl)
-        data = self._payload(key, value)
+        data = self._payload(key, value, px)
         await self._arun("set", key, lambda c: c.set(name, data, px=px))
         self._finish_set(key, px)
 
