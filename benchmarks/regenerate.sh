@@ -15,13 +15,14 @@ for name in scifact llmjudge nfcorpus cranfield cacm npl med birco-arguana birco
 done
 # nested leave one collection out over all of them: the gate chosen and fitted without the
 # collection it is scored on (the numbers to expect on a collection never seen), its ledger
-crag-heuristic bench --loco --sentences --data-dir "$DATA" --out benchmarks/results/loco
+# (the model-selection research: research/, beside the library, not in the wheel)
+python -m research.loco --sentences --data-dir "$DATA" --out benchmarks/results/loco
 # how to self-calibrate (query styles, how many, the prior's pull), chosen nested the same way
-python benchmarks/self_calibration.py --data-root "$DATA" --out benchmarks/results/self_calibration
+python -m research.self_calibration --data-root "$DATA" --out benchmarks/results/self_calibration
 # every candidate evidence tried, kept or not (the ledger's exploration)
-python benchmarks/evidence_probe.py --data-root "$DATA" --sentences --out benchmarks/results/evidence_probe
+python -m research.evidence_probe --data-root "$DATA" --sentences --out benchmarks/results/evidence_probe
 # which correction each route should make, chosen on training data only
-python benchmarks/corrections.py --data-root "$DATA" --out benchmarks/results/corrections
+python -m research.corrections --data-root "$DATA" --out benchmarks/results/corrections
 # the tokeniser against the analyzer of cab6cc6 and the definition, on every shared text
 python benchmarks/tokens_check.py --data-root "$DATA" --out benchmarks/results/tokens_check
 # the evaluator (synthetic and SciFact) and the cache tiers (a real redis-server)

@@ -664,9 +664,10 @@ class RouterConfig:
             * (1 - p)``, ``p`` the gate's probability that the first retrieval
             holds an answer: equal to the dense ranking's at ``p = 0.5``, more
             where the gate doubts the dense list; chosen on training
-            collections only, ``benchmarks/corrections.py``) or ``"keywords"`` (``lexical_weight * 2
-            * (1 - o)``, ``o`` the first retrieval's keyword overlap with the
-            query: more where the dense list misses the query's words).
+            collections only, ``python -m research.corrections``) or
+            ``"keywords"`` (``lexical_weight * 2 * (1 - o)``, ``o`` the first
+            retrieval's keyword overlap with the query: more where the dense
+            list misses the query's words).
         drop_irrelevant: on the fast path, drop chunks whose own verdict is
             IRRELEVANT (never all of them).
         expand_parents: with a parents lookup (``CRAG(parents=...)``), re-grade

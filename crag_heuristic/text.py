@@ -12,12 +12,13 @@ statistics file built with another analyzer, written in another format version,
 or damaged, and :class:`StatsEngineError` says the engine failed;
 :class:`SentenceVectors` holds each document's sentence vectors, made at index
 time with the index's embedder, for the opt-in ``sentence_similarity`` evidence
-(``FaissRetriever(..., sentences=...)``).
+(``FaissRetriever(..., sentences=...)``), from the sentences :func:`split_sentences`
+cuts a text into.
 """
 
 from ._exceptions import CorpusStatsFileError, StatsEngineError
 from ._text.analyses import ChunkAnalyses
-from ._text.analyzer import Analyzer, TextStats
+from ._text.analyzer import Analyzer, TextStats, split_sentences
 from ._text.corpus import CorpusStats
 from ._text.engines import DaskEngine, LocalEngine
 from ._text.sentences import SentenceVectors
@@ -32,4 +33,5 @@ __all__ = [
     "SentenceVectors",
     "StatsEngineError",
     "TextStats",
+    "split_sentences",
 ]

@@ -29,7 +29,15 @@ def commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def long_options(parser: argparse.ArgumentParser) -> set[str]:
-    return {o for a in parser._actions for o in a.option_strings if o.startswith("--")}
+    """The long options ``--help`` shows (one hidden from it, such as ``bench --loco``, is
+    kept only to say where the option went)."""
+    return {
+        o
+        for a in parser._actions
+        if a.help != argparse.SUPPRESS
+        for o in a.option_strings
+        if o.startswith("--")
+    }
 
 
 def synopsis() -> dict[str, set[str]]:

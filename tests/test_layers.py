@@ -232,10 +232,34 @@ def test_benchmarks_use_public_names_only(path: Path) -> None:
     assert _private_imports(path) == [], f"benchmarks/{path.name} imports private names"
 
 
+# -- research/ (the model-selection research, not in the wheel) uses public names only -------
+
+RESEARCH = PACKAGE.parent / "research"
+
+
+@pytest.mark.parametrize("path", sorted(RESEARCH.glob("*.py")), ids=lambda p: p.name)
+def test_the_research_uses_public_names_only(path: Path) -> None:
+    """How the shipped default was chosen is a user of the library too: whatever it needs
+    from it is public (the faces were widened for it, deliberately: CONTRIBUTING.md)."""
+    assert _private_imports(path) == [], f"research/{path.name} imports private names"
+
+
+def test_the_package_imports_neither_the_research_nor_the_benchmarks() -> None:
+    assert len(list(RESEARCH.glob("*.py"))) >= 8
+    bad = []
+    for name, path in _module_names().items():
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for module, _ in _imports(tree, list(parts[:-1])):
+            if module.split(".")[0] in {"research", "benchmarks"}:
+                bad.append(f"{name} -> {module}")
+    assert bad == []
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [
-        ("a.py", "from crag_heuristic._bench.loco import run_loco\n"),
+        ("a.py", "from crag_heuristic._bench.harness import run_bench\n"),
         ("b.py", "def f():\n    import crag_heuristic._text as t\n"),
         ("c.py", "from crag_heuristic.text import _TOKEN_RE\n"),
         ("d.sh", "python -c 'from crag_heuristic._cli import main; main()'\n"),
@@ -246,7 +270,7 @@ def test_the_benchmark_check_sees_private_imports(tmp_path: Path, name: str, tex
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     assert _private_imports(path) != []
-    path.write_text("import crag_testkit\nfrom crag_heuristic.bench import run_loco\n")
+    path.write_text("import crag_testkit\nfrom crag_heuristic.bench import run_bench\n")
     assert _private_imports(path) == []
 
 

@@ -85,9 +85,9 @@ def _pyplot() -> Any:
 
 
 def _trec_eval() -> Any:
-    from crag_heuristic._bench.quality import _metrics
+    from crag_heuristic._bench.quality import ranking_metrics
 
-    return _metrics({}, {})
+    return ranking_metrics({}, {})
 
 
 def _service() -> Any:

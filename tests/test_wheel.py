@@ -83,7 +83,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "crag_heuristic", source / "crag_heuristic", ignore=ignore)
+    # the research and the benchmarks sit beside the package, as in the repository: the
+    # wheel must leave them out on its own (setup.cfg's packages), not for want of them
+    for folder in ("crag_heuristic", "research", "benchmarks"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
     out = base / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(source), "-w", str(out)],
@@ -166,3 +169,25 @@ def test_the_wheel_holds_the_library_and_no_server_code(wheel: Path) -> None:
     assert all(name.startswith("crag_heuristic/") for name in sources), sorted(sources)
     assert "crag_heuristic/testing/_fakes.py" in sources
     assert {name: found for name, source in sources.items() if (found := server_code(source))} == {}
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_none_of_the_research(wheel: Path) -> None:
+    """How the shipped default was chosen (research/: nested leave one collection out,
+    the variants, the evidence probe, the route variants) ships in no wheel."""
+    own = {path.name for path in (ROOT / "crag_heuristic").rglob("*.py")}
+    research = {path.name for path in (ROOT / "research").glob("*.py")} - own
+    assert {"loco.py", "selection.py", "variants.py", "evidence_probe.py"} <= research
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        sources = [archive.read(name).decode("utf-8") for name in names if name.endswith(".py")]
+    assert not [name for name in names if not name.startswith("crag_heuristic")]
+    assert [name for name in names if name.rpartition("/")[2] in research] == []
+    defined = {
+        node.name
+        for source in sources
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+    }
+    entry_points = {"run_loco", "nested_loco", "run_self_calibration", "run_evidence_probe"}
+    assert (entry_points | {"run_corrections", "run_variants", "FitCache"}).isdisjoint(defined)

@@ -80,8 +80,10 @@ def _routed(crag: CRAG, query: str) -> tuple[float, Any]:
     return (time.perf_counter() - started) * 1e3, result
 
 
-class _EncodingRetriever:
-    """Encode the query (MiniLM if available, else the known vector) and search."""
+class EncodingRetriever:
+    """A folder's dense index as a retriever that encodes each query as it searches
+    (MiniLM when the :class:`Prepared` folder has loaded it, else the query's vector in
+    ``known``, text -> vector): what a timed call costs a user."""
 
     def __init__(self, prepared: Prepared, known: dict[str, Any]) -> None:
         self.prepared = prepared
@@ -122,7 +124,7 @@ def _cost(
 ) -> dict[str, Any]:
     by_qid = prepared.vectors({r.group: r.query for r in natural})
     known = {r.query: by_qid[r.group] for r in natural}
-    retriever = _EncodingRetriever(prepared, known)
+    retriever = EncodingRetriever(prepared, known)
     for r in natural[:5]:  # warm up the model and the index
         retriever.search(r.query, 10)
 

@@ -28,6 +28,19 @@ from .._exceptions import InputError
 
 Qrels = dict[str, dict[str, int]]
 MODEL_TAG = "minilm_l6_v2"
+SHARED_COLLECTIONS = (
+    "scifact",
+    "llmjudge",
+    "nfcorpus",
+    "cranfield",
+    "cacm",
+    "npl",
+    "med",
+    "birco-arguana",
+    "birco-clinical-trial",
+)
+"""The folder names of the collections of ``../shared/data`` the committed reports were
+made from, in their reports' order."""
 
 
 def _jsonl(path: Path) -> Iterable[dict[str, Any]]:

@@ -6,7 +6,7 @@ queries: the router, with the library's defaults, grades the top ``gate_k``
 (10) chunks of a 100-deep retrieval; RELEVANT keeps the list as is; PARTIAL
 corrects it (by default: the dense ranking fused, with RRF, with a BM25
 ranking; the defaults were chosen on training data by
-``benchmarks/corrections.py``); IRRELEVANT would go to the web, which is off
+``python -m research.corrections``); IRRELEVANT would go to the web, which is off
 here, so it falls back to the same correction. The per-route breakdown shows
 that the fast path loses nothing (it returns the bare list) and what the
 corrected queries gain. For reference: the router with synonym or PRF
@@ -37,8 +37,12 @@ HYBRID = "dense + BM25 RRF, every query"
 """The always-hybrid reference: its key among a report's runs and references."""
 
 
-def _metrics(qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]) -> dict[str, Any]:
-    """Per-query nDCG@10 and Recall@100 with pytrec_eval (trec_eval, as BEIR reports)."""
+def ranking_metrics(
+    qrels: dict[str, dict[str, int]], runs: dict[str, list[Chunk]]
+) -> dict[str, Any]:
+    """Per-query nDCG@10 and Recall@100 of ``runs`` (query id -> its ranked chunks) against
+    ``qrels`` (query id -> document id -> grade), with pytrec_eval (trec_eval, as BEIR
+    reports): ``{"ndcg@10": {query id: value}, "recall@100": {...}}``."""
     with requires("bench", "the benchmark harness"):
         import pytrec_eval
 
@@ -96,7 +100,7 @@ def quality_section(
         return results
 
     # the router as it ships (its defaults were chosen on training data by
-    # benchmarks/corrections.py), and the expanders it was chosen over
+    # python -m research.corrections), and the expanders it was chosen over
     synonyms = SynonymExpander(analyzer=prepared.analyzer)
     shipped = router()
     routed_expander, default = shipped.expander, shipped.config
@@ -111,7 +115,7 @@ def quality_section(
         runs[label] = {q: list(r.chunks) for q, r in results.items()}
     runs["BM25"] = lexical
     runs[HYBRID] = fused_all
-    metrics = {name: _metrics(qrels, run) for name, run in runs.items()}
+    metrics = {name: ranking_metrics(qrels, run) for name, run in runs.items()}
     strategy = {q: r.strategy.value for q, r in routed.items()}
     verdict = {q: r.initial_evaluation.verdict.value for q, r in routed.items()}
     fast = [q for q in qids if strategy[q] == "none"]

@@ -66,7 +66,7 @@ from .logistic import LogisticFit
 
 # Chosen by nested leave-one-collection-out over seven collections (the rule applied to
 # every collection, benchmarks/results/loco/ledger.md: "top-1 + BM25 (first, best over
-# ln 2N)"; crag-heuristic bench --loco checks that these are its pick): the chunk stage
+# ln 2N)"; python -m research.loco checks that these are its pick): the chunk stage
 # grades each chunk; the set stage reads the top similarity, the first chunk's BM25 over
 # the query's idf mass and the best chunk's BM25 over the corpus's largest idf.
 DEFAULT_CHUNK_FEATURES = (

@@ -46,7 +46,7 @@ DEFAULT_SELF_QUERIES = 300
 DEFAULT_SELF_STYLES: tuple[str, ...] = ("topic",)
 """Topic queries (the terms typical of a document and its nearest neighbours, all of
 which count as answers): chosen leave one collection out among the style mixes of
-``benchmarks/self_calibration.py`` (the best mean difference in failure AUC to the
+``python -m research.self_calibration`` (the best mean difference in failure AUC to the
 best simple baseline over the collections left out; the known-item styles ``title``,
 ``sentence`` and ``terms`` do better on a collection where a query has one relevant
 document, worse where it has many)."""

@@ -51,20 +51,22 @@ def _said(progress: Progress) -> Any:
     return say
 
 
+LOCO_MOVED = (
+    "nested leave one collection out is the model-selection research, not part of the "
+    "library: from a checkout of the repository, python -m research.loco --data-dir DIR "
+    "(docs/benchmarks.md)"
+)
+
+
 def _bench(args: argparse.Namespace, out: TextIO) -> int:
+    if args.loco:
+        raise InputError(f"crag-heuristic bench --loco: {LOCO_MOVED}")
     check_installed("bench", "crag-heuristic bench", *HARNESS)
     if not args.no_encode and not args.no_self_calibration:
         _check_encoder(
             "the self-calibrated gate of crag-heuristic bench (MiniLM encodes its simulated "
             "queries; --no-self-calibration does without)"
         )
-    if args.loco:
-        return _loco(args, out)
-    if args.rule is not None:
-        raise InputError("--rule chooses the nested gate's evidence: it needs --loco")
-    if len(args.data_dir) != 1:
-        raise InputError("give one --data-dir (several only with --loco)")
-    args.data_dir = args.data_dir[0]
     from ..bench import SECTIONS, run_bench
 
     sections = args.sections.split(",") if args.sections else None
@@ -104,28 +106,6 @@ def _run_bench(
         progress=_said(progress),
         loops=progress.iterate,
     )
-
-
-def _loco(args: argparse.Namespace, out: TextIO) -> int:
-    from ..bench import run_loco
-
-    with Progress.for_command(args, "bench") as progress:
-        results = run_loco(
-            args.data_dir,
-            args.out or "benchmarks/results/loco",
-            k=args.k,
-            cache_dir=args.cache_dir,
-            encode=not args.no_encode,
-            sentences=args.sentences,
-            self_calibrate=not args.no_self_calibration,
-            rule=args.rule or "worst-within",
-            command=_command_line(),
-            log=_said(progress),
-            loops=progress.iterate,
-        )
-    for gate, row in results["summary"].items():
-        out.write(f"{gate}: {json.dumps(row)}\n")
-    return EXIT_OK
 
 
 _CALIBRATE_MODES = "\n".join(
@@ -359,12 +339,7 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    bench.add_argument(
-        "--data-dir",
-        required=True,
-        action="append",
-        help="a folder in BEIR layout (with --loco: repeat it, or give one parent folder)",
-    )
+    bench.add_argument("--data-dir", required=True, help="a folder in BEIR layout")
     bench.add_argument(
         "--relevant-min",
         type=int,
@@ -382,33 +357,7 @@ def register(commands: Any) -> None:
         default=300,
         help="simulated queries for the self-calibrated gate (default 300)",
     )
-    bench.add_argument(
-        "--loco",
-        action="store_true",
-        help=(
-            "nested leave one collection out: choose and fit the gate on the others, "
-            "self-calibrate, score each; writes loco.md, loco.json and ledger.md"
-        ),
-    )
-    bench.add_argument(
-        "--sentences",
-        action="store_true",
-        help=(
-            "with --loco: the retrievals carry each chunk's best sentence's cosine (MiniLM "
-            "sentence vectors, encoded and cached), and the opt-in gate with sentence evidence "
-            "is chosen too"
-        ),
-    )
-    bench.add_argument(
-        "--rule",
-        choices=("worst-within", "worst", "mean"),
-        help=(
-            "with --loco: how the evidence is picked on the inner collections: 'worst-within' "
-            "(the largest smallest gain over the top-1 cosine among the variants fitted within "
-            "collections; the default), 'worst' (the same among all) or 'mean' (the highest "
-            "mean AUC, the rule before them)"
-        ),
-    )
+    bench.add_argument("--loco", action="store_true", help=argparse.SUPPRESS)  # LOCO_MOVED
     bench.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")
     bench.add_argument("--profile", help="profile name or file (default: the library default)")
     bench.add_argument("--out", help="output folder (default benchmarks/results/<folder name>)")

@@ -11,7 +11,7 @@ for a few dot products per chunk, the cosine of the chunk's best sentence::
 
 (the evaluator's ``sentence_similarity`` evidence; a chunk's sentences are
 :func:`crag_heuristic._text.analyzer.split_sentences` of its text). Measured on the
-failure benchmark (``benchmarks/evidence_probe.py --sentences``): alone it
+failure benchmark (``python -m research.evidence_probe --sentences``): alone it
 beats the chunk's own cosine on SciFact and NFCorpus by about 0.04 AUC.
 
 :class:`SentenceVectors` holds the vectors of a corpus (float16, unit length,

@@ -28,7 +28,6 @@ def missing(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     [
         ("matplotlib", ["bench"], "bench", "crag-heuristic bench needs 'matplotlib'"),
         ("torch", ["bench"], "bench", "--no-self-calibration does without"),
-        ("torch", ["bench", "--loco"], "bench", "--no-self-calibration does without"),
         ("torch", ["calibrate", "--self"], "bench", "simulated queries on a --data-dir folder"),
         ("sentence_transformers", ["calibrate", "--self"], "bench", "MiniLM encodes them"),
         ("sklearn", ["calibrate", "--self"], "calibrate", "fitting a gate"),

@@ -21,7 +21,7 @@ alternating order; the ratio compares the corrected queries' p50 with the
 bare p50 of the same queries. The
 references are the bare dense list and dense + BM25 RRF on every query.
 
-Choosing among the variants is the caller's job (``benchmarks/corrections.py``):
+Choosing among the variants is the caller's job (:mod:`research.corrections`):
 on training queries only, never on the split it reports.
 """
 
@@ -33,17 +33,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._config import EvaluatorConfig, RouterConfig
-from .._evaluator.evaluator import Evaluator
-from .._expansion.expander import SynonymExpander
-from .._expansion.fusion import reciprocal_rank_fusion
-from .._retrievers.bm25 import BM25Retriever
-from .._router.router import CRAG
-from .._types import Chunk
-from .cost import _EncodingRetriever
-from .pipeline import HarnessRetriever, Prepared, SplitRun
-from .quality import BARE, HYBRID, _mean, _metrics
-from .timing import percentiles
+import numpy as np
+
+from crag_heuristic import CRAG, BM25Retriever, Chunk, Evaluator, EvaluatorConfig, RouterConfig
+from crag_heuristic.bench import (
+    BARE,
+    HYBRID,
+    EncodingRetriever,
+    HarnessRetriever,
+    Prepared,
+    SplitRun,
+    percentiles,
+    ranking_metrics,
+)
+from crag_heuristic.expansion import SynonymExpander, reciprocal_rank_fusion
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,12 @@ VARIANTS = (
 )
 
 
+def _mean(values: dict[str, float], subset: list[str] | None = None) -> float | None:
+    """The mean of ``values`` (over the keys ``subset``); ``None`` over no key."""
+    keys = list(values) if subset is None else subset
+    return float(np.mean([values[k] for k in keys])) if keys else None
+
+
 def _routes(
     verdicts: Mapping[str, str],
     identical: Mapping[str, bool],
@@ -124,7 +133,7 @@ def _latency(
     known: dict[str, Any],
 ) -> dict[str, dict[str, Any]]:
     """Bare retrieval vs each variant's router, both encoding the query; interleaved."""
-    retriever = _EncodingRetriever(prepared, known)
+    retriever = EncodingRetriever(prepared, known)
     for query in queries[:5]:  # warm up the model and the index
         retriever.search(query, 10)
     routers = [v.router(retriever, evaluator, bm25, k=10, gate_k=10, fetch_k=100) for v in variants]
@@ -207,7 +216,7 @@ def run_variants(
         q: reciprocal_rank_fusion([bare[q], bm25.search(texts[q], 100)], keep_scores=True)[:100]
         for q in qids
     }
-    bare_m, hybrid_m = _metrics(qrels, bare), _metrics(qrels, hybrid)
+    bare_m, hybrid_m = ranking_metrics(qrels, bare), ranking_metrics(qrels, hybrid)
     out: dict[str, Any] = {
         "collection": collection.name,
         "split": split,
@@ -227,7 +236,7 @@ def run_variants(
             _encode_expansions(crag, dense, texts, bare, prepared)
         results = {q: crag.retrieve(texts[q], 100) for q in prepared.loops(qids, variant.name)}
         run = {q: list(r.chunks) for q, r in results.items()}
-        m = _metrics(qrels, run)
+        m = ranking_metrics(qrels, run)
         verdicts = {q: r.initial_evaluation.verdict.value for q, r in results.items()}
         identical = {q: [c.id for c in run[q]] == [c.id for c in bare[q]] for q in qids}
         out["variants"][variant.name] = {

@@ -1,10 +1,13 @@
 """Benchmark: which correction pays, chosen on training data across collections.
 
-For each collection every variant of :data:`~.corrections.VARIANTS` runs on the
+    python -m research.corrections [--data-root ../shared/data] [--collections a,b]
+        [--latency-queries 100] [--profile NAME] [--reuse] [--out DIR]
+
+For each collection every variant of :data:`~.route_variants.VARIANTS` runs on the
 judged queries (SciFact: its train split too), with nDCG@10, Recall@100,
 per-route deltas against the bare dense list and the corrected path's p50
 latency over the bare retrieval's in the same run
-(:func:`~.corrections.run_variants`). Then the variants are chosen the way a
+(:func:`~.route_variants.run_variants`). Then the variants are chosen the way a
 user without the test labels would:
 
 * SciFact: on its train split, reported on its test split;
@@ -17,12 +20,15 @@ user without the test labels would:
 
 The shipped default is the variant most folds choose.
 :func:`run_corrections` writes ``results.json``, ``report.md`` and
-``corrections.png``; ``benchmarks/corrections.py`` is its command line.
+``corrections.png`` to ``--out`` (default benchmarks/results/corrections); per-collection
+runs are kept under ``runs/`` and reused with ``--reuse``; :func:`main` is its command line.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import shlex
 import statistics
 import sys
 import time
@@ -31,25 +37,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._config import load_config
-from .corrections import VARIANTS, run_variants
-from .markdown import table_head
-from .pipeline import prepare
-from .plots import pyplot, save_figure
-from .quality import BARE, HYBRID
+from crag_heuristic import CRAG, load_config
+from crag_heuristic.bench import BARE, HYBRID, SHARED_COLLECTIONS, prepare
+from crag_heuristic.testing import ListRetriever
 
-COLLECTIONS = (
-    "scifact",
-    "llmjudge",
-    "nfcorpus",
-    "cranfield",
-    "cacm",
-    "npl",
-    "med",
-    "birco-arguana",
-    "birco-clinical-trial",
-)
-"""The collections of ``../shared/data`` the benchmark runs by default."""
+from .markdown import table_head
+from .route_variants import VARIANTS, run_variants
+
 LATENCY_BOUND = 2.5
 """A variant's corrected p50 over the bare retrieval's p50 may not exceed this."""
 
@@ -148,9 +142,6 @@ def _select(runs: dict[str, dict[str, Any]], collections: Sequence[str]) -> dict
 
 def _matches_defaults(variant_name: str) -> bool:
     """Whether ``CRAG(retriever, lexical=...)`` with no options runs this variant."""
-    from .._router.router import CRAG
-    from ..testing import ListRetriever
-
     variant = next(v for v in VARIANTS if v.name == variant_name)
     crag = CRAG(ListRetriever([]))
     expander = "none" if crag.expander is None else "synonyms"
@@ -314,7 +305,11 @@ def _report(results: dict[str, Any]) -> str:
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless
+    import matplotlib.pyplot as plt
+
     runs = results["runs"]
     tests = [f"{c}:test" for c in results["collections"]]
     fig, ax = plt.subplots(figsize=(9, 5))
@@ -338,7 +333,9 @@ def _plot(results: dict[str, Any], path: Path) -> None:
         title="route variants against dense + BM25 RRF on every query",
     )
     ax.legend(fontsize=7)
-    save_figure(plt, fig, path)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def run_corrections(
@@ -359,7 +356,7 @@ def run_corrections(
         out: where ``results.json``, ``report.md`` and ``corrections.png`` are
             written; each collection's run is kept under ``out/runs``.
         collections: the collections' folder names under ``data_root``
-            (default :data:`COLLECTIONS`).
+            (default :data:`crag_heuristic.bench.SHARED_COLLECTIONS`).
         latency_queries: queries timed per variant and set (0: none).
         profile: the gate profile (``None``: the library's).
         cache_dir: the query vector cache (default ``out/cache``).
@@ -372,7 +369,7 @@ def run_corrections(
         shipped variant.
     """
     folder = Path(out)
-    names = list(COLLECTIONS if collections is None else collections)
+    names = list(SHARED_COLLECTIONS if collections is None else collections)
     runs = _runs(
         Path(data_root),
         folder,
@@ -400,3 +397,42 @@ def run_corrections(
     (folder / "report.md").write_text(_report(results) + "\n")
     _log(f"wrote {folder / 'report.md'}")
     return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m research.corrections``: :func:`run_corrections` from the command line;
+    prints the votes and the shipped variant."""
+    parser = argparse.ArgumentParser(
+        prog="python -m research.corrections", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--data-root", default="../shared/data")
+    parser.add_argument("--out", default="benchmarks/results/corrections")
+    parser.add_argument(
+        "--collections",
+        default=None,
+        help="comma-separated folder names (default: the nine of ../shared/data)",
+    )
+    parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument("--profile", default=None, help="gate profile (default: the library's)")
+    parser.add_argument("--cache-dir", default=None, help="query vector cache (default OUT/cache)")
+    parser.add_argument("--reuse", action="store_true", help="reuse runs/ from a previous run")
+    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    results = run_corrections(
+        args.data_root,
+        args.out,
+        collections=None
+        if args.collections is None
+        else [c for c in args.collections.split(",") if c],
+        latency_queries=args.latency_queries,
+        profile=args.profile,
+        cache_dir=args.cache_dir,
+        reuse=args.reuse,
+        command=" ".join(["python -m research.corrections", *map(shlex.quote, given)]),
+    )
+    sys.stdout.write(json.dumps({k: results["selection"][k] for k in ("votes", "shipped")}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

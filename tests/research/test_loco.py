@@ -1,25 +1,23 @@
-"""Relevance thresholds, nested leave-one-collection-out and self-calibration from the command line."""
+"""Nested leave-one-collection-out (research.loco): what it writes, and that nothing leaks."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from crag_heuristic import EvaluatorConfig, InputError
-from crag_heuristic._bench import loco
-from crag_heuristic._bench.data import load_collection, relevance_threshold
-from crag_heuristic._bench.loco import LOCO_GATE, LR_GATE, collection_folders, run_loco
-from crag_heuristic._bench.pipeline import prepare
-from crag_heuristic._bench.selection import CollectionData, FitCache, gate_scores
-from crag_heuristic._bench.variants import BAND_VARIANTS, EVIDENCE_VARIANTS, LR_BASELINE
 from crag_heuristic._cli import main
-from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
+from crag_heuristic._cli.common import EXIT_BAD_INPUT
+from crag_heuristic.bench import prepare
+from research import loco
+from research.loco import LOCO_GATE, LR_GATE, collection_folders, run_loco
+from research.selection import CollectionData, FitCache, gate_scores
+from research.variants import BAND_VARIANTS, EVIDENCE_VARIANTS, LR_BASELINE
 
 TWO_VARIANTS = (EVIDENCE_VARIANTS[0], LR_BASELINE)
 # nested leave-one-collection-out fits many gates: 50 s of the suite (pytest -m "not slow"
@@ -32,30 +30,6 @@ def _copy(folder: Path, to: Path) -> Path:
     for item in folder.iterdir():
         (to / item.name).symlink_to(item)
     return to
-
-
-def test_the_relevance_threshold_follows_the_grading_scale(tmp_path: Path) -> None:
-    binary = {"test": {"q": {"a": 1, "b": 0}}}
-    beir_graded = {"test": {"q": {"a": 1, "b": 2}}}  # NFCorpus: BEIR counts from 1
-    trec_graded = {"test": {"q": {"a": 0, "b": 1, "c": 3}}}  # TREC DL: 1 means related
-    assert relevance_threshold(tmp_path, binary) == 1
-    assert relevance_threshold(tmp_path, beir_graded) == 1
-    assert relevance_threshold(tmp_path, trec_graded) == 2
-    assert relevance_threshold(tmp_path, trec_graded, declared=3) == 3
-    (tmp_path / "relevance.json").write_text('{"relevant_min": 3}')
-    assert relevance_threshold(tmp_path, binary) == 3
-    (tmp_path / "relevance.json").write_text("[]")
-    with pytest.raises(InputError, match="relevant_min"):
-        relevance_threshold(tmp_path, binary)
-    with pytest.raises(InputError, match=">= 1"):
-        relevance_threshold(tmp_path, binary, declared=0)
-
-
-def test_a_folder_declares_its_threshold(beir_folder: Path, tmp_path: Path) -> None:
-    folder = _copy(beir_folder, tmp_path / "declared")
-    (folder / "relevance.json").write_text('{"relevant_min": 2}')
-    assert load_collection(folder).relevant_min == 2
-    assert load_collection(folder, relevant_min=1).relevant_min == 1
 
 
 @pytest.fixture(scope="module")
@@ -183,64 +157,13 @@ def test_nested_loco_needs_three_collections(beir_folder: Path, tmp_path: Path) 
         run_loco([parent], tmp_path / "out", k=5, encode=False, log=lambda m: None)
 
 
-def test_calibrate_self_reads_no_qrels_and_no_queries(
-    beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    corpus_only = tmp_path / "corpus-only"
-    corpus_only.mkdir()
-    for name in ("corpus.jsonl", "corpus_minilm_l6_v2.npy", "corpus_minilm_l6_v2.ids.txt"):
-        shutil.copy(beir_folder / name, corpus_only / name)
-    prepared = prepare(corpus_only, encode=False, corpus_only=True)
-    assert len(prepared.collection.doc_ids) == 64 and prepared.collection.qrels == {}
-    with pytest.raises(InputError, match=r"queries\.jsonl is missing"):
-        prepare(corpus_only, encode=False)
-    out = io.StringIO()
-    args = ["calibrate", "--self", "--data-dir", str(corpus_only), "--no-encode"]
-    code = main([*args, "--out", str(tmp_path / "p.toml")], out=out)
-    # simulated queries need MiniLM to be encoded: refused before any work
-    assert code == EXIT_BAD_INPUT
-    assert "drop --no-encode" in capsys.readouterr().err
-
-
-def test_calibrate_self_from_the_command_line(tmp_path: Path) -> None:
-    from crag_heuristic._sample import _read_jsonl
-
-    docs = tmp_path / "docs.jsonl"
-    docs.write_text("".join(json.dumps(d) + "\n" for d in _read_jsonl("sample_documents.jsonl")))
-    # a FAISS file of one's own and its docs (the older form; an index directory's vectors)
-    assert (
-        main(["index", "--docs", str(docs), "--out", str(tmp_path / "idx"), "--no-calibrate"]) == 0
-    )
-    index = tmp_path / "idx" / "vectors.faiss"
-    out = io.StringIO()
-    profile = tmp_path / "self.toml"
-    args = ["calibrate", "--self", "--index", str(index), "--docs", str(docs)]
-    code = main([*args, "--out", str(profile), "--queries", "60", "--k", "5"], out=out)
-    assert code == EXIT_OK
-    report = json.loads(out.getvalue())
-    assert report["method"] == "calibrate_self" and report["profile"] == str(profile)
-    assert set(report["simulated_queries"]) == {"topic"}  # the default style
-    out = io.StringIO()
-    code = main(
-        [*args, "--out", str(profile), "--queries", "60", "--styles", "title,terms"], out=out
-    )
-    assert code == EXIT_OK
-    assert set(json.loads(out.getvalue())["simulated_queries"]) == {"title", "terms"}
-    code = main([*args, "--out", str(profile), "--styles", "riddle"], out=io.StringIO())
-    assert code == EXIT_BAD_INPUT
-    assert EvaluatorConfig.from_file(profile).model is not None
-    assert main(["calibrate", "--out", str(profile)], out=io.StringIO()) == EXIT_BAD_INPUT
-    both = ["calibrate", "--self", "--data-dir", str(tmp_path), "--index", str(index)]
-    assert main([*both, "--docs", str(docs), "--out", str(profile)], out=io.StringIO()) == 2
-
-
 def test_the_inner_step_never_reads_the_outer_collection(
     nested_run: dict[str, Any], three_collections: Path
 ) -> None:
     """Every step-1 number of an outer fold is recomputed here from fits that leave out
     the outer collection and the inner one scored: an inner step that fitted on the
     outer collection, or scored it, would not reproduce them."""
-    from crag_heuristic._bench.selection import inner_numbers
+    from research.selection import inner_numbers
 
     datasets = {
         p.name: CollectionData.of(prepare(p, encode=False), 5)
@@ -267,7 +190,7 @@ def test_the_inner_step_never_reads_the_outer_collection(
 
 
 def test_the_worst_rule_reads_the_smallest_gain_over_top1() -> None:
-    from crag_heuristic._bench.selection import evidence_key, inner_numbers
+    from research.selection import evidence_key, inner_numbers
 
     numbers = inner_numbers([0.70, 0.60, 0.80], [0.65, 0.62, 0.70])
     # gains over top-1: +0.05, -0.02, +0.10
@@ -285,8 +208,8 @@ def test_the_worst_rule_reads_the_smallest_gain_over_top1() -> None:
 def test_the_shipped_recipe_is_read_from_the_default_profile() -> None:
     """The ledger's "the library's defaults are this pick" compares the pick with how the
     shipped profile was fitted, as its header records it."""
-    from crag_heuristic._bench.loco import _library_default_is, shipped_recipe
-    from crag_heuristic._bench.selection import GateVariant
+    from research.loco import _library_default_is, shipped_recipe
+    from research.selection import GateVariant
 
     recipe = shipped_recipe()
     assert recipe["set_features"] and recipe["chunk_features"]
@@ -302,7 +225,7 @@ def test_the_shipped_recipe_is_read_from_the_default_profile() -> None:
 
 
 def test_the_within_rule_picks_only_fits_within_collections() -> None:
-    from crag_heuristic._bench.selection import eligible
+    from research.selection import eligible
 
     within = next(v for v in EVIDENCE_VARIANTS if v.within_collection)
     alone = next(v for v in EVIDENCE_VARIANTS if v.set_features == ("similarity_top",))
@@ -327,9 +250,9 @@ def test_the_band_step_never_reads_the_outer_collection(
     collections alone, each scored by the banded pick fitted without it and without the
     outer one: a step 2 that also counted the outer collection's verdicts (its goal met
     or not, its fast-path share) would not reproduce the run's numbers nor, always, its pick."""
-    from crag_heuristic._bench.failure import verdict_table
-    from crag_heuristic._bench.selection import _band_label
-    from crag_heuristic._bench.variants import meets_goal
+    from crag_heuristic.bench import verdict_table
+    from research.selection import _band_label
+    from research.variants import meets_goal
 
     cache = FitCache(three_datasets)
     names = sorted(three_datasets)
@@ -371,8 +294,8 @@ def test_the_self_calibration_choice_never_reads_the_outer_collection(
     alpha's choice self-calibrates beta on a prior fitted on gamma alone and gamma on one
     fitted on beta alone. The simulation needs MiniLM, so a stand-in records what it is
     given and returns the prior unchanged (every gain 0: the first variant is chosen)."""
-    from crag_heuristic._bench.loco import SelfVariant, _choose_self
-    from crag_heuristic._bench.selection import NestedResult
+    from research.loco import SelfVariant, _choose_self
+    from research.selection import NestedResult
 
     calls: list[tuple[str, str, str]] = []
 
@@ -413,3 +336,41 @@ def test_the_self_calibration_choice_never_reads_the_outer_collection(
         ]
         assert chosen.label == "first"
         assert report == {"chosen": "first", "inner_mean_gain": {"first": 0.0, "second": 0.0}}
+
+
+def test_the_command_line_records_itself_and_prints_the_summary(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def run(data_dirs: list[str], out: str, **options: Any) -> dict[str, Any]:
+        seen.update(options, data_dirs=data_dirs, out=out)
+        return {"summary": {LOCO_GATE: {"mean_mix": 0.5}}}
+
+    monkeypatch.setattr(loco, "run_loco", run)
+    argv = ["--sentences", "--data-dir", "../shared data", "--out", "out"]
+    assert loco.main(argv) == 0
+    assert (
+        seen["command"]
+        == "python -m research.loco --sentences --data-dir '../shared data' --out out"
+    )
+    assert seen["data_dirs"] == ["../shared data"] and seen["sentences"] is True
+    assert seen["rule"] == "worst-within" and seen["self_calibrate"] is True
+    assert capsys.readouterr().out == 'nested gate: {"mean_mix": 0.5}\n'
+
+
+def test_the_command_line_says_a_bad_input_in_one_line(
+    beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        loco.main(["--data-dir", str(beir_folder), "--out", str(tmp_path), "--no-encode"])
+    assert exited.value.code == 2
+    assert "at least 3 collections" in capsys.readouterr().err
+
+
+def test_crag_heuristic_bench_loco_points_to_the_research(
+    beir_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["bench", "--loco", "--data-dir", str(beir_folder)], out=io.StringIO())
+    assert code == EXIT_BAD_INPUT
+    assert "python -m research.loco" in capsys.readouterr().err

@@ -1,12 +1,13 @@
 """Leave one collection out, nested: the numbers to expect on a collection nobody tuned to.
 
-    crag-heuristic bench --loco --data-dir DIR [--data-dir DIR ...]   (or a parent folder)
+    python -m research.loco --data-dir DIR [--data-dir DIR ...] [--sentences] [--out DIR]
+        (or one parent folder; from a checkout of the repository, with the bench extra)
 
 For each collection ``c`` of the folders given (the outer fold):
 
 1. the gate's design is chosen on the OTHER collections by an inner leave-one-
-   collection-out (:mod:`crag_heuristic._bench.selection`: the evidence among
-   :data:`~crag_heuristic._bench.variants.EVIDENCE_VARIANTS`, then the band
+   collection-out (:mod:`research.selection`: the evidence among
+   :data:`~research.variants.EVIDENCE_VARIANTS`, then the band
    targets), and the pick is fitted on them, each collection weighing the same;
 2. it is self-calibrated on ``c``'s corpus (simulated queries, no qrels,
    :func:`crag_heuristic.calibrate_self`) with that gate as its prior, which
@@ -27,37 +28,45 @@ for reference).
 
 from __future__ import annotations
 
+import argparse
+import ast
 import dataclasses
 import json
 import re
+import shlex
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._calibration.auc import auc
-from .._calibration.self_calibration import (
+from crag_heuristic import DEFAULT_PROFILE, EvaluatorConfig, InputError, __version__
+from crag_heuristic.bench import (
+    BASELINES,
+    MIN_NATURAL_FAILURES,
+    HarnessRetriever,
+    baseline_scores,
+    chunks_of,
+    llm_gate_scores,
+    paired_bootstrap,
+    prepare,
+    set_cascade_section,
+    verdict_table,
+)
+from crag_heuristic.calibration import (
     DEFAULT_PRIOR_C,
     DEFAULT_SELF_QUERIES,
     DEFAULT_SELF_STYLES,
     Simulation,
+    evaluate_examples,
     fit_simulation,
     simulate,
 )
-from .._config import EvaluatorConfig
-from .._version import __version__
-from .failure import (
-    BASELINES,
-    MIN_NATURAL_FAILURES,
-    baseline_scores,
-    llm_gate_scores,
-    verdict_table,
-)
+
 from .markdown import table_head
-from .pipeline import HarnessRetriever, LoopProgress, prepare, progress
 from .selection import (
     RULES,
     CollectionData,
@@ -67,7 +76,6 @@ from .selection import (
     gate_scores,
     nested_loco,
 )
-from .set_cascade import set_cascade_section
 from .variants import (
     BAND_VARIANTS,
     EVIDENCE_VARIANTS,
@@ -76,6 +84,9 @@ from .variants import (
     SENTENCE_VARIANTS,
     meets_goal,
 )
+
+Loops = Callable[[Iterable[Any], str], Iterable[Any]]
+"""``loops(items, description)``: ``items``, reported as a long loop goes."""
 
 LOCO_GATE = "nested gate"
 """The gate chosen and fitted on the other collections."""
@@ -121,32 +132,6 @@ def collection_folders(paths: Sequence[str | Path]) -> list[Path]:
     return folders
 
 
-def paired_bootstrap(
-    groups: Sequence[str],
-    failed: np.ndarray,
-    ours: np.ndarray,
-    theirs: np.ndarray,
-    *,
-    rounds: int = 1000,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """A 95 % interval for (our AUC - their AUC), resampling queries (a query's
-    natural retrieval and its probe together) with replacement."""
-    labels = np.asarray(groups)
-    members = {g: np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())}
-    keys = list(members)
-    rng = np.random.default_rng(seed)
-    diffs = []
-    for _ in range(rounds):
-        rows = np.concatenate([members[keys[i]] for i in rng.integers(len(keys), size=len(keys))])
-        y = failed[rows]
-        if y.all() or not y.any():
-            continue
-        diffs.append(auc(y, -ours[rows]) - auc(y, -theirs[rows]))
-    low, high = np.percentile(diffs, [2.5, 97.5])
-    return float(low), float(high)
-
-
 class _SelfCalibration:
     """Simulations per (collection, variant), run once; fits with any prior."""
 
@@ -156,9 +141,6 @@ class _SelfCalibration:
         self._runs: dict[tuple[str, str], tuple[Simulation, list[Any]]] = {}
 
     def run(self, name: str, variant: SelfVariant) -> tuple[Simulation, list[Any]]:
-        from .._calibration.gate import evaluate_examples
-        from .retrievals import chunks_of
-
         key = (name, variant.label)
         if key not in self._runs:
             data = self.datasets[name]
@@ -218,18 +200,18 @@ def run_loco(
     rule: str = "worst-within",
     command: str = "",
     log: Callable[[str], None] = _log,
-    loops: LoopProgress = progress,
+    loops: Loops | None = None,
 ) -> dict[str, Any]:
     """Run the protocol of the module doc; write ``loco.md``, ``loco.json`` and
     ``ledger.md`` to ``out``; ``log`` is told each step as it starts, ``loops`` wraps
-    the long loops (a progress bar on a terminal by default).
+    the long loops (``None``: a progress bar on a terminal, :func:`crag_heuristic.bench.prepare`'s).
 
     ``sentences``: the retrievals carry each chunk's best sentence's cosine
     (MiniLM sentence vectors, cached), and a second gate, the opt-in one with
     sentence evidence, is chosen the same nested way among ``evidence`` and
     ``sentence_variants``.
 
-    ``rule``: how step 1 picks the evidence (:data:`~crag_heuristic._bench.selection.RULES`:
+    ``rule``: how step 1 picks the evidence (:data:`~research.selection.RULES`:
     ``"worst-within"``, the smallest inner gain over the top-1 cosine among the variants
     fitted within collections; ``"worst"``, the same among all; ``"mean"``, the mean inner
     AUC, the rule before them).
@@ -239,7 +221,7 @@ def run_loco(
     self-calibration variant is then chosen nested too (by the mean gain over
     the nested gate on the inner held-out collections, each self-calibrated
     with a prior fitted without the outer one), which is how
-    ``benchmarks/self_calibration.py`` compares them.
+    ``python -m research.self_calibration`` compares them.
     """
     out = Path(out)
     started = time.perf_counter()
@@ -251,12 +233,11 @@ def run_loco(
             cache_dir=Path(cache_dir or out / "cache") / folder.name,
             encode=encode,
             sentences=sentences,
-            loops=loops,
         )
+        if loops is not None:
+            p.loops = loops
         datasets[p.collection.name] = CollectionData.of(p, k)
     if len(datasets) < 3:
-        from .._exceptions import InputError
-
         raise InputError(
             f"nested leave-one-collection-out needs at least 3 collections, got {len(datasets)}"
         )
@@ -379,13 +360,9 @@ def shipped_recipe(profile: str | None = None) -> dict[str, Any]:
     """How the shipped default profile (or ``profile``, a bundled one) was fitted, read
     from its header (what ``crag-heuristic calibrate`` wrote there): its evidence, band
     targets, within-collection fit and shrinkage."""
-    import ast
-
-    from .._config import DEFAULT_PROFILE, _bundled_profile_files
-
-    path = _bundled_profile_files()[profile or DEFAULT_PROFILE]
+    path = resources.files("crag_heuristic") / "profiles" / f"{profile or DEFAULT_PROFILE}.toml"
     header: dict[str, Any] = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         found = _HEADER_LINE.fullmatch(line)
         if found is None:
             continue
@@ -779,7 +756,7 @@ def ledger(results: dict[str, Any]) -> str:
     lines = [
         "# Ledger: every gate variant compared",
         "",
-        f"Written by `{results['command'] or 'crag-heuristic bench --loco'}` "
+        f"Written by `{results['command'] or 'python -m research.loco'}` "
         f"(crag-heuristic {results['library_version']}). Rule, fixed before the run: "
         f"{results['rule']}. For the collection left out (outer fold), each variant is fitted "
         "without it and without one inner collection, and scored on that inner one; the outer "
@@ -790,7 +767,7 @@ def ledger(results: dict[str, Any]) -> str:
         "Evidence tried outside these variants, kept or not (the corpus centroid, passage-level "
         "lexical coverage, the deeper ranking, query-only predictors, document density, "
         "proximity, sentence cosines): [the evidence probe](../evidence_probe/evidence_probe.md) "
-        "(`python benchmarks/evidence_probe.py --sentences`). A variant's note says when it "
+        "(`python -m research.evidence_probe --sentences`). A variant's note says when it "
         "joined the list.",
         "",
         "| variant | chunk stage | set stage | set stage fitted | why |",
@@ -913,3 +890,67 @@ def ledger(results: dict[str, Any]) -> str:
                 cells.append(f"**{text}**" if choice["chosen"] == label else text)
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m research.loco``: the protocol of the module doc from the command line;
+    prints each gate's summary row."""
+    parser = argparse.ArgumentParser(
+        prog="python -m research.loco",
+        description="Nested leave one collection out: choose and fit the gate on the other "
+        "collections, self-calibrate, score each; writes loco.md, loco.json and ledger.md.",
+    )
+    parser.add_argument(
+        "--data-dir",
+        required=True,
+        action="append",
+        help="a folder in BEIR layout: repeat it, or give one parent folder",
+    )
+    parser.add_argument("--out", default="benchmarks/results/loco", help="the output folder")
+    parser.add_argument("--k", type=int, default=10, help="retrieval depth graded (default 10)")
+    parser.add_argument("--cache-dir", help="where encoded vectors are cached (default OUT/cache)")
+    parser.add_argument(
+        "--no-encode", action="store_true", help="never load MiniLM: every query vector must ship"
+    )
+    parser.add_argument(
+        "--sentences",
+        action="store_true",
+        help="the retrievals carry each chunk's best sentence's cosine (MiniLM sentence "
+        "vectors, encoded and cached), and the opt-in gate with sentence evidence is chosen too",
+    )
+    parser.add_argument(
+        "--no-self-calibration",
+        action="store_true",
+        help="do not self-calibrate the nested gate on each collection's corpus",
+    )
+    parser.add_argument(
+        "--rule",
+        choices=tuple(RULES),
+        default="worst-within",
+        help="how the evidence is picked on the inner collections: 'worst-within' (the largest "
+        "smallest gain over the top-1 cosine among the variants fitted within collections; the "
+        "default), 'worst' (the same among all) or 'mean' (the highest mean AUC)",
+    )
+    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    try:
+        results = run_loco(
+            args.data_dir,
+            args.out,
+            k=args.k,
+            cache_dir=args.cache_dir,
+            encode=not args.no_encode,
+            sentences=args.sentences,
+            self_calibrate=not args.no_self_calibration,
+            rule=args.rule,
+            command=" ".join(["python -m research.loco", *map(shlex.quote, given)]),
+        )
+    except InputError as exc:
+        parser.error(str(exc))
+    for gate, row in results["summary"].items():
+        sys.stdout.write(f"{gate}: {json.dumps(row)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

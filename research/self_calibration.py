@@ -1,5 +1,7 @@
 """Benchmark: how to self-calibrate (query styles, how many queries, how strong the prior).
 
+    python -m research.self_calibration [--data-root ../shared/data] [--out DIR]
+
 Nested leave-one-collection-out (:func:`~.loco.run_loco`) with the
 self-calibration variants of :data:`VARIANTS`: each collection's corpus
 simulates its own queries (no qrels), the nested gate (chosen and fitted
@@ -13,23 +15,28 @@ The library's default (``DEFAULT_SELF_STYLES``, ``DEFAULT_SELF_QUERIES``,
 collection is self-calibrated with its own nested prior (:func:`choose`: the
 same rule on every collection; not a result: the nested number is).
 :func:`run_self_calibration` writes ``loco.md``, ``ledger.md`` and
-``loco.json`` (with a ``choice`` key); ``benchmarks/self_calibration.py`` is
-its command line.
+``loco.json`` (with a ``choice`` key) to ``--out`` (default
+benchmarks/results/self_calibration); :func:`main` is its command line.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import shlex
 import statistics
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._calibration.self_calibration import (
+from crag_heuristic.calibration import (
     DEFAULT_PRIOR_C,
     DEFAULT_SELF_QUERIES,
     DEFAULT_SELF_STYLES,
+    STYLES,
 )
-from .._calibration.simulation import STYLES
+
 from .loco import LOCO_GATE, SELF_GATE, SelfVariant, run_loco
 from .markdown import table_head
 
@@ -167,3 +174,33 @@ def run_self_calibration(
     with (folder / "loco.md").open("a", encoding="utf-8") as report:
         report.write(render(choice, results))
     return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m research.self_calibration``: :func:`run_self_calibration` from the
+    command line; prints the pick and the nested mean gain."""
+    parser = argparse.ArgumentParser(
+        prog="python -m research.self_calibration", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--data-root", default="../shared/data")
+    parser.add_argument("--out", default="benchmarks/results/self_calibration")
+    parser.add_argument("--cache-dir", default=None, help="query vector cache (default OUT/cache)")
+    args = parser.parse_args(argv)
+    command = "python -m research.self_calibration" + "".join(
+        f" {flag} {shlex.quote(value)}"
+        for flag, value in (("--data-root", args.data_root), ("--out", args.out))
+    )
+    results = run_self_calibration(
+        args.data_root, args.out, cache_dir=args.cache_dir, command=command
+    )
+    choice = results["choice"]
+    sys.stdout.write(
+        f"pick: {choice['pick']} (library defaults "
+        f"{'match' if choice['defaults_match'] else 'DO NOT match'}); nested mean gain "
+        f"{choice['nested_mean_gain']:+.3f}\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

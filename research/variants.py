@@ -1,8 +1,8 @@
 """The gate variants the nested protocol chooses among, fixed before it runs.
 
 Every variant ever compared for the shipped gate is listed here with why it
-is in the comparison; ``crag-heuristic bench --loco`` scores all of them by
-nested leave-one-collection-out (:mod:`crag_heuristic._bench.selection`) and
+is in the comparison; ``python -m research.loco`` scores all of them by
+nested leave-one-collection-out (:mod:`research.selection`) and
 writes the ledger (``benchmarks/results/loco/ledger.md``). A variant dropped
 from a later comparison stays in the ledger's history section, not here.
 
@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._calibration.gate import DEFAULT_CHUNK_FEATURES
+from crag_heuristic.calibration import DEFAULT_CHUNK_FEATURES
+
 from .selection import GateVariant
 
 _CHUNK = DEFAULT_CHUNK_FEATURES
@@ -248,7 +249,7 @@ GOAL: dict[str, Any] = {
 
 
 def meets_goal(verdicts: Mapping[str, Any]) -> bool:
-    """Whether a verdict table (:func:`~crag_heuristic._bench.failure.verdict_table`)
+    """Whether a verdict table (:func:`~crag_heuristic.bench.verdict_table`)
     meets :data:`GOAL` (a rate with nothing to measure does not)."""
     fast = verdicts.get("good_natural_fast_path")
     precision = verdicts.get("natural_fast_path_precision")

@@ -1,17 +1,15 @@
-"""benchmarks/corrections.py end to end on two small collections the test builds."""
+"""python -m research.corrections end to end on two small collections the test builds."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from crag_heuristic._bench.corrections import VARIANTS
-from crag_heuristic._bench.quality import HYBRID
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from crag_heuristic.bench import HYBRID
+from research import corrections
+from research.route_variants import VARIANTS
 
 
 @pytest.mark.slow
@@ -22,11 +20,6 @@ def test_route_variants_are_chosen_on_training_data(
     root.mkdir()
     for name in ("scifact", "other"):
         (root / name).symlink_to(beir_folder, target_is_directory=True)
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import corrections
-    finally:
-        sys.path.remove(str(BENCHMARKS))
     out = tmp_path / "out"
     args = ["--data-root", str(root), "--out", str(out), "--collections", "scifact,other"]
     assert corrections.main([*args, "--latency-queries", "0"]) == 0
