@@ -28,7 +28,7 @@ import hmac
 from typing import Any
 
 from .._exceptions import CacheError, ConfigError
-from .codec import refusal
+from .codec import JsonText, refusal
 
 MIN_SECRET_BYTES = 16
 _PREFIX = '{"mac":"'
@@ -87,8 +87,11 @@ class Signer:
         return hmac.digest(self._secret, message, hashlib.sha256).hex()
 
     def sign(self, key: str, text: str) -> str:
-        """``text`` (JSON text) signed for ``key``, as stored."""
-        return f"{_PREFIX}{self._mac(key, text)}{_MIDDLE}{text}}}"
+        """``text`` (JSON text) signed for ``key``, as stored: JSON text made here when
+        ``text`` was (:class:`~crag_heuristic._cache.codec.JsonText`), so it is not
+        parsed again on its way into the cache."""
+        signed = f"{_PREFIX}{self._mac(key, text)}{_MIDDLE}{text}}}"
+        return JsonText(signed) if type(text) is JsonText else signed
 
     def open(self, key: str, stored: str, *, backend: str = "cache") -> str:
         """The text signed in ``stored`` for ``key``.
