@@ -229,7 +229,7 @@ def measure(
         analyses=True,
     )
     build_s = time.perf_counter() - started
-    evaluator = Evaluator(cache_size=max(4096, 2 * k))
+    evaluator = Evaluator(cache_size=max(4096, 2 * k), shared_cache=False)
     reference = Evaluator(cache_size=max(4096, 2 * k), analyzer=ReferenceAnalyzer())
     for _ in range(20):  # warm up the stem caches and the interpreter
         evaluator.evaluate(QUERY, warm_chunks, stats)
@@ -481,7 +481,7 @@ def _corrected_hits(server: RedisServer, sample: Any, queries: list[str]) -> dic
 def _first_sight(server: RedisServer, retriever: Any, queries: list[str]) -> dict[str, Any]:
     """An evaluation another process stored: read through Redis (a round trip) against
     evaluated cold here (the corpus's analyses, as the sample retriever builds them)."""
-    evaluator = Evaluator()
+    evaluator = Evaluator(shared_cache=False)  # emptied before each call: a cache of its own
     stats = retriever.corpus_stats()
     writer = RedisCache(url=server.url, namespace="first")
     keys, lists = [], []
@@ -615,6 +615,8 @@ def paths_section(
     """
     k, n = 10, max(50, iterations // 4)
     sets = [make_chunks(rng, vocabulary, k, n_words, f"path{i}") for i in range(n + 5)]
+    # the new evaluators share the reused one's cache: each gets chunks of its own
+    others = [make_chunks(rng, vocabulary, k, n_words, f"other{i}") for i in range(n + 5)]
     reused = Evaluator()
     for chunks in sets[:5]:
         reused.evaluate(QUERY, chunks)
@@ -622,7 +624,7 @@ def paths_section(
     construction = alternated(
         {
             "reused_us": lambda i: reused.evaluate(QUERY, sets[i + 5]),
-            "fresh_us": lambda i: Evaluator().evaluate(QUERY, sets[i + 5]),
+            "fresh_us": lambda i: Evaluator().evaluate(QUERY, others[i + 5]),
         },
         n,
     )
@@ -631,7 +633,7 @@ def paths_section(
         texts, ids=[c.id for chunks in sets for c in chunks], analyses=True
     )
     from_texts = CorpusStats.from_texts(texts)
-    by_ids, by_texts = Evaluator(), Evaluator()
+    by_ids, by_texts = Evaluator(shared_cache=False), Evaluator(shared_cache=False)
 
     def cold(evaluator: Evaluator, stats: CorpusStats) -> Callable[[int], object]:
         def run(i: int) -> object:

@@ -149,7 +149,8 @@ class RedisCache:
         self.retry_interval = check_seconds("retry_interval", retry_interval)
         self._clock = clock
         self._signer = signer_of(secret, "secret")
-        self._parsed: dict[str, str] = {}  # key -> the last text found JSON under it
+        # key -> the last payload found JSON under it, and its text
+        self._parsed: dict[str, tuple[Any, str]] = {}
         self._window = DownWindow(self.retry_interval, clock)
         self._counters = Counters(_BACKEND)
         self._errors = redis_errors()
@@ -339,19 +340,23 @@ class RedisCache:
         return text
 
     def _checked(self, key: str, raw: Any) -> str:
-        """The JSON text of ``raw``, parsed once per text: a value read again as the
-        same text (a repeated hit) is not parsed again (the parse cost as much as
-        the evaluation a hit saves). Bounded: emptied at ``_CHECKED_SIZE`` keys.
+        """The JSON text of ``raw``, decoded and parsed once per payload: the same bytes
+        read again under a key (a repeated hit) give the text made the first time, the
+        same object (neither decoded nor parsed again, and known as the same text by
+        what compares it after: the parse cost as much as the evaluation a hit saves).
+        Bounded: emptied at ``_CHECKED_SIZE`` keys.
 
         Raises:
             CacheError: ``kind="payload"`` when it is not UTF-8 JSON text.
         """
-        text = decode_text(raw, backend=_BACKEND)
-        if self._parsed.get(key) != text:
-            decode_value(text, backend=_BACKEND)
+        seen = self._parsed.get(key)
+        if seen is not None and type(raw) is type(seen[0]) and raw == seen[0]:
+            return seen[1]
+        text = decode_value(raw, backend=_BACKEND)
+        if type(raw) is bytes or type(raw) is str:  # immutable: safe to compare with later
             if len(self._parsed) >= _CHECKED_SIZE:
                 self._parsed.clear()
-            self._parsed[key] = text
+            self._parsed[key] = (raw, text)
         return text
 
     def _finish_set(self, key: str, px: int | None) -> None:

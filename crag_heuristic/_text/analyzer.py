@@ -338,6 +338,13 @@ class Analyzer:
         self._char_folds: dict[str, str] = caches.char_folds  # character -> _fold_of
 
     @property
+    def shares_caches(self) -> bool:
+        """Whether its caches are the ones every analyzer of its settings shares in this
+        process (a plain ``Analyzer``; a subclass, which may stem otherwise, keeps its
+        own): what it computes for a text, any of them computes."""
+        return self._shares
+
+    @property
     def native(self) -> bool:
         """Whether :meth:`analyze` counts in the C extension (see the class doc)."""
         return self._counter is not None
