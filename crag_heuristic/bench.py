@@ -29,7 +29,9 @@ harness and, when called, scikit-learn.
 * :data:`BASELINES`: the simple predictors every gate is held against in a
   report; :func:`seed_design` is the first of them, the project's seed design.
 * :func:`alternated` and :func:`percentiles`: timing in one run (cases called
-  in rotated order, so load drift hits each alike; p50 / p99).
+  in rotated order, so load drift hits each alike; p50 / p99);
+  :func:`background_load`: a fixed load of busy processes while a block runs
+  (every ratio is reported at each of :data:`LOADS`).
 * :data:`SHARED_COLLECTIONS`: the folder names of the collections the committed
   reports were made from (``../shared/data``), in their reports' order.
 * :class:`CalibrationWarning`: what a calibration issues when its profile cannot
@@ -55,7 +57,7 @@ from ._bench.pipeline import calibrate
 from ._bench.self_calibration import calibrate_self
 from ._bench.self_variants import run_self_calibration
 from ._bench.simulation import QuerySimulator, SimulatedQuery
-from ._bench.timing import alternated, percentiles
+from ._bench.timing import LOADS, alternated, background_load, percentiles
 from ._exceptions import CalibrationWarning
 
 __all__ = [
@@ -64,10 +66,12 @@ __all__ = [
     "CalibrationWarning",
     "GateExample",
     "GraderCalibration",
+    "LOADS",
     "QuerySimulator",
     "SHARED_COLLECTIONS",
     "SimulatedQuery",
     "alternated",
+    "background_load",
     "calibrate",
     "calibrate_on_grader",
     "calibrate_self",
