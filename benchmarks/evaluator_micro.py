@@ -50,6 +50,14 @@ end.
    statistics from ``CorpusStats.from_texts`` against statistics built with ids
    and analyses, and the first call of a process against its later ones.
 
+Every section runs at each of ``--loads`` (default 0 and 4): idle, then with that many
+busy processes of the benchmark's own (``crag_heuristic.bench.background_load``); the
+report gives each run's load average. The SciFact section times the router as the
+README writes it too (see ``crag_heuristic.bench.run_cost``), and the cache section what
+bounding a retrieval costs when the retriever answers at once (the hand-off to a worker
+thread and back, :func:`handoff_section`); the paths section the first call of the
+README's ``Evaluator().evaluate`` and of its router.
+
 (The command line's start-up is ``benchmarks/startup.py``'s.)
 """
 
@@ -82,7 +90,14 @@ from crag_heuristic import (
     RedisCache,
     ScoreKind,
 )
-from crag_heuristic.bench import alternated, percentiles, run_cost, seed_design
+from crag_heuristic.bench import (
+    LOADS,
+    alternated,
+    background_load,
+    percentiles,
+    run_cost,
+    seed_design,
+)
 from crag_heuristic.cache import TieredCache, evaluation_key
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries, sample_retriever
 from crag_heuristic.testing import RecordingWebSearcher
@@ -660,9 +675,32 @@ def paths_section(
 # -- the report -----------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> dict[str, object]:
+def sections(args: argparse.Namespace) -> dict[str, Any]:
+    """Every section asked for, once (the same seed, so the same inputs, at each load)."""
     rng = random.Random(args.seed)
     vocabulary = make_vocabulary(rng)
+    out: dict[str, Any] = {
+        "results": [
+            measure(rng, vocabulary, k, args.words, args.iterations)
+            for k in (args.k if "synthetic" in args.sections else [])
+        ]
+    }
+    if "paths" in args.sections:
+        out["paths"] = paths_section(
+            rng, vocabulary, args.words, args.iterations, args.first_call_processes
+        )
+    if "scifact" in args.sections and args.data_dir and (args.data_dir / "corpus.jsonl").exists():
+        out["scifact"] = scifact_section(args.data_dir, args.scifact_queries)
+    if "cache" in args.sections:
+        out["cache"] = cache_section(args.cache_repeats)
+        out["cache"]["hit"] = hit_section(args.cache_repeats)
+        out["cache"]["handoff"] = handoff_section(args.cache_repeats)
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    """The sections at each of ``args.loads``: idle (the report's top level) and with
+    busy processes of the benchmark's own (``loaded``)."""
     report: dict[str, Any] = {
         "benchmark": "evaluator_micro",
         "words_per_chunk": args.words,
@@ -673,20 +711,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "cpus": os.cpu_count(),
         "load_average_start": os.getloadavg(),
     }
-    report["results"] = [
-        measure(rng, vocabulary, k, args.words, args.iterations)
-        for k in (args.k if "synthetic" in args.sections else [])
-    ]
-    if "paths" in args.sections:
-        report["paths"] = paths_section(
-            rng, vocabulary, args.words, args.iterations, args.first_call_processes
-        )
-    if "scifact" in args.sections and args.data_dir and (args.data_dir / "corpus.jsonl").exists():
-        report["scifact"] = scifact_section(args.data_dir, args.scifact_queries)
-    if "cache" in args.sections:
-        report["cache"] = cache_section(args.cache_repeats)
-        report["cache"]["hit"] = hit_section(args.cache_repeats)
-        report["cache"]["handoff"] = handoff_section(args.cache_repeats)
+    for load in args.loads:
+        with background_load(load) as said:
+            measured = sections(args)
+            said["load_average_end"] = os.getloadavg()[0]
+        if load == 0:
+            report.update(measured)
+            report["idle"] = {"load": said}
+        else:
+            report["loaded"] = {"load": said, **measured}
     report["load_average_end"] = os.getloadavg()
     return report
 
@@ -700,8 +733,20 @@ def _goal(ok: bool) -> str:
 
 
 def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(goal, measured, met) for each goal of the issue this benchmark measures."""
-    rows = {row["k"]: row for row in report["results"]}
+    """(goal, measured, met) for each goal of the issues this benchmark measures, idle and
+    at the benchmark's own load (whose goals are said with it)."""
+    out = _goals(report, loaded=False)
+    if "loaded" in report:
+        busy = report["loaded"]["load"]["busy_processes"]
+        out += [
+            (f"{goal} (load {busy})", measured, ok)
+            for goal, measured, ok in _goals(report["loaded"], loaded=True)
+        ]
+    return out
+
+
+def _goals(report: dict[str, Any], *, loaded: bool) -> list[tuple[str, str, bool]]:
+    rows = {row["k"]: row for row in report.get("results", [])}
     out = []
     if 10 in rows:
         r = rows[10]
@@ -749,17 +794,27 @@ def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
                             ratio <= 2.0))  # fmt: skip
     if "scifact" in report:
         cost = report["scifact"]["cost"]
+        bound = 1.15 if loaded else 1.05  # issue 34's goals: low load, and load 4
         for key, what in (("router_ms", "router"), ("readme_router_ms", "the README's router")):
             fast = cost.get(key, {}).get("fast path")
             if fast:
                 out.append(
                     (
-                        f"{what}: fast path <= 1.05x the bare retrieval of the same queries "
+                        f"{what}: fast path <= {bound}x the bare retrieval of the same queries "
                         "(SciFact)",
                         f"{fast['over_bare_p50']:.3f}x",
-                        fast["over_bare_p50"] <= 1.05,
+                        fast["over_bare_p50"] <= bound,
                     )
                 )
+        fresh = report["scifact"].get("fresh_over_reused_p50")
+        if fresh is not None:
+            out.append(
+                (
+                    "a new Evaluator() per call <= 1.1x a reused one (SciFact's lists)",
+                    f"{fresh:.2f}x",
+                    fresh <= 1.1,
+                )
+            )
     if "cache" in report:
         cache = report["cache"]
         hit = cache["hit"]
@@ -809,8 +864,34 @@ def to_markdown(report: dict[str, Any]) -> str:
         "| goal | measured | |",
         "|---|---:|---|",
         *(f"| {goal} | {measured} | {_goal(ok)} |" for goal, measured, ok in goals(report)),
+    ]
+    parts = [("Idle", report)]
+    if "loaded" in report:
+        parts.append((f"At load {report['loaded']['load']['busy_processes']}", report["loaded"]))
+    for title, part in parts:
+        said = part.get("idle", part).get("load") if title == "Idle" else part["load"]
+        lines += [
+            "",
+            f"## {title}: "
+            + (
+                f"{said['busy_processes']} busy processes of the benchmark's own, "
+                if said and said["busy_processes"]
+                else "no load of the benchmark's own, "
+            )
+            + (f"load average {said['load_average']:.1f}" if said else "load not recorded"),
+        ]
+        lines += [
+            "#" + line if line.startswith("## ") else line
+            for line in _section_lines(part, report["words_per_chunk"])
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _section_lines(report: dict[str, Any], words: int) -> list[str]:
+    """The tables of one run of the sections (idle or loaded)."""
+    lines = [
         "",
-        f"## Evaluator, synthetic chunks of ~{report['words_per_chunk']} words (us, p50 / p99)",
+        f"## Evaluator, synthetic chunks of ~{words} words (us, p50 / p99)",
         "",
         "With corpus statistics. Cold corpus chunks are looked up in the analyses made with "
         "the statistics; new and web text are tokenised (web text: one word in ten not ASCII).",
@@ -907,7 +988,7 @@ def to_markdown(report: dict[str, Any]) -> str:
                 )
     if "cache" in report:
         lines += _cache_lines(report["cache"])
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _cache_lines(cache: dict[str, Any]) -> list[str]:
@@ -1005,6 +1086,14 @@ def main() -> None:
         choices=SECTIONS,
         default=list(SECTIONS),
         help="the sections to run (all by default)",
+    )
+    parser.add_argument(
+        "--loads",
+        type=int,
+        nargs="+",
+        default=list(LOADS),
+        help="busy processes of its own to run every section under, each in turn "
+        "(default: 0 and 4)",
     )
     parser.add_argument("--out", type=Path, help="write the report as JSON here (and .md beside)")
     args = parser.parse_args()

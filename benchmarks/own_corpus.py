@@ -18,11 +18,18 @@ clock around it), each figure a p50 / p99 or a ratio measured in the same run:
    collection's queries in turn; two warm-up runs each first. The processes run
    with their bytecode cached (``PYTHONPYCACHEPREFIX`` a folder of the run's,
    ``PYTHONDONTWRITEBYTECODE`` unset), as an installed package has it.
-3. ``serve``: ``crag-heuristic serve --index DIR --port 0`` in a process of its
-   own; ``POST /v1/retrieve`` (k = 10) from this process over one keep-alive
-   connection (httpx) against ``CRAG.from_index_dir(DIR).retrieve(query, 10)``
-   in this process, alternated query by query, each query once on each side
-   (neither router's cache has seen it).
+3. ``serve``: ``crag-heuristic serve --index DIR --port 0`` in a process of its own,
+   and beside it the floor, a minimal Starlette app on the same uvicorn making the
+   same library call and answer (``benchmarks/starlette_floor.py``); ``POST
+   /v2/retrieve`` (k = 10) to each from this process over keep-alive connections,
+   alternated query by query with ``CRAG.from_index_dir(DIR).retrieve(query, 10)``
+   in this process, each query once on each side; throughput at 1 and 8 clients at
+   once, rounds alternated between the two servers; the bytes of the answers (v2,
+   its grades view, v1) against the chunks' texts.
+
+``retrieve`` and ``serve`` run twice: idle (no load of the benchmark's own) and with
+four busy processes of its own (``crag_heuristic.bench.background_load``); the report
+says the load average of each.
 
 The machine is shared with other jobs (its load average is recorded): read the
 ratios, which compare calls made in the same run, alternated.

@@ -34,6 +34,11 @@ from crag_heuristic.serve import (
 from crag_heuristic.testing import ListRetriever
 
 KEY = "k" * 20
+MINE = (
+    Chunk(id="mine-1", text="Honeybees dance to show the way to flowers.", score=0.8,
+          score_kind="cosine"),
+    Chunk(id="mine-2", text="Espresso is brewed under pressure.", score=0.3, score_kind="cosine"),
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +85,7 @@ def test_retrieve_answers_what_the_library_answers(url: str, crag: CRAG) -> None
 
 
 def test_evaluate_grades_the_callers_own_chunks(url: str, crag: CRAG) -> None:
-    chunks = [
-        Chunk(id="mine-1", text="Honeybees dance to show the way to flowers.", score=0.8,
-              score_kind="cosine"),
-        Chunk(id="mine-2", text="Espresso is brewed under pressure.", score=0.3,
-              score_kind="cosine"),
-    ]  # fmt: skip
+    chunks = list(MINE)
     body = {"query": "bee dance", "chunks": [c.to_dict() for c in chunks]}
     answer = httpx.post(f"{url}/v1/evaluate", json=body)
     assert answer.status_code == 200
@@ -439,12 +439,7 @@ def test_the_grades_view_holds_no_text(url: str, crag: CRAG) -> None:
 
 
 def test_v2_evaluate_and_stream(url: str, crag: CRAG) -> None:
-    chunks = [
-        Chunk(id="mine-1", text="Honeybees dance to show the way to flowers.", score=0.8,
-              score_kind="cosine"),
-        Chunk(id="mine-2", text="Espresso is brewed under pressure.", score=0.3,
-              score_kind="cosine"),
-    ]  # fmt: skip
+    chunks = list(MINE)
     body = {"query": "bee dance", "chunks": [c.to_dict() for c in chunks]}
     answer = httpx.post(f"{url}/v2/evaluate", json=body).json()
     evaluation = crag.evaluator.evaluate("bee dance", chunks, crag.corpus_stats())
