@@ -7,7 +7,7 @@ Real parts only, all on 127.0.0.1: a ``redis-server`` (:class:`RedisServer`),
 a SearXNG (:class:`SearxngServer`, from ``CRAG_SEARXNG_PYTHON`` or the venv at
 ``<repo>/.searxng-venv``, made on first use) fed by a :class:`FaultyEngine`,
 and a :class:`CRAG` over :func:`sample_retriever` (FAISS) with
-``RedisCache(url=..., retry_interval=0.25)`` and a :class:`SearxngClient`
+``RedisCache(url=..., retry_interval=0.25, secret=...)`` and a :class:`SearxngClient`
 (with a :class:`CircuitBreaker` in its failure-rate mode: it opens when at
 least 5 failures make up at least half of the calls of the last 10 s, with a
 1 s cool-down; ``--consecutive-breaker`` for the default mode, 5 failures in a
@@ -79,6 +79,7 @@ import hashlib
 import math
 import os
 import random
+import secrets
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -260,7 +261,11 @@ def run_load(settings: LoadSettings, searxng_python: Path) -> Run:
         searxng = stack.enter_context(
             SearxngServer(searxng_python, engine.url, engine_timeout=settings.engine_timeout)
         )
-        redis_cache = RedisCache(url=redis_server.url, retry_interval=settings.retry_interval)
+        redis_cache = RedisCache(  # signed, as the documented setting for a shared Redis
+            url=redis_server.url,
+            retry_interval=settings.retry_interval,
+            secret=secrets.token_hex(32),
+        )
         stack.callback(redis_cache.close)
         breaker = CircuitBreaker(
             failure_threshold=settings.breaker_threshold,

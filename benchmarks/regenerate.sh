@@ -41,6 +41,9 @@ python benchmarks/own_corpus.py --data-dir "$DATA/scifact" --out benchmarks/resu
 # the service under load while its Redis is killed: nothing lost, every failure typed
 python benchmarks/serve_load.py --requests 1000 --concurrency 50 --out benchmarks/results/serve_load \
     > /dev/null
+# slow clients against serve with 128 file descriptors; a seeded fuzz of the routes
+python benchmarks/slow_clients.py --out benchmarks/results/slow_clients > /dev/null
+python benchmarks/http_fuzz.py --requests 20000 --out benchmarks/results/http_fuzz > /dev/null
 # Every number the README quotes, against the files just written: a stale one is printed
 # with the text it should now read (and the script exits 1).
 python benchmarks/readme_numbers.py

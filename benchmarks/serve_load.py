@@ -6,7 +6,7 @@
 Real parts only, all on 127.0.0.1: the service (``crag_heuristic.serve.create_app``
 run by uvicorn in a thread of this process, ``serving``) over an index
 directory of the bundled sample (built first, ``IndexDirectory.build``), with
-a ``RedisCache(retry_interval=0.25)`` on a real ``redis-server``
+a ``RedisCache(retry_interval=0.25, secret=...)`` (signed) on a real ``redis-server``
 (:class:`RedisServer`, the test kit) and an API key; and an ``httpx.AsyncClient``
 sending ``--requests`` requests, ``--concurrency`` at a time.
 
@@ -51,6 +51,7 @@ import json
 import math
 import os
 import random
+import secrets
 import shlex
 import sys
 import tempfile
@@ -438,7 +439,9 @@ def run_serve_load(
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="serve-load-")))
             index = IndexDirectory.build(load_sample_corpus(), folder / "index").path
         redis = stack.enter_context(RedisServer())
-        cache = RedisCache(url=redis.url, retry_interval=settings.retry_interval)
+        cache = RedisCache(  # signed, as the documented setting for a shared Redis
+            url=redis.url, retry_interval=settings.retry_interval, secret=secrets.token_hex(32)
+        )
         stack.callback(cache.close)
         crag = CRAG.from_index_dir(
             index,

@@ -14,32 +14,33 @@ core: the data model, the errors, the evaluator, the configuration, the
 router, the retrievers, the caches, the web client and the seams they plug
 into. Each area's other names live in a public submodule:
 
-=============================  ===============================================================
-module                         what
-=============================  ===============================================================
-``crag_heuristic.cache``       the caches (``TieredCache`` too) and their counters
-``crag_heuristic.config``      the configuration sections (``Thresholds``, ``SignalWeights``
-                               ...) and the fitted model's parts
-``crag_heuristic.web``         ``CircuitState``, ``WebResults``, ``WebSearchInfo``,
-                               ``keyword_query``
-``crag_heuristic.events``      the stage events ``CRAG.stream`` / ``astream`` yield
-``crag_heuristic.expansion``   the query expanders, synonym sets, ``reciprocal_rank_fusion``
-``crag_heuristic.refinement``  knowledge refinement (``refine``, ``Refinement``, ``Strip``)
-``crag_heuristic.grading``     the cascade: expensive graders (cross-encoder, any callable),
-                               the escalation policy, ``Cascade``, the grader errors
-``crag_heuristic.text``        ``Analyzer``, ``CorpusStats`` (+ ``ChunkAnalyses``), the engines
-                               that count them (``LocalEngine``, ``DaskEngine``), their errors
-``crag_heuristic.metrics``     ``MetricsSink``, ``PrometheusMetrics``
-``crag_heuristic.protocols``   every seam (retriever, web, cache, expander, metrics, logger)
-``crag_heuristic.sample``      the bundled sample corpus and its retriever
-``crag_heuristic.bench``       the benchmark harness, calibration from labels (scikit-learn),
-                               query simulation and leave-one-collection-out
-``crag_heuristic.testing``     light helpers for tests (fakes, event capture, call tracing)
-=============================  ===============================================================
+===============================  ===============================================================
+module                           what
+===============================  ===============================================================
+``crag_heuristic.cache``         the caches (``TieredCache`` too) and their counters
+``crag_heuristic.config``        the configuration sections (``Thresholds``, ``SignalWeights``
+                                 ...) and the fitted model's parts
+``crag_heuristic.web``           ``CircuitState``, ``WebResults``, ``WebSearchInfo``,
+                                 ``keyword_query``
+``crag_heuristic.events``        the stage events ``CRAG.stream`` / ``astream`` yield
+``crag_heuristic.expansion``     the query expanders, synonym sets, ``reciprocal_rank_fusion``
+``crag_heuristic.refinement``    knowledge refinement (``refine``, ``Refinement``, ``Strip``)
+``crag_heuristic.grading``       the cascade: expensive graders (cross-encoder, any callable),
+                                 the escalation policy, ``Cascade``, the grader errors
+``crag_heuristic.text``          ``Analyzer``, ``CorpusStats`` (+ ``ChunkAnalyses``), the engines
+                                 that count them (``LocalEngine``, ``DaskEngine``), their errors
+``crag_heuristic.metrics``       ``MetricsSink``, ``PrometheusMetrics``
+``crag_heuristic.protocols``     every seam (retriever, web, cache, expander, metrics, logger)
+``crag_heuristic.sample``        the bundled sample corpus and its retriever
+``crag_heuristic.calibration``   fitting the gate: from labels, self-calibration (simulated
+                                 queries), on a grader's labels, a stage refitted on new labels
+``crag_heuristic.bench``         the benchmark harness on a BEIR-layout folder (scikit-learn)
+``crag_heuristic.testing``       light helpers for tests (fakes, event capture, call tracing)
+===============================  ===============================================================
 
-``import crag_heuristic`` imports neither the benchmark harness nor scikit-learn, nor
-httpx (the web client loads on first use) nor structlog (loaded with the
-first event a logger lets through). The core install (numpy, structlog, PyStemmer,
+``import crag_heuristic`` imports neither the calibration nor the benchmark harness, nor
+scikit-learn, nor httpx (the web client loads on first use) nor structlog (loaded with
+the first event a logger lets through). The core install (numpy, structlog, PyStemmer,
 faiss-cpu) runs the gate, the router and the bundled demo; every other feature
 names its extra when it is missing (:class:`MissingDependencyError`, an
 ``ImportError``): ``pip install 'crag-heuristic[redis]'``.
@@ -91,8 +92,8 @@ from ._web.circuit import CircuitBreaker
 from ._web.config import SearxngConfig
 
 if TYPE_CHECKING:  # imported on first use: httpx takes a tenth of a second to import;
-    # self-calibration lives with the benchmark harness (``crag_heuristic.bench``)
-    from ._bench.self_calibration import calibrate_self
+    # self-calibration with the gate's fitting (``crag_heuristic.calibration``)
+    from ._calibration.self_calibration import calibrate_self
     from ._web.searxng import SearxngClient
 
 __all__ = [
@@ -154,8 +155,9 @@ __all__ = [
 ]
 
 # Top-level names whose module is imported on first use (the web client needs httpx;
-# ``import crag_heuristic`` imports nothing from the benchmark package ``_bench``).
-_LAZY = {"SearxngClient": "._web.searxng", "calibrate_self": "._bench.self_calibration"}
+# ``import crag_heuristic`` imports neither the calibration room ``_calibration`` nor the
+# benchmark harness ``_bench``).
+_LAZY = {"SearxngClient": "._web.searxng", "calibrate_self": "._calibration.self_calibration"}
 
 # Public packages whose modules each need a framework's extra (not searched for a name).
 _FACES_WITH_EXTRAS = frozenset({f"{__name__}.integrations"})

@@ -696,6 +696,11 @@ class RouterConfig:
             may take (10 by default; ``None`` for no limit). Past it the search
             is a :class:`~crag_heuristic.RetrieverError` whose ``timeout`` is
             set: raised for the first retrieval, a note for a re-retrieval.
+        first_search_timeout: seconds the first search of each retriever may
+            take, until it has answered once (120 by default, never less than
+            ``retriever_timeout``; ``None``: no limit): its warm-up (an
+            embedding model loading, a connection opening) is not failed by
+            the bound that suits a warm store.
         cache_timeout: seconds a cache call may take (1 by default; ``None``:
             no limit). Past it the call is a ``CacheError`` of kind
             ``"timeout"`` on the result and the query goes on without it. The
@@ -741,6 +746,7 @@ class RouterConfig:
     keep_partial_on_web: bool = True
     web_timeout: float | None = 30.0
     retriever_timeout: float | None = 10.0
+    first_search_timeout: float | None = 120.0
     cache_timeout: float | None = 1.0
     expander_timeout: float | None = 5.0
     worker_threads: int = 8
@@ -767,7 +773,8 @@ class RouterConfig:
         _check_number("lexical_weight", self.lexical_weight, low=0.0)
         _check_number("parent_token_budget", self.parent_token_budget, low=0, integer=True)
         _check_number("web_max_results", self.web_max_results, low=1, high=100, integer=True)
-        for name in ("web_timeout", "retriever_timeout", "cache_timeout", "expander_timeout"):
+        timeouts = ("web_timeout", "retriever_timeout", "first_search_timeout", "cache_timeout")
+        for name in (*timeouts, "expander_timeout"):
             if getattr(self, name) is not None:
                 _check_number(name, getattr(self, name), low=0.0, low_open=True)
         _check_number("worker_threads", self.worker_threads, low=1, high=256, integer=True)

@@ -9,6 +9,8 @@ caller can catch the whole family with one ``except``. The tree::
     │                                module, extra, feature)
     ├── InputError                   the caller passed something unusable (also ValueError)
     │   ├── InvalidQueryError        empty, whitespace-only or non-string query
+    │   ├── ScopeError               a part or filter that could reach outside a retriever's
+    │   │                            scope (another tenant's documents): refused, not run
     │   ├── InvalidChunkError        a chunk with a bad field (id, text, score, kind)
     │   │   ├── DuplicateChunkError  two chunks share an id
     │   │   └── ScoreOrderError      scores that run the wrong way for their kind (likely)
@@ -40,11 +42,15 @@ caller can catch the whole family with one ``except``. The tree::
         ├── OverloadedError          503 every slot and queue place taken (retry_after)
         └── RequestTimeoutError      504 no answer within the request's timeout (timeout)
 
-One warning category, apart from the tree (Python's ``warnings``, not raised)::
+Two warning categories, apart from the tree (Python's ``warnings``, not raised)::
 
     UserWarning
-    └── CalibrationWarning           a fitted profile could not do what was asked of it
-                                     (bands that missed their targets, no fast path)
+    ├── CalibrationWarning           a fitted profile could not do what was asked of it
+    │                                (bands that missed their targets, no fast path)
+    ├── UnknownScoresWarning         a retriever's scores are neither declared nor read
+    │                                from its store: the gate grades without them
+    └── UnsignedStoreWarning         a store others can write to was made without a secret
+                                     (RedisCache, TieredCache, RedisGradeLog)
 
 The project's own server-starting test kit (``tests/support/crag_testkit``, not
 shipped) has its own tree, apart from this one: a test helper failing is not the
@@ -161,6 +167,19 @@ class InvalidQueryError(InputError):
         self.query = query
         self.reason = reason
         super().__init__(f"invalid query {_short(query)}: {reason}")
+
+
+class ScopeError(InputError):
+    """A part or a filter that could bring in documents outside a retriever's scope (its
+    filter: one tenant's documents), refused before anything is searched.
+
+    Raised where the scope check cannot prove a combination safe: a filtered
+    retriever beside a lexical retriever or a parents lookup that searches
+    everything; a per-call filter a part cannot apply; a metadata filter that
+    mixes ``$and`` / ``$or`` / ``$not`` with another key (stores read only one
+    of them and drop the rest, the tenant's condition with it). See
+    ``crag_heuristic._retrievers.scope``.
+    """
 
 
 class InvalidChunkError(InputError):
@@ -311,8 +330,12 @@ class IndexDirectoryError(InputError):
             another format), ``"file"`` (a file the manifest lists is missing,
             or changed since: its size or SHA-256 differs), ``"analyzer"`` (built
             with another analyzer than the evaluator's), ``"content"`` (its
-            parts do not agree), ``"out"`` (where an index is to be written holds
-            something else), ``"embedder"`` (its embedder cannot be loaded).
+            parts do not agree, or one is not what the build wrote), ``"out"``
+            (where an index is to be written holds something else),
+            ``"embedder"`` (its embedder cannot be loaded, or is a spec of code
+            the operator did not name nor trust), ``"signature"`` (its manifest
+            is signed and no secret was given, or unsigned or signed otherwise
+            where one was).
         found: what the directory has.
         expected: what this library needs.
     """
@@ -325,7 +348,14 @@ class IndexDirectoryError(InputError):
         "analyzer": "use the analyzer it was built with, or rebuild it with yours",
         "content": "the directory is damaged: rebuild it",
         "out": "choose an empty or new directory, or an index directory to replace",
-        "embedder": "install what its embedder needs, or rebuild it with another",
+        "embedder": (
+            "name its spec when loading (embedder=... / --embedder SPEC) or trust the "
+            "directory (trust_embedder=True / --trust-embedder); install what it needs"
+        ),
+        "signature": (
+            "give the secret its manifest was signed with (secret=... / --index-secret-file), "
+            "or rebuild it"
+        ),
     }
 
     def __init__(self, path: str, field: str, found: Any, expected: Any, *, note: str = "") -> None:
@@ -686,6 +716,35 @@ class CalibrationWarning(UserWarning):
     gate would take no fast path; ``CalibrationResult.warnings`` and the
     profile's header say the same. ``calibrate --self --strict`` makes it an
     error.
+    """
+
+
+class UnknownScoresWarning(UserWarning):
+    """A retriever's scores mean nothing known: neither declared nor read from the store.
+
+    The gate then grades without similarity evidence (the scores are kept as
+    ``ScoreKind.UNKNOWN``, the documented default), which changes its verdicts.
+    Issued once per retriever (or grading node, or postprocessor), where it is
+    made or first finds its documents without scores; the message names the
+    fix (the ``score_kind`` to declare, the store to pass instead of a
+    retriever that drops the scores). Silence it once the default is what you
+    want: ``warnings.filterwarnings("ignore", category=UnknownScoresWarning)``.
+    """
+
+
+class UnsignedStoreWarning(UserWarning):
+    """A store that other processes (or people) can write to was made without a secret.
+
+    Issued once per store, when it is made, by :class:`~crag_heuristic.RedisCache`,
+    :class:`~crag_heuristic.cache.TieredCache` (in front of a shared tier of your own)
+    and :class:`~crag_heuristic.grading.RedisGradeLog` given no ``secret``, with a
+    ``crag.store.unsigned`` event (``store``: the class's name): anyone who can
+    write to the store can plant values they hand out as their own. Their
+    ``unsigned`` setting says what to do instead: ``"refuse"`` (a
+    :class:`ConfigError`) or ``"allow"`` (nothing: nobody else can write to the
+    store, or a layer above signs, as ``CRAG(cache_secret=...)`` does).
+    ``warnings.simplefilter("error", UnsignedStoreWarning)`` makes every such
+    store an error.
     """
 
 

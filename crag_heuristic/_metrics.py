@@ -87,6 +87,13 @@ class PrometheusMetrics:
 
         self._caches = _CacheLookups(CounterMetricFamily, f"{namespace}_cache_lookups")
         self.registry.register(self._caches)
+        self._learning = _Learning(namespace)
+        self.registry.register(self._learning)
+
+    def observe_learning(self, cascade: object) -> None:
+        """Report a learning cascade's state (its ``status()`` at scrape time) as the
+        ``crag_learning_*`` metrics."""
+        self._learning.cascade = cascade
 
     def observe_cache(self, cache: object, name: str = "router") -> None:
         """Report this cache's hits and misses (each tier's too) as
@@ -142,3 +149,42 @@ class _CacheLookups:
                 family.add_metric([name, tier, "hit"], counts.hits)
                 family.add_metric([name, tier, "miss"], counts.misses)
         yield family
+
+
+class _Learning:
+    """A collector of a learning cascade's status (read at scrape time)."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.cascade: object = None
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        status_of = getattr(self.cascade, "status", None)
+        if not callable(status_of):
+            return
+        s = status_of()
+        name = f"{self.namespace}_learning"
+        gauges = {
+            "labels": ("Labels a learning cascade has read", s.labels),
+            "audited": ("Of them, audited or explored (the certifying sample)", s.audited),
+            "refits": ("Gates refitted from the labels", s.refits),
+            "model": ("The gate in force (0: the shipped one)", s.model),
+            "certified": ("1 when a certified band is in force", int(s.band is not None)),
+            "band_high": (
+                "The upper edge of the band in force",
+                1.0 if s.band is None else s.band[1],
+            ),
+            "needed": ("Counted labels a first band still needs", s.needed),
+        }
+        for key, (text, value) in gauges.items():
+            yield GaugeMetricFamily(f"{name}_{key}", text, value=value)
+        yield CounterMetricFamily(f"{name}_lists", "Lists decided by this process", value=s.lists)
+        yield CounterMetricFamily(f"{name}_graded", "Lists sent to the grader", value=s.graded)
+        yield CounterMetricFamily(
+            f"{name}_log_errors", "Labels the log refused", value=s.log_errors
+        )

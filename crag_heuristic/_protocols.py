@@ -197,6 +197,21 @@ class ResultObserver(Protocol):
 
 
 @runtime_checkable
+class Learner(Protocol):
+    """A cascade that learns from its grader (``CRAG(..., learning=...)``):
+    :class:`~crag_heuristic.calibration.LearningCascade` is one. The router binds it
+    to its grader once, takes a snapshot per request (the gate and the escalation
+    policy in force) and hands the result back with that snapshot; what
+    ``observe`` raises never fails a query."""
+
+    def bind(self, grader: str, /) -> None: ...
+
+    def snapshot(self) -> Any: ...
+
+    def observe(self, result: Any, snapshot: Any, /) -> Any: ...
+
+
+@runtime_checkable
 class MetricsSink(Protocol):
     """What the router reports. Every method must be cheap and never raise."""
 

@@ -156,6 +156,20 @@ class LsaProjection:
         self.columns = {term: i for i, term in enumerate(vocabulary)}
         self.idf = np.asarray(idf, dtype=np.float64)
         self.components = np.asarray(components, dtype=np.float64)
+        terms = len(self.columns)
+        if (
+            terms != len(vocabulary)
+            or self.idf.shape != (terms,)
+            or self.components.ndim != 2
+            or self.components.shape[0] < 1
+            or self.components.shape[1] != terms
+            or not (np.all(np.isfinite(self.idf)) and np.all(np.isfinite(self.components)))
+        ):
+            raise ValueError(
+                "an LSA projection needs unique terms, one finite IDF a term and finite "
+                f"components of one column a term: {terms} terms of {len(vocabulary)}, IDF "
+                f"{self.idf.shape}, components {self.components.shape}"
+            )
         self.dimension = int(self.components.shape[0])
 
     def arrays(self) -> dict[str, npt.NDArray[Any]]:
@@ -187,7 +201,10 @@ class LsaProjection:
                 f"{str(data['analyzer'])!r}; this library reads format {_LSA_FORMAT} and the "
                 f"analyzer is {analyzer.fingerprint!r}"
             )
-        return cls(data["vocabulary"].tolist(), data["idf"], data["components"], analyzer=analyzer)
+        vocabulary = np.asarray(data["vocabulary"])
+        if vocabulary.ndim != 1 or vocabulary.dtype.kind != "U":
+            raise ValueError(f"an LSA vocabulary of {vocabulary.dtype} {vocabulary.shape}")
+        return cls(vocabulary.tolist(), data["idf"], data["components"], analyzer=analyzer)
 
     @classmethod
     def from_embedder(cls, embedder: LsaEmbedder) -> LsaProjection:

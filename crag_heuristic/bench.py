@@ -1,22 +1,18 @@
-"""The benchmark harness and gate calibration (the ``bench`` extra for the benchmarks).
+"""The benchmark harness: what a user runs on a folder in BEIR layout (the ``bench`` extra).
 
 ``import crag_heuristic`` does not import this module: it pulls in the
 harness and, when called, scikit-learn.
 
-* :func:`run_bench`: every benchmark on one BEIR-layout folder, written as a
-  report (``crag-heuristic bench``).
-* :func:`calibrate`: fit a gate profile on one split of such a folder
-  (``crag-heuristic calibrate``).
-* :func:`fit_gate`: fit a two-stage gate on your own labelled retrievals
-  (:class:`GateExample`); returns a :class:`CalibrationResult`.
-* :func:`calibrate_self` (also at the top level): fit a gate on your corpus
-  through your retriever with no labels, from simulated queries
-  (:class:`QuerySimulator`, :class:`SimulatedQuery`).
-* :func:`calibrate_on_grader`: a gate refitted around the shipped one on your
-  grader's labels (:func:`examples_from_grader`), with a set cascade's band
-  chosen with a guarantee (``crag-heuristic calibrate --grader``);
-  :func:`fit_on_grader` makes one refit and a band per target
-  (:class:`GraderCalibration`).
+* :func:`run_bench`: every benchmark on one BEIR-layout folder (its
+  :data:`SECTIONS`), written as a report (``crag-heuristic bench``);
+  :func:`headline` reads its headline numbers.
+* :func:`calibrate`: fit a gate profile on one split of such a folder, or on
+  several (``crag-heuristic calibrate``; each folder ``DIR`` or ``DIR:SPLIT``,
+  :func:`folder_and_split`).
+* :func:`prepare`: a folder loaded for benchmarking (a :class:`Prepared`: its
+  documents and queries, dense index, corpus statistics);
+  :class:`HarnessRetriever` searches it by query text, :func:`chunks_of` makes
+  its hits chunks.
 * :func:`run_loco`: nested leave one collection out (``crag-heuristic bench --loco``).
 * :func:`run_self_calibration`: the same with several self-calibration variants,
   and the one the library's defaults should be (``benchmarks/self_calibration.py``).
@@ -24,6 +20,8 @@ harness and, when called, scikit-learn.
   training data across collections (``benchmarks/corrections.py``).
 * :func:`run_evidence_probe`: candidate evidence for the gate, each alone and
   what it adds nested (``benchmarks/evidence_probe.py``).
+* :func:`run_stream`: learning cascades' settings replayed on a folder's traffic in
+  random orders (``benchmarks/stream_variants.py``).
 * :func:`run_cost`: the evaluator warm and cold and the router against the bare
   retrieval on a folder's natural test retrievals (``benchmarks/evaluator_micro.py``).
 * :data:`BASELINES`: the simple predictors every gate is held against in a
@@ -34,31 +32,41 @@ harness and, when called, scikit-learn.
   (every ratio is reported at each of :data:`LOADS`).
 * :data:`SHARED_COLLECTIONS`: the folder names of the collections the committed
   reports were made from (``../shared/data``), in their reports' order.
-* :class:`CalibrationWarning`: what a calibration issues when its profile cannot
-  do what was asked (bands that miss their targets, no fast path).
+
+Fitting the gate lives in :mod:`crag_heuristic.calibration`; its names that were
+public here before it existed stay importable from here (:func:`fit_gate`,
+:class:`GateExample`, :class:`CalibrationResult`, :func:`calibrate_self`,
+:class:`QuerySimulator`, :class:`SimulatedQuery`, :func:`calibrate_on_grader`,
+:func:`examples_from_grader`, :func:`fit_on_grader`, :class:`GraderCalibration`,
+:class:`CalibrationWarning`).
 """
 
 from ._bench.baselines import seed_design
-from ._bench.calibration import CalibrationResult, GateExample, fit_gate
 from ._bench.correction_choice import COLLECTIONS as SHARED_COLLECTIONS
 from ._bench.correction_choice import run_corrections
 from ._bench.cost import run_cost
 from ._bench.evidence_probe import run_evidence_probe
 from ._bench.failure import BASELINES
-from ._bench.grader_calibration import (
+from ._bench.harness import SECTIONS, headline, run_bench
+from ._bench.loco import run_loco
+from ._bench.pipeline import HarnessRetriever, Prepared, calibrate, folder_and_split, prepare
+from ._bench.retrievals import chunks_of
+from ._bench.self_variants import run_self_calibration
+from ._bench.stream_section import run_stream
+from ._bench.timing import LOADS, alternated, background_load, percentiles
+from .calibration import (
+    CalibrationResult,
+    CalibrationWarning,
+    GateExample,
     GraderCalibration,
+    QuerySimulator,
+    SimulatedQuery,
     calibrate_on_grader,
+    calibrate_self,
     examples_from_grader,
+    fit_gate,
     fit_on_grader,
 )
-from ._bench.harness import run_bench
-from ._bench.loco import run_loco
-from ._bench.pipeline import calibrate
-from ._bench.self_calibration import calibrate_self
-from ._bench.self_variants import run_self_calibration
-from ._bench.simulation import QuerySimulator, SimulatedQuery
-from ._bench.timing import LOADS, alternated, background_load, percentiles
-from ._exceptions import CalibrationWarning
 
 __all__ = [
     "BASELINES",
@@ -67,7 +75,10 @@ __all__ = [
     "GateExample",
     "GraderCalibration",
     "LOADS",
+    "HarnessRetriever",
+    "Prepared",
     "QuerySimulator",
+    "SECTIONS",
     "SHARED_COLLECTIONS",
     "SimulatedQuery",
     "alternated",
@@ -75,15 +86,20 @@ __all__ = [
     "calibrate",
     "calibrate_on_grader",
     "calibrate_self",
+    "chunks_of",
     "examples_from_grader",
     "fit_gate",
     "fit_on_grader",
+    "folder_and_split",
+    "headline",
     "percentiles",
+    "prepare",
     "run_bench",
     "run_corrections",
     "run_cost",
     "run_evidence_probe",
     "run_loco",
     "run_self_calibration",
+    "run_stream",
     "seed_design",
 ]

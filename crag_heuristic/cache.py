@@ -6,6 +6,9 @@ front of a shared one: a repeated query never pays a round trip), with their
 counters, :class:`CacheStats` (``tiers`` holds each tier's). The first two
 and the counters are top-level names too. :func:`evaluation_key` is the key
 the router stores an evaluation under (to read one another process stored).
+:class:`UnsignedStoreWarning` is what a store others can write to (a
+``RedisCache``, a ``TieredCache`` in front of a shared tier of your own, a
+``RedisGradeLog``) issues when it is made without a secret.
 """
 
 from ._cache.keys import evaluation_key
@@ -13,5 +16,13 @@ from ._cache.memory import MemoryCache
 from ._cache.redis import RedisCache
 from ._cache.stats import CacheStats
 from ._cache.tiered import TieredCache
+from ._exceptions import UnsignedStoreWarning
 
-__all__ = ["CacheStats", "MemoryCache", "RedisCache", "TieredCache", "evaluation_key"]
+__all__ = [
+    "CacheStats",
+    "MemoryCache",
+    "RedisCache",
+    "TieredCache",
+    "UnsignedStoreWarning",
+    "evaluation_key",
+]

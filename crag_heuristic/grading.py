@@ -23,6 +23,14 @@
   :class:`~crag_heuristic.config.Guarantee`: failure recall or agreement with
   the grader at a confidence); too few labels are refused
   (:class:`InsufficientLabelsError`); ``SetEscalation.guaranteed(...)`` uses it;
+* :class:`BettingCertificate`: a band certified as labels arrive, read after every
+  one (Learn-then-Test with anytime-valid tests by betting): what a learning cascade
+  (:mod:`crag_heuristic.calibration`) certifies its bands with;
+* :func:`label_lists`: a grader's labels of retrieved lists for a calibration,
+  each kept in a grade log as it arrives and reused by the next run, a failed
+  list skipped and counted (:class:`Labelling`, :class:`LabelFailure`);
+  :func:`label_budget`: how many labelled lists a band with a guarantee needs,
+  from the gate's probabilities, before any is paid for (:class:`LabelBudget`);
 * :class:`GuaranteeMonitor`: checks a guarantee at run time on an audit sample
   (``SetEscalation(audit=...)``) and logs the grader's answers to a
   :class:`JsonlGradeLog` or :class:`RedisGradeLog`;
@@ -57,9 +65,11 @@ from ._exceptions import (
     GraderTimeout,
     InsufficientLabelsError,
 )
+from ._grading.betting import BettingCertificate, BettingStatus
 from ._grading.escalation import CascadeReport, Escalation
 from ._grading.graders import CallableGrader, CrossEncoderGrader
 from ._grading.guarantee import binomial_cdf, binomial_lower, binomial_upper, guaranteed_band
+from ._grading.labelling import LabelBudget, LabelFailure, Labelling, label_budget, label_lists
 from ._grading.lists import SetEscalation
 from ._grading.monitor import (
     GradeLog,
@@ -80,6 +90,8 @@ if TYPE_CHECKING:  # imported on first use (the ``llm`` extra: httpx)
 
 __all__ = [
     "AsyncGrader",
+    "BettingCertificate",
+    "BettingStatus",
     "CallableGrader",
     "Cascade",
     "CascadeReport",
@@ -98,6 +110,9 @@ __all__ = [
     "GuaranteeMonitor",
     "InsufficientLabelsError",
     "JsonlGradeLog",
+    "LabelBudget",
+    "LabelFailure",
+    "Labelling",
     "MonitorStatus",
     "OpenAIGrader",
     "Prompt",
@@ -109,6 +124,8 @@ __all__ = [
     "binomial_lower",
     "binomial_upper",
     "guaranteed_band",
+    "label_budget",
+    "label_lists",
 ]
 
 # Names whose module needs an extra: imported on first use (the module's import names the extra).

@@ -13,7 +13,15 @@ Each vector adapter converts its backend's raw scores with a
 :class:`DeclaredScores`) and says which in ``score_semantics``. A ranking whose
 scores run the wrong way for their kind (a distance declared as a similarity)
 is refused with :class:`ScoreOrderError` (an ``InvalidChunkError``), which
-names the kind the scores likely are.
+names the kind the scores likely are. Scores that are neither declared nor
+read from the store (Chroma's space, Qdrant's distance, FAISS's metric) are
+kept as ``UNKNOWN``, and the adapter issues :class:`UnknownScoresWarning`
+naming the fix.
+
+A retriever filtered to one tenant names its filter in ``scope``; the router
+refuses parts beside it that are not filtered (``ScopeError``):
+:meth:`BM25Retriever.with_filter` filters the lexical retriever,
+:class:`ScopedParents` a parents lookup.
 """
 
 from __future__ import annotations
@@ -21,11 +29,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import ScoreOrderError
-from ._retrievers.base import ScoreConversion
+from ._exceptions import ScopeError, ScoreOrderError, UnknownScoresWarning
+from ._retrievers.base import DeclaredScores, ScoreConversion
 from ._retrievers.bm25 import BM25Retriever
 from ._retrievers.faiss import FaissRetriever, FaissScores
-from ._retrievers.langchain import DeclaredScores, LangChainFaissRetriever, LangChainRetriever
+from ._retrievers.langchain import LangChainFaissRetriever, LangChainRetriever
+from ._retrievers.scope import ScopedParents
 
 if TYPE_CHECKING:  # imported on first use (the ``qdrant`` extra)
     from ._retrievers.qdrant import QdrantRetriever, QdrantScores
@@ -39,8 +48,11 @@ __all__ = [
     "LangChainRetriever",
     "QdrantRetriever",
     "QdrantScores",
+    "ScopeError",
+    "ScopedParents",
     "ScoreConversion",
     "ScoreOrderError",
+    "UnknownScoresWarning",
 ]
 
 # Names whose module needs an extra: imported on first use (the module's import names the extra).

@@ -198,12 +198,9 @@ class Kit:
     def started(self, server: Any, what: str, unavailable: type[Exception]) -> Any:
         """``server`` started and stopped with the kit; under CI a server that cannot
         start fails the test, elsewhere it skips it (saying why)."""
-        try:
-            server.start()
-        except unavailable as exc:
-            if os.environ.get("CI"):
-                pytest.fail(f"{what} cannot start under CI: {exc}")
-            pytest.skip(f"{what} cannot start: {exc}")
+        from crag_testkit import started_or_skip
+
+        started_or_skip(server, what, unavailable)
         self.stack.callback(server.stop)
         return server
 

@@ -27,6 +27,7 @@ MAKERS: dict[str, Callable[[], errors.CragError]] = {
     "MissingDependencyError": lambda: errors.MissingDependencyError("redis", "redis", "RedisCache"),
     "InputError": lambda: errors.InputError("k must be >= 1"),
     "InvalidQueryError": lambda: errors.InvalidQueryError("  ", "blank"),
+    "ScopeError": lambda: errors.ScopeError("a lexical retriever outside the scope"),
     "InvalidChunkError": lambda: errors.InvalidChunkError(
         "score", 7.5, "a cosine lies in [-1, 1]", chunk_id="c1", index=3
     ),

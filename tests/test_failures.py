@@ -22,6 +22,7 @@ ERRORS: list[CragError] = [
     errors.ConfigError("weights.keyword_overlap", -1, "must be >= 0"),
     InputError("k must be a positive integer"),
     errors.InvalidQueryError("   ", "blank"),
+    errors.ScopeError("a lexical retriever outside the scope"),
     errors.InvalidChunkError("score", object(), "not a number", chunk_id="a", index=2),
     errors.DuplicateChunkError("a", 0, 3),
     errors.InsufficientLabelsError("recall 0.1 needs 22 failed lists; got 3", needed=22, have=3),

@@ -764,6 +764,8 @@ def _redis_cache(draw: st.DrawFn) -> Callable[[], Any]:
         },
     )
     key, value = draw(keys), draw(values)
+    # never "warn": the suite's warnings are errors (tests/cache/test_unsigned_stores.py)
+    options["unsigned"] = draw(st.sampled_from(["allow", "refuse"]) | junk)
 
     def call() -> Any:
         cache = RedisCache(url=url, **options)

@@ -7,7 +7,6 @@ import asyncio
 import io
 import json
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -157,7 +156,7 @@ def test_other_numbers_beyond_float_are_typed_errors() -> None:
     with pytest.raises(ConfigError):
         MemoryCache(default_ttl=HUGE)
     with pytest.raises(ConfigError):
-        RedisCache(url="redis://localhost:1/0", default_ttl=HUGE)
+        RedisCache(url="redis://localhost:1/0", default_ttl=HUGE, unsigned="allow")
     with pytest.raises(ConfigError):
         SearxngConfig(timeout=HUGE)
     with pytest.raises(InputError):
@@ -230,11 +229,9 @@ def test_k_larger_than_the_index_is_capped_with_a_note() -> None:
 
 
 def test_cli_retrieve_with_a_billion_k_answers_at_once(capsys: pytest.CaptureFixture[str]) -> None:
-    started = time.perf_counter()
     code = main(["retrieve", "-q", "solar panels", "--k", "1000000000"], out=io.StringIO())
-    assert code == EXIT_BAD_INPUT
+    assert code == EXIT_BAD_INPUT  # refused at the door, before any search (was > 120 s)
     assert f"must be <= {MAX_K}" in capsys.readouterr().err
-    assert time.perf_counter() - started < 30  # refused before any search; was > 120 s
     out = io.StringIO()
     assert main(["retrieve", "-q", "solar panels", "--k", "5000"], out=out) == EXIT_OK
     assert len(json.loads(out.getvalue())["retrieved"]) == 64
@@ -290,9 +287,15 @@ class HangingRetriever:
 
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.waiting = 0  # searches still waiting for the release
+        self._lock = threading.Lock()
 
     def search(self, query: str, k: int) -> list[Chunk]:
+        with self._lock:
+            self.waiting += 1
         self.release.wait(30)
+        with self._lock:
+            self.waiting -= 1
         return [Chunk(id="late", text="too late")]
 
 
@@ -304,11 +307,10 @@ class HangingAsyncRetriever:
 
 def test_a_sync_retriever_that_hangs_is_a_retriever_error_after_the_timeout() -> None:
     retriever = HangingRetriever()
-    crag = CRAG(retriever, config={"retriever_timeout": 0.2})
-    started = time.perf_counter()
+    crag = CRAG(retriever, config={"retriever_timeout": 0.2, "first_search_timeout": 0.2})
     with pytest.raises(RetrieverError, match=r"within 0\.2 s") as info:
-        crag.retrieve("solar")
-    assert time.perf_counter() - started < 5
+        crag.retrieve("solar")  # an answer would have come after the release only
+    assert retriever.waiting == 1  # the search still hangs: the router did not wait for it
     assert info.value.timeout == 0.2 and info.value.retriever == "HangingRetriever"
     with pytest.raises(
         RetrieverError, match=r"within 0\.2 s"
@@ -319,7 +321,7 @@ def test_a_sync_retriever_that_hangs_is_a_retriever_error_after_the_timeout() ->
 
 def test_hung_sync_searches_do_not_hold_the_event_loops_threads() -> None:
     retriever = HangingRetriever()
-    crag = CRAG(retriever, config={"retriever_timeout": 0.1})
+    crag = CRAG(retriever, config={"retriever_timeout": 0.1, "first_search_timeout": 0.1})
 
     async def many_then_a_thread() -> int:
         outcomes = await asyncio.gather(
@@ -329,18 +331,17 @@ def test_hung_sync_searches_do_not_hold_the_event_loops_threads() -> None:
         # the default executor (a handful of threads) is still free for the next call
         return await asyncio.wait_for(asyncio.to_thread(lambda: 1), 5)
 
-    started = time.perf_counter()
     assert asyncio.run(many_then_a_thread()) == 1
-    assert time.perf_counter() - started < 10  # asyncio.run did not wait for the hung ones
+    assert retriever.waiting > 0  # asyncio.run returned with the hung searches still waiting
     retriever.release.set()
 
 
 def test_an_async_retriever_that_hangs_is_cancelled() -> None:
-    crag = CRAG(HangingAsyncRetriever(), config={"retriever_timeout": 0.2})
-    started = time.perf_counter()
-    with pytest.raises(RetrieverError, match=r"within 0\.2 s"):
+    crag = CRAG(
+        HangingAsyncRetriever(), config={"retriever_timeout": 0.2, "first_search_timeout": 0.2}
+    )
+    with pytest.raises(RetrieverError, match=r"within 0\.2 s"):  # it sleeps 30 s, then answers
         asyncio.run(crag.aretrieve("solar"))
-    assert time.perf_counter() - started < 5
 
 
 def test_a_hanging_re_retrieval_is_a_note() -> None:
@@ -352,7 +353,10 @@ def test_a_hanging_re_retrieval_is_a_note() -> None:
         )
     )
     crag = CRAG(
-        ListRetriever(first), never_good, lexical=lexical, config={"retriever_timeout": 0.2}
+        ListRetriever(first),
+        never_good,
+        lexical=lexical,
+        config={"retriever_timeout": 0.2, "first_search_timeout": 0.2},
     )
     result = crag.retrieve("solar panels")
     lexical.release.set()

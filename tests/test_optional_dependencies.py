@@ -42,7 +42,7 @@ def _lsa() -> Any:
 
 
 def _logistic() -> Any:
-    from crag_heuristic._bench.logistic import fit_logistic
+    from crag_heuristic._calibration.logistic import fit_logistic
 
     return fit_logistic(np.array([[0.0], [1.0]]), np.array([0, 1]))
 
@@ -107,7 +107,7 @@ def _server() -> Any:
 
 # (module made missing, the extra that installs it, a use of the feature that needs it)
 IN_PROCESS: list[tuple[str, str, Callable[[Path], Any]]] = [
-    ("redis", "redis", lambda _: RedisCache(url="redis://127.0.0.1:1")),
+    ("redis", "redis", lambda _: RedisCache(url="redis://127.0.0.1:1", unsigned="allow")),
     ("sklearn", "calibrate", lambda _: _lsa()),
     ("scipy", "calibrate", lambda _: _logistic()),
     ("rank_bm25", "bm25", lambda _: _rank_bm25()),

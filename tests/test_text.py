@@ -193,6 +193,7 @@ def test_fast_analysis_equals_the_reference(text: str) -> None:
         assert analyzer.terms(text) == _reference_terms(text, analyzer.stop_words)
 
 
+@pytest.mark.slow
 def test_every_code_point_tokenises_as_the_reference() -> None:
     every = "".join(map(chr, range(0x110000)))  # surrogates, controls, unassigned: all of it
     assert Analyzer.tokens(every) == _reference_tokens(every)

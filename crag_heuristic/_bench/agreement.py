@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import GateExample, fit_chunk_stage, kappa_band
 from .._config import EvaluatorConfig, ModelConfig
 from .._evaluator.evaluator import Evaluator
 from .._optional import requires
-from .calibration import GateExample, fit_chunk_stage, kappa_band
 from .data import read_qrels
 from .pipeline import Prepared
 from .retrievals import chunks_of

@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import kappa_band
 from .._config import EvaluatorConfig
 from .._grading.escalation import rank_uncertain
 from .agreement import fitted_chunk_scores, judged_pools, kappa, query_folds
-from .calibration import kappa_band
 from .data import read_qrels
 from .pipeline import Prepared
 

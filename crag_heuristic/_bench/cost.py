@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import GateExample
 from .._config import EvaluatorConfig, load_config
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
@@ -50,7 +51,6 @@ from .._retrievers.faiss import FaissRetriever
 from .._router.router import CRAG
 from .._text.corpus import CorpusStats
 from .._types import Chunk
-from .calibration import GateExample
 from .pipeline import Prepared, labels_for, prepare, retrievals_for
 from .retrievals import chunks_of
 from .timing import alternated, percentiles

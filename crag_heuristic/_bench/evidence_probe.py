@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import failure_auc
+from .._calibration.logistic import weighted_standardizer
 from .._text.analyzer import split_sentences
-from .auc import failure_auc
 from .loco import collection_folders
-from .logistic import weighted_standardizer
 from .markdown import table_head
 from .pipeline import prepare
 from .selection import CollectionData

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import failure_auc
+from .._calibration.gate import GateExample
 from .._config import EvaluatorConfig
 from .._evaluator.evaluator import Evaluator
-from .auc import failure_auc
 from .baselines import mean_score, nqc, score_gap, seed004, seed_design, top1, wig
-from .calibration import GateExample
 from .data import read_qrels
 from .pipeline import Prepared, labels_for, retrievals_for
 

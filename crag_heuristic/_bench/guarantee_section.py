@@ -37,7 +37,7 @@ relevant threshold), ``top-1`` (the top cosine), ``best simple`` (of the
 failure benchmark's parameter-free predictors whose scores lie in [0, 1], the
 one with the best failure AUC on one half of the calibration lists, its band
 chosen on the other half) and ``grader-calibrated``
-(:func:`~crag_heuristic._bench.grader_calibration.fit_on_grader` on the
+(:func:`~crag_heuristic._calibration.grader.fit_on_grader` on the
 calibration half: refitted on one half of it when it holds at least
 ``min_refit`` queries, the band chosen on the other half; fewer, the labels all
 go to the band). The agreement path of a predictor that is not a probability
@@ -58,15 +58,15 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import failure_auc
+from .._calibration.gate import GateExample
+from .._calibration.grader import DEFAULT_MIN_REFIT, fit_on_grader
 from .._config import EvaluatorConfig
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InsufficientLabelsError
 from .._grading.guarantee import Target, band_risk, guaranteed_band
-from .auc import failure_auc
-from .calibration import GateExample
 from .data import read_qrels
 from .failure import BASELINES, baseline_scores
-from .grader_calibration import DEFAULT_MIN_REFIT, fit_on_grader
 from .pipeline import Prepared, retrievals_for
 
 TARGETS: tuple[tuple[Target, float], ...] = (
@@ -335,7 +335,7 @@ def learning_curve(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The gate refitted on the qrels of ``n`` natural retrievals (queries drawn from
-    one half, :func:`~crag_heuristic._bench.grader_calibration.fit_on_grader` with no
+    one half, :func:`~crag_heuristic._calibration.grader.fit_on_grader` with no
     band: every label refits), scored by failure AUC on the other half beside the gate
     unchanged, the best simple predictor chosen on the same ``n`` labels, and the best
     simple predictor on the scored half itself (an oracle); means over ``splits``

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.gate import fit_gate
+from .._calibration.self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .._config import EvaluatorConfig, load_config
 from .._exceptions import InputError
 from .._version import __version__
 from . import plots
 from .agreement import agreement_section
-from .calibration import fit_gate
 from .cascade import GOAL_KAPPA, GOAL_SHARE, READ_AT, cascade_section
 from .context import context_section
 from .cost import cost_section
@@ -43,8 +44,8 @@ from .pipeline import (
 from .pipeline import progress as progress_bar
 from .quality import BARE, quality_section
 from .retrievals import chunks_of
-from .self_calibration import DEFAULT_SELF_QUERIES, calibrate_self
 from .set_cascade import set_cascade_section
+from .stream_section import stream_lines, stream_section
 
 SECTIONS = (
     "failure",
@@ -52,6 +53,7 @@ SECTIONS = (
     "cascade",
     "set-cascade",
     "guarantee",
+    "stream",
     "quality",
     "cost",
     "context",
@@ -79,6 +81,8 @@ def run_bench(
     relevant_min: int | None = None,
     token_budget: int = 512,
     guarantee_splits: int = 200,
+    stream_orders: int = 20,
+    guarantee_calibrated_splits: int | None = None,
     progress: Callable[[str], None] = _log,
     loops: LoopProgress = progress_bar,
 ) -> dict[str, Any]:
@@ -93,9 +97,14 @@ def run_bench(
     ``relevant_min`` overrides the folder's relevance threshold.
     ``progress`` is told each section as it starts (stderr by default), ``loops``
     wraps the long loops (a progress bar on a terminal by default).
+    ``stream_orders``: the stream section's random orders of the traffic (20 in the
+    committed reports).
     ``guarantee_splits``: the guarantee section's random halvings (200 in the
     committed reports; a tenth of them, at least 2, refit the grader-calibrated gate, and
-    a twentieth, at least 2, make its learning curve).
+    a twentieth, at least 2, make its learning curve); ``guarantee_calibrated_splits``:
+    how many refit it instead (at most ``guarantee_splits``; each costs a refit per grader
+    and traffic, and 20 halvings measure a row's share of broken halvings with a standard
+    error of 0.07 at delta 0.1, 200 with 0.02).
 
     Raises:
         InputError: ``agreement_splits`` is not an integer >= 0.
@@ -108,6 +117,20 @@ def run_bench(
         raise InputError(f"guarantee_splits must be an integer >= 1, got {guarantee_splits!r}")
     if guarantee_splits < 1:
         raise InputError(f"guarantee_splits must be an integer >= 1, got {guarantee_splits!r}")
+    calibrated_splits = (
+        max(2, guarantee_splits // 10)
+        if guarantee_calibrated_splits is None
+        else guarantee_calibrated_splits
+    )
+    if (
+        isinstance(calibrated_splits, bool)
+        or not isinstance(calibrated_splits, int)
+        or not 1 <= calibrated_splits <= max(guarantee_splits, 2)
+    ):
+        raise InputError(
+            "guarantee_calibrated_splits must be an integer in [1, guarantee_splits], "
+            f"got {guarantee_calibrated_splits!r}"
+        )
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
         raise InputError(f"token_budget must be an integer >= 1, got {token_budget!r}")
     out = Path(out)
@@ -222,9 +245,14 @@ def run_bench(
             config,
             k,
             splits=guarantee_splits,
-            calibrated_splits=max(2, guarantee_splits // 10),
+            calibrated_splits=calibrated_splits,
             learning_splits=max(2, guarantee_splits // 20),
             log=progress,
+        )
+    if "stream" in sections:
+        progress("stream: a cascade that learns from its grader")
+        results["sections"]["stream"] = stream_section(
+            prepared, config, k, orders=stream_orders, log=progress
         )
     if "quality" in sections:
         progress("retrieval quality: bare dense vs the CRAG router")
@@ -548,6 +576,8 @@ def render_report(results: dict[str, Any]) -> str:
         lines += _set_cascade_lines(s["set-cascade"])
     if "guarantee" in s:
         lines += ["", *guarantee_lines(s["guarantee"])]
+    if "stream" in s:
+        lines += ["", *stream_lines(s["stream"])]
     if "quality" in s:
         q = s["quality"]
         lines += [

@@ -38,9 +38,17 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import auc
+from .._calibration.self_calibration import (
+    DEFAULT_PRIOR_C,
+    DEFAULT_SELF_QUERIES,
+    DEFAULT_SELF_STYLES,
+    Simulation,
+    fit_simulation,
+    simulate,
+)
 from .._config import EvaluatorConfig
 from .._version import __version__
-from .auc import auc
 from .failure import (
     BASELINES,
     MIN_NATURAL_FAILURES,
@@ -58,14 +66,6 @@ from .selection import (
     NestedResult,
     gate_scores,
     nested_loco,
-)
-from .self_calibration import (
-    DEFAULT_PRIOR_C,
-    DEFAULT_SELF_QUERIES,
-    DEFAULT_SELF_STYLES,
-    Simulation,
-    fit_simulation,
-    simulate,
 )
 from .set_cascade import set_cascade_section
 from .variants import (
@@ -156,7 +156,7 @@ class _SelfCalibration:
         self._runs: dict[tuple[str, str], tuple[Simulation, list[Any]]] = {}
 
     def run(self, name: str, variant: SelfVariant) -> tuple[Simulation, list[Any]]:
-        from .calibration import evaluate_examples
+        from .._calibration.gate import evaluate_examples
         from .retrievals import chunks_of
 
         key = (name, variant.label)

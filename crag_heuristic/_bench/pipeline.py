@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._calibration.gate import CalibrationResult, GateExample, fit_gate
 from .._config import EvaluatorConfig, load_config
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
@@ -15,7 +16,6 @@ from .._retrievers.bm25 import BM25Retriever
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats
 from .._types import Chunk
-from .calibration import CalibrationResult, GateExample, fit_gate
 from .data import Collection, Qrels, load_collection, read_qrels
 from .dense import DenseIndex, MiniLM, Vector, query_vectors
 from .retrievals import chunks_of, make_retrievals
@@ -248,9 +248,9 @@ def retrievals_for(
     )
 
 
-def _folder_and_split(item: str | Path, split: str) -> tuple[Path, str]:
-    """``DIR`` or ``DIR:SPLIT`` (a split named after the last colon, when the path
-    without it is a folder)."""
+def folder_and_split(item: str | Path, split: str) -> tuple[Path, str]:
+    """The folder and split ``item`` names: ``DIR`` (the split is ``split``) or ``DIR:SPLIT``
+    (a split named after the last colon, when the path without it is a folder)."""
     text = str(item)
     head, sep, tail = text.rpartition(":")
     if sep and tail and Path(head).is_dir():
@@ -311,7 +311,7 @@ def calibrate(
     described = []
     stats = None
     for item in items:
-        folder, folder_split = _folder_and_split(item, split)
+        folder, folder_split = folder_and_split(item, split)
         prepared = prepare(
             folder,
             cache_dir=None if cache_dir is None else Path(cache_dir) / folder.name,

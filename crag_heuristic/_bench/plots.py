@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import auc
 from .._optional import requires
-from .auc import auc
 
 
 def pyplot() -> Any:

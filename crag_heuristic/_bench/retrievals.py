@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._calibration.gate import GateExample
 from .._types import Chunk, ScoreKind
-from .calibration import GateExample
 from .data import Collection
 from .dense import DenseIndex, Vector
 from .sentences import SentenceCache

@@ -22,7 +22,7 @@ highest mean inner AUC, :data:`MEAN_RULE`, raised the mean of the collections
 it was chosen on and fell below the top-1 cosine on collections never seen:
 issue 25); both are kept (:data:`RULES`) so a run can be compared with the
 earlier one. A gate is fitted by
-:func:`crag_heuristic._bench.calibration.fit_gate` (each collection weighing the
+:func:`crag_heuristic._calibration.gate.fit_gate` (each collection weighing the
 same); every fit on the same set of collections is made once
 (:class:`FitCache`). The ledger (:func:`ledger`) lists every variant with its
 inner scores per outer fold, the picks and the plain LOCO score of each
@@ -38,12 +38,18 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import failure_auc
+from .._calibration.gate import (
+    ChunkStage,
+    GateExample,
+    evaluate_examples,
+    fit_chunk_stage,
+    fit_gate,
+)
 from .._config import EvaluatorConfig
 from .._evaluator.evaluator import Evaluator
 from .._types import Evaluation
-from .auc import failure_auc
 from .baselines import top1
-from .calibration import ChunkStage, GateExample, evaluate_examples, fit_chunk_stage, fit_gate
 from .failure import natural_auc
 from .pipeline import Prepared, labels_for, retrievals_for
 
@@ -114,7 +120,7 @@ class GateVariant:
         label: its name in the ledger.
         chunk_features, set_features: the evidence of each stage.
         target_precision, min_failure_recall, max_good_irrelevant: the band
-            targets (see :func:`~crag_heuristic._bench.calibration.fit_gate`).
+            targets (see :func:`~crag_heuristic._calibration.gate.fit_gate`).
         within_collection: the set stage fitted within collections (fixed effects).
         shrink: the set stage shrunk towards the top-1 cosine's fit (that share
             of the way from it to the full fit; ``None``: not shrunk).

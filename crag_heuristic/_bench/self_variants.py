@@ -24,10 +24,14 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from .._calibration.self_calibration import (
+    DEFAULT_PRIOR_C,
+    DEFAULT_SELF_QUERIES,
+    DEFAULT_SELF_STYLES,
+)
+from .._calibration.simulation import STYLES
 from .loco import LOCO_GATE, SELF_GATE, SelfVariant, run_loco
 from .markdown import table_head
-from .self_calibration import DEFAULT_PRIOR_C, DEFAULT_SELF_QUERIES, DEFAULT_SELF_STYLES
-from .simulation import STYLES
 
 KNOWN_ITEM = ("title", "sentence", "terms")  # the styles that quote a known document
 VARIANTS = (

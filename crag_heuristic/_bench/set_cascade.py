@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from .._calibration.auc import failure_auc
 from .._grading.lists import COMBINE, SetEscalation, escalated_set_score
 from .._optional import requires
-from .auc import failure_auc
 from .data import read_qrels
 from .failure import llm_gate_scores
 from .pipeline import Prepared

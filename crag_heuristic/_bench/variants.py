@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .calibration import DEFAULT_CHUNK_FEATURES
+from .._calibration.gate import DEFAULT_CHUNK_FEATURES
 from .selection import GateVariant
 
 _CHUNK = DEFAULT_CHUNK_FEATURES

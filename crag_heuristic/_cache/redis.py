@@ -40,7 +40,7 @@ from .._logging import get_logger
 from .clients import LoopClients, adrop_idle, build_client, check_seconds, check_url, drop_idle
 from .codec import check_key, check_ttl, check_value, decode_text, decode_value
 from .health import DownWindow, classify, redis_errors
-from .signing import signer_of
+from .signing import UnsignedPolicy, check_unsigned, signer_of
 from .stats import CacheStats, Counters
 
 if TYPE_CHECKING:
@@ -101,16 +101,22 @@ class RedisCache:
         retry_interval: seconds to fail fast after a connection-level failure.
         client_options: more keyword arguments for ``from_url`` (``ssl_ca_certs`` ...).
         clock: a monotonic clock in seconds, for the retry window.
-        secret: sign every value with HMAC-SHA256 over its key and text (at
-            least 16 bytes; see :mod:`crag_heuristic._cache.signing`): a value
-            read back unsigned or badly signed raises ``CacheError``
+        secret: sign every value with HMAC-SHA256 over its key, its expiry
+            (its time to live from now) and its text (at least 16 bytes; see
+            :mod:`crag_heuristic._cache.signing`): a value read back unsigned,
+            badly signed or past its expiry raises ``CacheError``
             (``kind="signature"``), counted as a miss. Set it on any Redis
             that others can write to; every process sharing the entries needs
             the same secret.
+        unsigned: without a secret, ``"warn"`` (a ``crag.store.unsigned``
+            event and an :class:`~crag_heuristic.cache.UnsignedStoreWarning` when the
+            cache is made), ``"refuse"`` (a ``ConfigError``) or ``"allow"``
+            (nobody else can write to this Redis, or a layer above signs:
+            ``CRAG(cache_secret=...)``, ``TieredCache(secret=...)``).
 
     Raises:
-        ConfigError: no client nor URL, a bad URL, a bad number, or a bad
-            secret (never shown).
+        ConfigError: no client nor URL, a bad URL, a bad number, a bad
+            secret (never shown), or no secret under ``unsigned="refuse"``.
     """
 
     backend = _BACKEND
@@ -129,6 +135,7 @@ class RedisCache:
         client_options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
         secret: str | bytes | None = None,
+        unsigned: UnsignedPolicy = "warn",
     ) -> None:
         if client is None and async_client is None and url is None:
             raise ConfigError("url", url, "give a client, an async_client or a url")
@@ -149,8 +156,9 @@ class RedisCache:
         self.retry_interval = check_seconds("retry_interval", retry_interval)
         self._clock = clock
         self._signer = signer_of(secret, "secret")
-        # key -> the last payload found JSON under it, and its text
-        self._parsed: dict[str, tuple[Any, str]] = {}
+        # key -> the last payload found JSON (or opened) under it, its text and, signed,
+        # the envelope that was verified
+        self._parsed: dict[str, tuple[Any, str, str]] = {}
         self._window = DownWindow(self.retry_interval, clock)
         self._counters = Counters(_BACKEND)
         self._errors = redis_errors()
@@ -171,6 +179,14 @@ class RedisCache:
                 self._client, self._owns_client = make(asynchronous=False), True
             if async_client is None:
                 self._built_async = LoopClients(functools.partial(make, asynchronous=True))
+        check_unsigned(
+            "RedisCache", self._signer, unsigned, advice="give it secret=... (the same everywhere)"
+        )
+
+    @property
+    def signed(self) -> bool:
+        """Whether this cache signs its values (it was given a secret)."""
+        return self._signer is not None
 
     @property
     def bounded(self) -> bool:
@@ -309,7 +325,7 @@ class RedisCache:
         seconds = check_ttl(ttl, self.default_ttl)
         return None if seconds is None else max(1, round(seconds * 1000))
 
-    def _payload(self, key: str, value: str) -> bytes:
+    def _payload(self, key: str, value: str, px: int | None) -> bytes:
         try:
             data = check_value(value, backend=_BACKEND)
         except CacheError as exc:
@@ -318,18 +334,14 @@ class RedisCache:
             raise
         if self._signer is None:
             return data
-        return self._signer.sign(self._store_key(key), value).encode("utf-8")
+        ttl = None if px is None else px / 1000
+        return self._signer.sign(self._store_key(key), value, ttl).encode("utf-8")
 
     def _finish_get(self, key: str, raw: Any) -> str | None:
         text = None
         if raw is not None:
             try:
-                if self._signer is None:
-                    text = self._checked(key, raw)
-                else:  # signed here: JSON text when set (checked then), not parsed again
-                    text = self._signer.open(
-                        self._store_key(key), decode_text(raw, backend=_BACKEND), backend=_BACKEND
-                    )
+                text = self._checked(key, raw) if self._signer is None else self._opened(key, raw)
             except CacheError as exc:  # stored by someone else: refused, and said so
                 self._counters.error(exc.kind)
                 self._counters.add("misses")
@@ -353,11 +365,36 @@ class RedisCache:
         if seen is not None and type(raw) is type(seen[0]) and raw == seen[0]:
             return seen[1]
         text = decode_value(raw, backend=_BACKEND)
+        self._remember(key, raw, text)
+        return text
+
+    def _opened(self, key: str, raw: Any) -> str:
+        """The text signed in ``raw`` for ``key``, its signature checked once per payload:
+        the same bytes read again under a key give the text opened the first time (the
+        bytes that were verified, compared whole; not parsed: JSON text when set, checked
+        then). Its expiry is read again on every hit, so an expired value is refused.
+
+        Raises:
+            CacheError: ``kind="signature"`` (not signed, not with this secret for this
+                key, or expired) or ``kind="payload"`` (not UTF-8).
+        """
+        signer = self._signer
+        assert signer is not None
+        seen = self._parsed.get(key)
+        if seen is not None and type(raw) is type(seen[0]) and raw == seen[0]:
+            left = signer.remaining(seen[2])
+            if left is None or left >= 0:
+                return seen[1]
+        stored = decode_text(raw, backend=_BACKEND)
+        text = signer.open(self._store_key(key), stored, backend=_BACKEND)
+        self._remember(key, raw, text, stored)
+        return text
+
+    def _remember(self, key: str, raw: Any, text: str, stored: str = "") -> None:
         if type(raw) is bytes or type(raw) is str:  # immutable: safe to compare with later
             if len(self._parsed) >= _CHECKED_SIZE:
                 self._parsed.clear()
-            self._parsed[key] = (raw, text)
-        return text
+            self._parsed[key] = (raw, text, stored)
 
     def _finish_set(self, key: str, px: int | None) -> None:
         self._counters.add("sets")
@@ -388,7 +425,7 @@ class RedisCache:
         """
         name = self._store_key(check_key(key))
         px = self._px(ttl)
-        data = self._payload(key, value)
+        data = self._payload(key, value, px)
         self._run("set", key, lambda c: c.set(name, data, px=px))
         self._finish_set(key, px)
 
@@ -475,7 +512,7 @@ class RedisCache:
             return
         name = self._store_key(check_key(key))
         px = self._px(ttl)
-        data = self._payload(key, value)
+        data = self._payload(key, value, px)
         await self._arun("set", key, lambda c: c.set(name, data, px=px))
         self._finish_set(key, px)
 

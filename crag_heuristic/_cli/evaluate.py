@@ -13,7 +13,7 @@ from .._evaluator.refine import Refinement
 from .._exceptions import InputError
 from .._types import Chunk, Evaluation, ScoreKind
 from .common import EPILOG, EXIT_OK, add_config_options, config_from_args, dump, read_chunks
-from .index import is_index_dir, open_index
+from .index import add_index_secret_option, is_index_dir, open_index
 from .progress import Progress, add_progress_option
 from .retrieve import ROW_HEADER, chunk_row
 
@@ -28,7 +28,7 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
         if not is_index_dir(args.index):
             raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
         with Progress.for_command(args, "evaluate") as progress:
-            stats = open_index(args.index, progress, evaluator.analyzer).corpus_stats
+            stats = open_index(args.index, progress, evaluator.analyzer, args).corpus_stats
     evaluation = evaluator.evaluate(args.query, chunks, stats)
     refinement = None
     if args.refine:
@@ -112,6 +112,7 @@ def register(commands: Any) -> None:
         help="an index directory (crag-heuristic index): its corpus statistics weight the "
         "query terms (IDF) and its documents' analyses are read instead of tokenising",
     )
+    add_index_secret_option(evaluate)
     evaluate.add_argument("--refine", action="store_true", help="also run knowledge refinement")
     evaluate.add_argument("--token-budget", type=int, help="token budget for --refine")
     evaluate.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
@@ -119,6 +120,14 @@ def register(commands: Any) -> None:
     add_progress_option(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
-    profiles = commands.add_parser("profiles", help="list profiles, or print one as JSON")
+    profiles = commands.add_parser(
+        "profiles",
+        help="list profiles, or print one as JSON",
+        description=(
+            "List the shipped gate profiles (the default marked), or print the one NAME names "
+            "as JSON: its thresholds, weights and how it was fitted. A profile is what "
+            "--profile NAME, EvaluatorConfig.from_profile(NAME) and Evaluator(NAME) take."
+        ),
+    )
     profiles.add_argument("name", nargs="?", help="a profile to print")
     profiles.set_defaults(handler=_profiles)

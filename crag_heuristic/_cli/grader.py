@@ -1,5 +1,17 @@
 """``crag-heuristic calibrate --grader SPEC`` and ``calibrate --grade-log FILE``: a gate and
-a set cascade's band with a guarantee, from the user's own grader."""
+a set cascade's band with a guarantee, from the user's own grader.
+
+With ``--grader``, the labels are kept as they arrive in a grade log (``--grade-log``;
+by default beside ``--out`` for a grader that costs: ``openai:`` and ``MODULE:NAME``)
+and a run started again resumes from it; a list the grader fails on is skipped and
+counted; with ``--guarantee``, the labels the band needs are estimated from the
+gate's probabilities before any list is graded, and a run that cannot reach them
+is refused before it pays (``--grade-anyway`` goes on). Exit codes: 0 every list
+labelled and the profile written; 3 the profile written from the lists labelled
+while some failed or were not tried (run again to grade them), or no list was
+labelled (no profile); 2 bad input, a wrong model name, or too few labels for
+the guarantee (before grading, or after: the labels stay in the log).
+"""
 
 from __future__ import annotations
 
@@ -10,22 +22,29 @@ import json
 import os
 import random
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._config import DEFAULT_PROFILE, EvaluatorConfig, load_config
-from .._exceptions import ConfigError, InputError
+from .._config import DEFAULT_PROFILE, EvaluatorConfig, _read_file, load_config
+from .._exceptions import ConfigError, GraderError, InputError, InsufficientLabelsError
 from .._grading.graders import grader_fingerprint
 from .._protocols import Grader
-from .common import EXIT_OK
+from .common import EXIT_OK, EXIT_SERVICE, read_secret
 from .progress import Progress
 
 GRADER_SPECS = (
     "qrels (the folder's judgments: the best case), llm:RUN (a label set of the folder's "
-    "llm_judgments/), openai:MODEL@BASE_URL (an OpenAI-compatible chat endpoint; the key from "
-    "--api-key-env), or MODULE:NAME (a grader object, or a function returning one)"
+    "llm_judgments/), openai:MODEL@BASE_URL[?KEY=VALUE&...] (an OpenAI-compatible chat "
+    "endpoint; settings such as timeout=60&max_tokens=64&prompt=rubric, more in "
+    "--grader-config; the key from --api-key-env), or MODULE:NAME (a grader object, or a "
+    "function returning one)"
 )
+
+FILE_SETTINGS = ("extra_body",)
+"""What a ``--grader-config`` file may set beyond a spec's settings (and ``prompt``
+as a table of a custom prompt's fields)."""
 
 
 _GUARANTEE = re.compile(r"(recall|agreement):([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
@@ -48,6 +67,28 @@ def parse_guarantee(value: str | None) -> tuple[str, float] | None:
     return match.group(1), number
 
 
+def grader_settings(path: str | None) -> dict[str, Any]:
+    """The settings of a ``--grader-config`` file (TOML, JSON or YAML): the keys
+    of a spec's query string (``OpenAIGrader.from_spec``), ``extra_body`` (a
+    table) and ``prompt`` (a name, or a table of a custom prompt's fields).
+
+    Raises:
+        ConfigError: an unreadable file, or a key it may not set.
+    """
+    if path is None:
+        return {}
+    from .._grading.llm import SPEC_SETTINGS
+
+    data = dict(_read_file(Path(path)))
+    known = (*SPEC_SETTINGS, *FILE_SETTINGS)
+    for key in data:
+        if key not in known:
+            raise ConfigError(
+                f"{path}: {key}", data[key], f"not a grader setting; known: {', '.join(known)}"
+            )
+    return data
+
+
 def grader_from_spec(
     spec: str,
     *,
@@ -55,13 +96,19 @@ def grader_from_spec(
     split: str = "test",
     queries: dict[str, str] | None = None,
     api_key_env: str = "CRAG_LLM_API_KEY",
+    settings: Mapping[str, Any] | None = None,
 ) -> Grader:
-    """The grader a ``--grader`` spec names (:data:`GRADER_SPECS`).
+    """The grader a ``--grader`` spec names (:data:`GRADER_SPECS`); ``settings``: an
+    ``openai:`` grader's from a ``--grader-config`` file (:func:`grader_settings`).
 
     Raises:
         InputError: an unknown spec, a folder without the labels it names, a module
-            that cannot be imported or an object that is not a grader.
+            that cannot be imported or an object that is not a grader, or settings
+            for a grader that is not ``openai:``.
+        ConfigError: a bad ``openai:`` spec or setting.
     """
+    if settings and not spec.startswith("openai:"):
+        raise InputError("--grader-config sets an openai: grader's settings")
     from .._grading.recorded import RecordedGrader
 
     if spec == "qrels" or spec.startswith("llm:"):
@@ -81,12 +128,11 @@ def grader_from_spec(
             missing=0.0,  # a chunk nobody judged is not relevant, as TREC counts it
         )
     if spec.startswith("openai:"):
-        model, at, base_url = spec[len("openai:") :].partition("@")
-        if not model or not at or not base_url:
-            raise InputError(f"--grader openai:MODEL@BASE_URL, got {spec!r}")
         from .._grading.llm import OpenAIGrader
 
-        return OpenAIGrader(base_url=base_url, model=model, api_key=os.environ.get(api_key_env))
+        return OpenAIGrader.from_spec(
+            spec, api_key=os.environ.get(api_key_env), **dict(settings or {})
+        )
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise InputError(f"unknown --grader {spec!r}; give {GRADER_SPECS}")
@@ -103,7 +149,7 @@ def grader_from_spec(
 
 
 def _write(config: EvaluatorConfig, report: dict[str, Any], args: argparse.Namespace) -> Any:
-    from .._bench.calibration import CalibrationResult
+    from .._calibration.gate import CalibrationResult
 
     return CalibrationResult(config=config, report=report).write(args.out)
 
@@ -117,10 +163,17 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
     if chosen is None:
         raise InputError("--grade-log chooses a band: give --guarantee recall:EPS or agreement:EPS")
     prior = load_config(args.prior or DEFAULT_PROFILE)
-    records = list(JsonlGradeLog(args.grade_log).records())
-    audited = [r for r in records if isinstance(r, dict) and r.get("audited")]
-    fingerprints = {str(r["profile"]) for r in audited if r.get("profile")}
-    names = {str(r["profile_name"]) for r in audited if r.get("profile_name")}
+    secret = read_secret(args.grade_log_secret_file)
+    log = JsonlGradeLog(args.grade_log, secret=secret)
+    records = list(log.records())  # each checked (and its signature, with a secret)
+    if secret is None and log.skipped_by_kind.get("signature"):
+        raise InputError(
+            f"the grade log {args.grade_log} holds signed records: give the secret they were "
+            "signed with (--grade-log-secret-file FILE); its unsigned records are not read alone"
+        )
+    audited = [r for r in records if r["audited"]]
+    fingerprints = {r["profile"] for r in audited if r["profile"]}
+    names = {r["profile_name"] for r in audited if r["profile_name"]}
     if (fingerprints and fingerprints != {prior.fingerprint()}) or (
         names and names != {prior.name}
     ):
@@ -147,6 +200,9 @@ def calibrate_grade_log(args: argparse.Namespace, out: TextIO, command: str) -> 
         "method": "calibrate --grade-log",
         "grade_log": str(args.grade_log),
         "audited_lists": len(scores),
+        "records": len(records),
+        "signed": secret is not None,
+        "skipped": log.skipped_by_kind,
         "grader": grader,
         "guarantee": guarantee.describe(),
         "command": command,
@@ -193,9 +249,9 @@ def _grader_lists(
     """The natural retrievals to grade, the corpus statistics, what they are, and the
     grader: a folder's queries, a query file or simulated queries, through a folder's
     vectors or an index directory."""
-    from .._bench.calibration import GateExample
-    from .._bench.pipeline import HarnessRetriever, _folder_and_split, prepare
-    from .._bench.self_calibration import simulate
+    from .._calibration.gate import GateExample
+    from .._calibration.self_calibration import simulate
+    from ..bench import HarnessRetriever, chunks_of, folder_and_split, prepare
     from .index import is_index_dir, open_index
 
     sources = sum(x is not None for x in (args.data_dir or None, args.index))
@@ -213,7 +269,7 @@ def _grader_lists(
             raise InputError(
                 "--grader on an index directory needs --query-file FILE or --simulated N"
             )
-        index = open_index(args.index, progress)
+        index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever: Any = index.retriever()
         stats, analyzer, docs, folder, split = (
@@ -226,7 +282,7 @@ def _grader_lists(
         neighbours = None
         name = Path(args.index).name
     else:
-        path, split = _folder_and_split(args.data_dir[0], args.split or "")
+        path, split = folder_and_split(args.data_dir[0], args.split or "")
         with progress.stage(f"loading {path}"):
             prepared = prepare(
                 path,
@@ -239,8 +295,6 @@ def _grader_lists(
         retriever = HarnessRetriever(prepared)
         stats, analyzer, name = prepared.stats, prepared.analyzer, folder.name
         neighbours = retriever.neighbours
-        from .._bench.retrievals import chunks_of
-
         docs = list(chunks_of(folder, [(d, 0.0) for d in folder.doc_ids]))
     if args.simulated is not None:
         simulation = simulate(
@@ -264,9 +318,14 @@ def _grader_lists(
             what_queries = f"the queries of {args.query_file}"
         else:
             assert folder is not None
-            qids = (
-                list(folder.split_queries(split)) if split in folder.qrels else list(folder.queries)
-            )
+            if not split and args.grader == "qrels":  # the judged queries, not every query
+                split = "test" if "test" in folder.qrels else min(folder.qrels, default="")
+            if split in folder.qrels:
+                qids = list(folder.split_queries(split))
+            elif args.grader.startswith("llm:"):  # the queries the label set judges
+                qids = [q for q in _label_queries(folder, args.grader) if q in folder.queries]
+            else:
+                qids = list(folder.queries)
             texts, seen = {}, set()
             for q in qids:  # a text asked under two ids is graded once
                 if folder.queries[q].strip() not in seen:
@@ -294,27 +353,138 @@ def _grader_lists(
         what = f"{len(lists)} natural retrievals (k={args.k}) of {what_queries}"
     grader = grader_from_spec(
         args.grader, folder=folder, split=split or "test", queries=texts,
-        api_key_env=args.api_key_env,
+        api_key_env=args.api_key_env, settings=grader_settings(args.grader_config),
     )  # fmt: skip
     return lists, stats, what, grader
+
+
+def grade_log_path(args: argparse.Namespace) -> str | None:
+    """Where ``calibrate --grader`` keeps its labels: ``--grade-log``, else, for a
+    grader that costs (``openai:``, ``MODULE:NAME``), ``--out``'s path with the
+    suffix ``.grades.jsonl``; ``None`` for recorded labels (``qrels``, ``llm:``)."""
+    if args.grade_log:
+        return str(args.grade_log)
+    if args.grader == "qrels" or args.grader.startswith("llm:"):
+        return None
+    return str(Path(args.out).with_suffix(".grades.jsonl"))
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"crag-heuristic: {message}\n")
+
+
+def _check_model(grader: Grader, args: argparse.Namespace, progress: Progress) -> None:
+    """A wrong model name refused before anything is paid for (a grader that can ask)."""
+    check = getattr(grader, "check_model", None)
+    if args.no_model_check or not callable(check):
+        return
+    with progress.stage("checking the model's name"):
+        check()
+
+
+def _label_queries(folder: Any, spec: str) -> list[str]:
+    """The query ids a folder's label set (``llm:RUN``) judges, in its order.
+
+    Raises:
+        InputError: the label file is missing or unreadable.
+    """
+    from .._grading.recorded import read_labels
+
+    path = folder.path / "llm_judgments" / f"{spec[4:]}.tsv"
+    if not path.exists():
+        raise InputError(f"--grader {spec}: {path} does not exist")
+    return list(read_labels(path))
 
 
 def calibrate_grader(
     args: argparse.Namespace, out: TextIO, command: str, progress: Progress
 ) -> int:
-    """The gate refitted on a grader's labels of a folder's queries, with a band."""
-    from .._bench.grader_calibration import calibrate_on_grader, examples_from_grader
-
-    lists, stats, what, grader = _grader_lists(args, progress)
-    name = grader_fingerprint(grader)
-    examples = examples_from_grader(lists, grader, progress=progress.iterate)
+    """The gate refitted on a grader's labels of a folder's queries, with a band
+    (the module doc: the labels kept, resumed, failures counted, the budget)."""
     chosen = parse_guarantee(args.guarantee)
+    prior = load_config(args.prior or DEFAULT_PROFILE)
+    lists, stats, what, grader = _grader_lists(args, progress)
+    try:
+        return _calibrate_on(
+            grader, lists, stats, what, prior, chosen, args, out, command, progress
+        )
+    finally:
+        close = getattr(grader, "close", None)
+        if callable(close):
+            close()
+
+
+def _calibrate_on(
+    grader: Grader,
+    lists: list[Any],
+    stats: Any,
+    what: str,
+    prior: EvaluatorConfig,
+    chosen: tuple[str, float] | None,
+    args: argparse.Namespace,
+    out: TextIO,
+    command: str,
+    progress: Progress,
+) -> int:
+    from .._calibration.grader import calibrate_on_grader
+    from .._evaluator.evaluator import Evaluator
+    from .._grading.labelling import decisions, label_budget, label_lists, resumed_grades
+    from .._grading.monitor import JsonlGradeLog
+
+    name = grader_fingerprint(grader)
+    _check_model(grader, args, progress)
+    evaluator = Evaluator(prior)
+    gates = [
+        evaluator.evaluate(ex.query, ex.chunks, ex.corpus_stats or stats)
+        for ex in progress.iterate(lists, "scoring the lists with the gate")
+    ]
+    where = grade_log_path(args)
+    if where is not None:  # its folder made, as --out's is
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+    secret = read_secret(getattr(args, "grade_log_secret_file", None))
+    log = JsonlGradeLog(where, secret=secret) if where is not None else None
+    done = resumed_grades(lists, log.records(), name) if log is not None else {}
+    budget = None
+    if chosen is not None:
+        budget = label_budget(
+            [g.score for g in gates], target=chosen[0], eps=chosen[1], delta=args.delta,
+            window=args.window, known=decisions(done),
+        )  # fmt: skip
+        if not budget.enough and not args.grade_anyway:
+            raise InsufficientLabelsError(
+                f"not graded: {budget.describe()}; give more queries (or --grade-anyway "
+                "to grade these all the same)",
+                needed=budget.needed,
+                have=round(budget.expected),
+            )
+        _say(f"labels: {budget.describe()}")
+    if done:
+        _say(f"resuming: {len(done)} of {len(lists)} lists are labelled in {where}")
+    labelling = label_lists(
+        lists, grader, log=log, gates=gates, profile=prior.fingerprint(), seed=args.seed,
+        stop_after=args.stop_after_failures or None, progress=progress.iterate, done=done,
+    )  # fmt: skip
+    progress.close()
+    summary = labelling.summary()
+    for message in labelling.warnings():
+        _say(f"warning: {message}")
+    if not labelling.grades:
+        raise GraderError(f"no list was labelled: {json.dumps(summary)}", grader=name)
+    examples = [
+        dataclasses.replace(
+            lists[i],
+            relevant=frozenset(
+                c.id for c, g in zip(lists[i].chunks, grades, strict=True) if g >= 0.5
+            ),
+        )
+        for i, grades in sorted(labelling.grades.items())
+    ]
     progress("fitting the gate and its band")
     try:
         result = calibrate_on_grader(
             examples,
             grader=name,
-            prior=args.prior or DEFAULT_PROFILE,
+            prior=prior,
             corpus_stats=stats,
             target=None if chosen is None else chosen[0],
             eps=0.1 if chosen is None else chosen[1],
@@ -323,12 +493,21 @@ def calibrate_grader(
             min_refit=args.min_refit,
             seed=args.seed,
             name=args.name or Path(args.out).stem,
-            labels=what,
+            labels=f"{what}: {len(examples)} labelled",
         )
+    except InsufficientLabelsError as exc:
+        kept = f"; the {len(examples)} labels are kept in {where}" if where else ""
+        raise InsufficientLabelsError(f"{exc}{kept}", needed=exc.needed, have=exc.have) from None
     except ConfigError as exc:
         raise InputError(str(exc)) from None
     progress.close()
+    result = dataclasses.replace(result, warnings=(*result.warnings, *labelling.warnings()))
     result.report["command"] = command
+    result.report["labelling"] = summary
+    if where is not None:
+        result.report["grade_log"] = where
+    if budget is not None:
+        result.report["label_budget"] = budget.describe()
     path = result.write(args.out)
     out.write(json.dumps({"profile": str(path), **result.report}, indent=2, default=str) + "\n")
-    return EXIT_OK
+    return EXIT_OK if labelling.complete else EXIT_SERVICE

@@ -10,22 +10,75 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._exceptions import InputError
-from .._index.directory import DEFAULT_BATCH, METRICS, IndexDirectory
+from .._index.directory import DEFAULT_BATCH, IndexDirectory
+from .._index.manifest import METRICS
+from .._optional import check_installed
 from .._text.analyzer import Analyzer
-from .common import EPILOG, EXIT_OK, read_docs
+from .common import EPILOG, EXIT_OK, read_docs, read_secret
 from .progress import Progress, add_progress_option
 
+INDEX_SECRET_VARIABLE = "CRAG_HEURISTIC_INDEX_SECRET"
 
-def open_index(path: str, progress: Progress, analyzer: Analyzer | None = None) -> IndexDirectory:
+
+def add_index_secret_option(parser: argparse.ArgumentParser, *, signs: bool = False) -> None:
+    """``--index-secret-file``: the secret an index directory's manifest is signed with."""
+    parser.add_argument(
+        "--index-secret-file",
+        metavar="FILE",
+        help=(
+            "sign the manifest with the secret in FILE (16 bytes or more): loading the "
+            "directory then needs it"
+            if signs
+            else "an index directory signed with the secret in FILE (crag-heuristic index "
+            "--index-secret-file): an unsigned one, or one signed otherwise, is refused"
+        )
+        + f" (default: the {INDEX_SECRET_VARIABLE} variable)",
+    )
+
+
+def add_trust_embedder_option(parser: argparse.ArgumentParser) -> None:
+    """``--trust-embedder``: import the embedder spec an index directory names."""
+    parser.add_argument(
+        "--trust-embedder",
+        action="store_true",
+        help="with an index directory whose embedder is a spec (pkg.module:attribute): "
+        "import whatever it names (code runs from it: only for a directory you built). "
+        "Else name the same spec with --embedder",
+    )
+
+
+def open_index(
+    path: str,
+    progress: Progress,
+    analyzer: Analyzer | None = None,
+    args: argparse.Namespace | None = None,
+) -> IndexDirectory:
     """The index directory at ``path``, checked against its manifest (a stage of
-    ``progress``)."""
+    ``progress``), with the options of ``args``: its secret (``--index-secret-file``,
+    else ``CRAG_HEURISTIC_INDEX_SECRET``), the embedder spec named (``--embedder``)
+    and ``--trust-embedder``."""
+    secret = read_secret(getattr(args, "index_secret_file", None), INDEX_SECRET_VARIABLE)
     with progress.stage("loading the index"):
-        return IndexDirectory.load(path, analyzer=analyzer)
+        return IndexDirectory.load(
+            path,
+            analyzer=analyzer,
+            secret=secret,
+            embedder=getattr(args, "embedder", None),
+            trust_embedder=bool(getattr(args, "trust_embedder", False)),
+        )
 
 
 def is_index_dir(path: str | None) -> bool:
-    """Whether ``--index`` names a directory (an index directory) rather than a file."""
-    return path is not None and Path(path).is_dir()
+    """Whether ``--index`` names an index directory (``None``: not given).
+
+    Raises:
+        InputError: a path that does not exist (a mistyped ``--index``), named.
+    """
+    if path is None:
+        return False
+    if not Path(path).exists():
+        raise InputError(f"--index {path}: no such file or directory")
+    return Path(path).is_dir()
 
 
 def _index(args: argparse.Namespace, out: TextIO) -> int:
@@ -36,6 +89,8 @@ def _index(args: argparse.Namespace, out: TextIO) -> int:
             "retrieve --index DIR (a FAISS file of your own still works with "
             "retrieve --index FILE --docs FILE)"
         )
+    if args.embedder == "lsa":  # fitting LSA takes scikit-learn: named before any work
+        check_installed("calibrate", "crag-heuristic index --embedder lsa (fitting LSA)", "sklearn")
     started = time.perf_counter()
     with Progress.for_command(args, "index") as progress:
         with progress.stage("reading the documents"):
@@ -49,6 +104,7 @@ def _index(args: argparse.Namespace, out: TextIO) -> int:
             n_components=args.components,
             batch_size=args.batch_size,
             progress=progress,
+            secret=read_secret(args.index_secret_file, INDEX_SECRET_VARIABLE),
         )
     manifest = built.manifest
     seconds = {"reading": round(reading, 3), **manifest.build_seconds}
@@ -61,6 +117,7 @@ def _index(args: argparse.Namespace, out: TextIO) -> int:
         "embedder": args.embedder,
         "bytes": sum(int(entry["bytes"]) for entry in manifest.files.values()),
         "seconds": seconds,
+        "signed": manifest.signed,
     }
     out.write(json.dumps(summary) + "\n")
     return EXIT_OK
@@ -78,7 +135,8 @@ def register(commands: Any) -> None:
             "embedder's spec) and a manifest of them all. retrieve, evaluate, calibrate and "
             "serve take it with --index DIR and load it in milliseconds, nothing refitted. "
             "An index directory already at --out is replaced whole; anything else there is "
-            "refused."
+            "refused. Needs the calibrate extra (scikit-learn fits the LSA embedder) unless "
+            "--embedder names your own."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -96,7 +154,8 @@ def register(commands: Any) -> None:
         default="lsa",
         help="'lsa' (fitted on the docs, saved; needs the calibrate extra) or "
         "'pkg.module:attribute' (a str -> vector callable, or a class made with no "
-        "arguments; batches through embed_many / embed_documents / encode when it has one)",
+        "arguments; batches through embed_many / embed_documents / encode when it has one; "
+        "a loader imports it only when named again with --embedder, or --trust-embedder)",
     )
     index.add_argument("--metric", choices=METRICS, default="ip", help="FAISS metric")
     index.add_argument("--components", type=int, default=64, help="LSA dimensions (default 64)")
@@ -106,5 +165,6 @@ def register(commands: Any) -> None:
         default=DEFAULT_BATCH,
         help=f"texts per call of the embedder (default {DEFAULT_BATCH})",
     )
+    add_index_secret_option(index, signs=True)
     add_progress_option(index)
     index.set_defaults(handler=_index)

@@ -1,7 +1,8 @@
 """Progress of a long command on stderr: which stage, how far, how long.
 
-One line per stage, rewritten in place as the stage advances and ended with
-the stage's time::
+One line per stage, rewritten in place as the stage advances (and its clock
+every second, so that a long step with no count to report still moves) and
+ended with the stage's time::
 
     crag-heuristic index: embedding 2,048/5,183 (40 %) 3.1 s
     crag-heuristic index: embedding 5,183/5,183 (100 %) done in 7.6 s
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
@@ -30,6 +32,7 @@ from typing import TextIO, TypeVar
 _T = TypeVar("_T")
 
 _INTERVAL = 0.1  # seconds between two rewrites of a stage's line
+_TICK = 1.0  # seconds between two rewrites of a stage's clock, when nothing else moves
 
 
 def add_progress_option(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +52,8 @@ class Progress:
         stream: where to write (default ``sys.stderr``).
         enabled: show it (default: when ``stream`` is a terminal).
         interval: the least time between two rewrites of a line.
+        tick: seconds between two rewrites of an open stage's clock (a thread that
+            runs while the progress is shown, until :meth:`close`).
     """
 
     def __init__(
@@ -58,6 +63,7 @@ class Progress:
         stream: TextIO | None = None,
         enabled: bool | None = None,
         interval: float = _INTERVAL,
+        tick: float = _TICK,
     ) -> None:
         self.command = command
         self.stream = stream if stream is not None else sys.stderr
@@ -71,6 +77,10 @@ class Progress:
         self._shown = 0.0
         self._last = ""
         self.seconds: dict[str, float] = {}  # each ended stage's time
+        self._lock = threading.Lock()  # the ticker and the caller write the same line
+        self._closed = threading.Event()
+        self._tick = tick
+        self._ticker: threading.Thread | None = None
 
     @classmethod
     def for_command(cls, args: argparse.Namespace, command: str) -> Progress:
@@ -79,15 +89,31 @@ class Progress:
 
     def __call__(self, stage: str, done: int = 0, total: int | None = None) -> None:
         """Report that ``stage`` has done ``done`` of ``total`` (``None``: unknown)."""
-        now = time.perf_counter()
-        if stage != self._stage:
-            self._end()
-            self._stage, self._started, self._shown = stage, now, 0.0
-        elif now - self._shown < self.interval and done != total:
-            return
-        self._shown = now
-        self._last = _counts(done, total)
-        self._write(f"{self._last} {now - self._started:.1f} s", end="")
+        with self._lock:
+            now = time.perf_counter()
+            if stage != self._stage:
+                self._end()
+                self._stage, self._started, self._shown = stage, now, 0.0
+                self._start_ticker()
+            elif now - self._shown < self.interval and done != total:
+                return
+            self._shown = now
+            self._last = _counts(done, total)
+            self._write(f"{self._last} {now - self._started:.1f} s", end="")
+
+    def _start_ticker(self) -> None:
+        if self.enabled and self._ticker is None and not self._closed.is_set():
+            self._ticker = threading.Thread(target=self._ticking, name="crag-progress", daemon=True)
+            self._ticker.start()
+
+    def _ticking(self) -> None:
+        """Rewrite the open stage's line with its clock, every ``tick`` seconds."""
+        while not self._closed.wait(self._tick):
+            with self._lock:
+                now = time.perf_counter()
+                if self._stage is not None and now - self._shown >= self._tick:
+                    self._shown = now
+                    self._write(f"{self._last} {now - self._started:.1f} s", end="")
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -96,7 +122,8 @@ class Progress:
         try:
             yield
         finally:
-            self._end()
+            with self._lock:
+                self._end()
 
     def iterate(self, items: Iterable[_T], description: str) -> Iterator[_T]:
         """``items``, one by one, each counted done in the stage ``description`` (of
@@ -109,14 +136,23 @@ class Progress:
 
     def note(self, text: str) -> None:
         """End the current stage, then say ``text`` on a line of its own."""
-        self._end()
+        with self._lock:
+            self._end()
         if self.enabled:
             self.stream.write(f"{self.command}: {text}\n")
             self.stream.flush()
 
     def close(self) -> None:
-        """End the current stage's line."""
-        self._end()
+        """End the current stage's line (and stop the clock's thread)."""
+        with self._lock:
+            self._end()
+        self._stop()
+
+    def _stop(self) -> None:
+        self._closed.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None
 
     def __enter__(self) -> Progress:
         return self
@@ -127,7 +163,9 @@ class Progress:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._end(failed=error is not None)
+        with self._lock:
+            self._end(failed=error is not None)
+        self._stop()
 
     def _end(self, *, failed: bool = False) -> None:
         if self._stage is None:

@@ -24,12 +24,19 @@ from .common import (
     EPILOG,
     EXIT_OK,
     EXIT_SERVICE,
+    add_cache_secret_option,
     add_config_options,
     config_from_args,
     dump,
     read_docs,
+    redis_cache,
 )
-from .index import is_index_dir, open_index
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 
@@ -61,13 +68,13 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
     call), or over the bundled sample."""
     evaluator = Evaluator(config_from_args(args))
     if is_index_dir(args.index):
-        for option in ("docs", "embedder", "normalized"):
+        for option in ("docs", "normalized"):
             if getattr(args, option) is not None:
                 raise InputError(
                     f"--{option} does not go with an index directory: {args.index} holds its "
-                    "documents, embedder and vectors"
+                    "documents and vectors"
                 )
-        index = open_index(args.index, progress, evaluator.analyzer)
+        index = open_index(args.index, progress, evaluator.analyzer, args)
         with progress.stage("loading its parts"):
             retriever = index.retriever()
             lexical = index.lexical() if args.lexical else None
@@ -77,6 +84,8 @@ def _retriever(args: argparse.Namespace, progress: Progress) -> tuple[Any, Any, 
             "--index FILE.faiss goes with --docs (an index directory, --index DIR, alone; "
             "neither: the bundled sample)"
         )
+    if args.index_secret_file is not None or args.trust_embedder:
+        raise InputError("--index-secret-file and --trust-embedder go with --index DIR")
     if args.index is None:
         given = [f"--{o}" for o in ("embedder", "normalized") if getattr(args, o) is not None]
         if given:
@@ -111,11 +120,7 @@ def _retrieve(args: argparse.Namespace, out: TextIO) -> int:
         from .._web.searxng import SearxngClient
 
         web = SearxngClient(args.searxng)
-    cache: Any = None  # the in-process default
-    if args.redis:
-        from .._cache.redis import RedisCache
-
-        cache = RedisCache(url=args.redis)
+    cache: Any = redis_cache(args)  # None: the in-process default
     crag = CRAG(retriever, evaluator, lexical=lexical, web=web, cache=cache, config=router_config)
     if getattr(args, "verbose", False):
         log = get_logger()
@@ -237,8 +242,12 @@ def register(commands: Any) -> None:
     retrieve.add_argument(
         "--embedder",
         help="with --index FILE.faiss: 'lsa' (fitted on --docs, the default) or "
-        "'pkg.module:attribute' (str -> vector)",
+        "'pkg.module:attribute' (str -> vector); with --index DIR: the spec its embedder "
+        "is, to import it (a directory's spec is never imported unless named, or "
+        "--trust-embedder)",
     )
+    add_trust_embedder_option(retrieve)
+    add_index_secret_option(retrieve)
     retrieve.add_argument(
         "--normalized",
         choices=["auto", "yes", "no"],
@@ -259,6 +268,7 @@ def register(commands: Any) -> None:
     retrieve.add_argument(
         "--redis", metavar="URL", help="cache evaluations and web results in this Redis"
     )
+    add_cache_secret_option(retrieve)
     retrieve.add_argument("--pretty", action="store_true", help="a readable table instead of JSON")
     add_config_options(retrieve)
     add_progress_option(retrieve)

@@ -12,10 +12,25 @@ from typing import Any, TextIO
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError, MissingDependencyError
 from .._logging import LOGGER_NAME
+from .._optional import check_installed
 from .._router.router import CRAG
 from .._sample import load_sample_corpus, sample_retriever
-from .common import EPILOG, EXIT_OK, add_config_options, config_from_args
-from .index import is_index_dir, open_index
+from .common import (
+    CACHE_SECRET_VARIABLE,
+    EPILOG,
+    EXIT_OK,
+    add_cache_secret_option,
+    add_config_options,
+    config_from_args,
+    read_secret,
+    redis_cache,
+)
+from .index import (
+    add_index_secret_option,
+    add_trust_embedder_option,
+    is_index_dir,
+    open_index,
+)
 from .progress import Progress, add_progress_option
 
 KEYS_VARIABLE = "CRAG_HEURISTIC_API_KEYS"
@@ -49,11 +64,7 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         metrics = PrometheusMetrics()
     except MissingDependencyError:  # /metrics answers 501, naming the extra
         pass
-    cache: Any = None
-    if args.redis:
-        from .._cache.redis import RedisCache
-
-        cache = RedisCache(url=args.redis)
+    cache: Any = redis_cache(args)
     web = None
     if args.searxng:
         from .._web.searxng import SearxngClient
@@ -61,19 +72,68 @@ def _router(args: argparse.Namespace, progress: Progress) -> tuple[CRAG, dict[st
         web = SearxngClient(args.searxng)
     evaluator = Evaluator(config_from_args(args))
     options: dict[str, Any] = {"web": web, "cache": cache, "metrics": metrics}
+    gate: Any = evaluator
+    if args.grader is not None:
+        gate, options = _cascade(args, evaluator, options)
     if args.index is None:
-        crag = CRAG(sample_retriever(), evaluator, **options)
+        if args.index_secret_file or args.embedder or args.trust_embedder:
+            raise InputError(
+                "--index-secret-file, --embedder and --trust-embedder go with --index DIR"
+            )
+        crag = CRAG(sample_retriever(), gate, **options)
         return crag, {"index": "the bundled sample", "documents": len(load_sample_corpus())}
     if not is_index_dir(args.index):
         raise InputError(f"--index {args.index}: not an index directory (crag-heuristic index)")
-    index = open_index(args.index, progress, evaluator.analyzer)
+    index = open_index(args.index, progress, evaluator.analyzer, args)
     with progress.stage("loading its parts"):
-        crag = CRAG(index.retriever(), evaluator, lexical=index.lexical(), **options)
+        crag = CRAG(index.retriever(), gate, lexical=index.lexical(), **options)
     info = {"documents": index.manifest.documents, "index_created": index.manifest.created}
     return crag, info
 
 
+def _cascade(
+    args: argparse.Namespace, evaluator: Evaluator, options: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The grader of ``--grader`` and the cascade around it: a learning cascade
+    (``--learn``; its grade log ``--grade-log``) or a set cascade on the gate's
+    PARTIAL band."""
+    from .._grading.lists import SetEscalation
+    from .grader import grader_from_spec, parse_guarantee
+
+    grader = grader_from_spec(args.grader)
+    options = {**options, "grader": grader}
+    if not args.learn:
+        if args.grade_log is not None or args.guarantee is not None:
+            raise InputError("--grade-log and --guarantee go with --learn")
+        return evaluator, {**options, "escalation": SetEscalation()}
+    from .._calibration.learning import Learning, LearningCascade
+
+    target, eps = parse_guarantee(args.guarantee) or ("recall", 0.1)
+    # the labels are signed with the cache's secret: a grade log others can write to
+    # would otherwise move the certified band (docs/production.md, stores others can write)
+    secret = read_secret(args.cache_secret_file, CACHE_SECRET_VARIABLE)
+    log: Any = None
+    if args.grade_log == "redis":
+        if not args.redis:
+            raise InputError(
+                "--grade-log redis keeps the labels in the --redis server: give --redis"
+            )
+        from redis import Redis
+
+        from .._grading.monitor import RedisGradeLog
+
+        log = RedisGradeLog(Redis.from_url(args.redis), stream="crag:learning", secret=secret)
+    elif args.grade_log is not None:
+        from .._grading.monitor import JsonlGradeLog
+
+        log = JsonlGradeLog(args.grade_log, secret=secret)
+    settings = Learning(target=target, eps=eps, delta=args.delta)  # type: ignore[arg-type]
+    learner = LearningCascade(evaluator, settings=settings, log=log)
+    return None, {**options, "learning": learner}
+
+
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    check_installed("serve", "crag-heuristic serve", "starlette", "uvicorn")  # before any work
     from .._serve.server import check_address, run_server
     from .._serve.settings import ServeSettings
 
@@ -85,6 +145,8 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         max_concurrency=args.max_concurrency,
         max_queue=args.max_queue,
         request_timeout=args.timeout,
+        header_timeout=args.header_timeout,
+        max_connections=args.max_connections,
     )
     check_address(args.host, settings)  # before loading anything
     with Progress.for_command(args, "serve") as progress:
@@ -141,6 +203,14 @@ def register(commands: Any) -> None:
         "--index", metavar="DIR", help="an index directory (default: the bundled sample)"
     )
     serve.add_argument(
+        "--embedder",
+        metavar="SPEC",
+        help="the spec (pkg.module:attribute) of the --index directory's embedder, to import "
+        "it: a directory's spec is never imported unless named, or --trust-embedder",
+    )
+    add_trust_embedder_option(serve)
+    add_index_secret_option(serve)
+    serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default loopback)"
     )
     serve.add_argument(
@@ -167,7 +237,20 @@ def register(commands: Any) -> None:
         "--timeout",
         type=float,
         default=defaults.request_timeout,
-        help="seconds from a request's arrival to its answer",
+        help="seconds from a request's arrival to its answer (its body read included)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=defaults.header_timeout,
+        help="seconds a connection has to send a request's headers (then it is closed)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=defaults.max_connections,
+        help="open connections at most (lowered to fit the file descriptor limit; at the "
+        "limit the slowest waiting connection is closed first)",
     )
     serve.add_argument(
         "--graceful-timeout",
@@ -176,6 +259,37 @@ def register(commands: Any) -> None:
         help="seconds the requests in flight get to finish on SIGTERM",
     )
     serve.add_argument("--redis", metavar="URL", help="cache evaluations and web results here")
+    serve.add_argument(
+        "--grader",
+        metavar="SPEC",
+        help="an expensive grader for the lists the gate is unsure of: openai:MODEL@URL (an "
+        "OpenAI-compatible chat API, key in CRAG_LLM_API_KEY) or MODULE:ATTRIBUTE",
+    )
+    serve.add_argument(
+        "--learn",
+        action="store_true",
+        help="with --grader: a learning cascade (every answer a label; the gate refitted and "
+        "its band certified again as labels come; GET /v1/learning says where it stands)",
+    )
+    serve.add_argument(
+        "--grade-log",
+        metavar="FILE|redis",
+        help="with --learn: where the labels are kept (a JSON-lines file, or 'redis': a stream "
+        "in the --redis server, shared by every process); without it they are lost on exit",
+    )
+    serve.add_argument(
+        "--guarantee",
+        metavar="TARGET:EPS",
+        help="with --learn: recall:EPS (at most EPS of failed lists pass without the grader; "
+        "default recall:0.1) or agreement:EPS",
+    )
+    serve.add_argument(
+        "--delta",
+        type=float,
+        default=0.1,
+        help="with --learn: the probability the guarantee may fail (default 0.1)",
+    )
+    add_cache_secret_option(serve)
     serve.add_argument("--searxng", metavar="URL", help="a SearXNG for the web fallback")
     add_config_options(serve)
     add_progress_option(serve)

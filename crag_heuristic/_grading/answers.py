@@ -18,6 +18,12 @@ for one. Models drift from it, so :func:`read_grades` reads, in order:
    verdicts (``yes, no, yes``); for one passage, the first line's first
    word (``No, because ...``).
 
+**Echoes are not answers.** Small models often repeat their instructions. In
+plain text, a line that defines a value (``1.0 = it answers the question``: a
+number followed by ``=``) is never a grade, nor is a line found word for word
+in the prompt the model was sent (``prompt``: a line of the rubric, a
+passage's sentence), so a rubric echoed back is an error, not four grades.
+
 Known JSON shapes: ``{"grades": [...]}`` (or ``scores``, ``relevance``,
 ``results``, ``answers``; any key when it holds the object's only list), a
 bare list, ``{"grade": g}`` (or ``score``, ``binary_score``, ``relevant``,
@@ -81,7 +87,12 @@ class _Unread(Exception):
 
 
 def read_grades(
-    content: str, n: int, *, grader: str | None = None, truncated: bool = False
+    content: str,
+    n: int,
+    *,
+    grader: str | None = None,
+    truncated: bool = False,
+    prompt: str = "",
 ) -> list[float]:
     """``n`` grades in [0, 1] from a model's answer ``content`` (module doc).
 
@@ -91,6 +102,8 @@ def read_grades(
         grader: the grader's fingerprint, for the error.
         truncated: the server said the answer was cut (``finish_reason ==
             "length"``); the error says so.
+        prompt: the text the model was sent (its messages); a plain-text line
+            found in it is an echo, not a grade.
 
     Raises:
         GraderOutputError: no reading gives exactly ``n`` grades.
@@ -117,7 +130,7 @@ def read_grades(
             reasons.append(str(why))
     # 3. a verdict per line
     try:
-        return _scaled(_from_text(text, n), n)
+        return _scaled(_from_text(text, n, _normalised(prompt)), n)
     except _Unread as why:
         reasons.append(str(why))
     raise _error(reasons[0], content, truncated, grader)
@@ -240,10 +253,31 @@ def _verdict(text: str) -> Item | None:
     return None
 
 
-def _from_text(text: str, n: int) -> list[Item]:
-    """One verdict per line (lines without one skipped); a single line of
-    comma- or semicolon-separated verdicts; for one passage, the first line's."""
+_DEFINITION = re.compile(r"\s*[-+]?(?:\d+(?:\.\d*)?|\.\d+)\s*=")
+_ECHO_CHARS = 16  # a shorter line ("1. Yes.") may well be in a passage: never an echo
+
+
+def _normalised(text: str) -> str:
+    """``text`` lower-cased, white space runs as one space, markdown emphasis removed."""
+    return " ".join(text.replace("*", "").replace("`", "").lower().split())
+
+
+def _echo(line: str, prompt: str) -> bool:
+    """Whether a line of the answer repeats the prompt rather than answering: a
+    definition (``0.3 = on the topic``) or a long enough line found in ``prompt``."""
+    if _DEFINITION.match(_MARKER.sub("", line, count=1)):
+        return True
+    said = _normalised(line).strip(_TRIM)
+    return len(said) >= _ECHO_CHARS and said in prompt
+
+
+def _from_text(text: str, n: int, prompt: str = "") -> list[Item]:
+    """One verdict per line (lines without one skipped, echoes of the prompt
+    too); a single line of comma- or semicolon-separated verdicts; for one
+    passage, the first line's."""
     lines = [line for line in text.splitlines() if line.strip()]
+    echoed = sum(_echo(line, prompt) for line in lines)
+    lines = [line for line in lines if not _echo(line, prompt)]
     if n == 1 and lines:
         first = _verdict(_MARKER.sub("", lines[0], count=1))
         if first is not None:
@@ -256,7 +290,10 @@ def _from_text(text: str, n: int) -> list[Item]:
         if found is not None:
             items.append(found)
     if not items:
-        raise _Unread("neither JSON nor a verdict (yes / no / a number) per line")
+        why = "neither JSON nor a verdict (yes / no / a number) per line"
+        if echoed:
+            why += f"; {echoed} line(s) echo the prompt (a rubric, a definition), not grades"
+        raise _Unread(why)
     return items
 
 

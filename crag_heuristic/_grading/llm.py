@@ -10,6 +10,25 @@ the model's answer (:mod:`crag_heuristic._grading.answers`).
   ``max_concurrency`` at a time).
 * **Prompts**: ``"binary"`` (yes / no) or ``"rubric"`` (0 to 1), or your own
   :class:`~crag_heuristic.grading.Prompt` (:mod:`crag_heuristic._grading.prompts`).
+* **Structured output** (``structured=True``, the default): the request asks for
+  an answer under the prompt's JSON schema (``response_format`` of type
+  ``json_schema``, OpenAI's shape, which llama.cpp, vLLM, Ollama and LM Studio
+  read too), so a small model cannot wander into prose. A server that refuses
+  the field (a 400, 422, 500 or 501 whose message names ``response_format``,
+  a schema or a grammar, before any structured answer came back) is asked
+  again without it, once; when that answers, the grader remembers it and sends
+  no schema again (a ``crag.llm_grade.unstructured`` warning says so once).
+  Not sent when ``extra_body`` sets its own (``response_format``, ``grammar``,
+  ``json_schema``, ``guided_json`` ...) or the prompt has no ``grade_schema``.
+* **Echoes are no grades**: the answer is read with the prompt beside it, and
+  a line the model copied from it (a rubric line) is not a grade
+  (:mod:`crag_heuristic._grading.answers`).
+* **The model's name**: :meth:`OpenAIGrader.check_model` asks ``GET
+  {base_url}/models`` and refuses a model the server does not list, naming the
+  ones it does (a server without the route is taken at its word).
+* **Settings from a spec**: :meth:`OpenAIGrader.from_spec` takes
+  ``openai:MODEL@BASE_URL?timeout=60&max_tokens=64`` (the ``calibrate
+  --grader`` spec; :data:`SPEC_SETTINGS`).
 * **Failures are typed, never a silent 0**: a timeout is
   :class:`~crag_heuristic.grading.GraderTimeout`; an answer that cannot be read
   or holds the wrong number of grades, :class:`~crag_heuristic.grading.GraderOutputError`;
@@ -42,26 +61,29 @@ the model's answer (:mod:`crag_heuristic._grading.answers`).
 
 Grades are cached by the cascade (per fingerprint, query, chunk id and text
 digest): the fingerprint holds the endpoint's host and path, the model, the
-prompt's name, version and text digest, the mode and every setting that
-changes an answer, never the key.
+prompt's name, version and text digest, the mode, the answer's schema when
+structured output is asked for, and every setting that changes an answer,
+never the key.
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
+import inspect
 import json
 import random
 import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from .._optional import requires
 
@@ -91,6 +113,15 @@ Mode = Literal["list", "chunk"]
 _HIDDEN = "<hidden>"
 _MESSAGE_CHARS = 200
 _MASK = "***"
+_LISTED = 20  # models named at most in the error of a wrong model name
+# fields by which a user's extra_body already says how the answer is shaped
+_OWN_FORMAT = frozenset(
+    {"response_format", "grammar", "json_schema", "guided_json", "guided_choice",
+     "guided_regex", "guided_grammar", "structured_outputs", "format"}
+)  # fmt: skip
+# a refusal of the structured-output request: these statuses, a message naming it
+_SCHEMA_REFUSED = frozenset({400, 422, 500, 501})
+_SCHEMA_WORDS = ("response_format", "json_schema", "schema", "grammar", "structured")
 
 
 def _retryable_status(status: int) -> bool:
@@ -99,7 +130,8 @@ def _retryable_status(status: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Step:
-    """What one request came to: grades, or a typed error and whether to retry."""
+    """What one request came to: grades, or a typed error and whether to retry
+    (``message``: the server's error text, masked)."""
 
     grades: list[float] | None = None
     error: GraderError | None = None
@@ -108,6 +140,17 @@ class _Step:
     status: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """One request as sent: what its answer is read against."""
+
+    query: str
+    n: int
+    prompt: str  # the messages' text: an answer's line found in it is an echo
+    structured: bool
 
 
 class _Tally:
@@ -184,6 +227,8 @@ class OpenAIGrader:
             server's default; OpenAI's reasoning models refuse the field:
             give ``extra_body={"max_completion_tokens": ...}`` there).
         max_passage_chars: each passage is cut to this many characters.
+        structured: ask for the answer under the prompt's JSON schema (module
+            doc); ``False``: free text, read by the tolerant reader.
         extra_body: more fields for the request body (``seed``,
             ``response_format``, ``top_p`` ...); part of the fingerprint.
         headers: more request headers (e.g. ``{"api-key": ...}`` for Azure);
@@ -217,6 +262,7 @@ class OpenAIGrader:
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         max_passage_chars: int = 4000,
+        structured: bool = True,
         extra_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         client: httpx.Client | None = None,
@@ -245,6 +291,8 @@ class OpenAIGrader:
         if max_tokens is not None:
             _check_number("max_tokens", max_tokens, low=1, integer=True)
         _check_number("max_passage_chars", max_passage_chars, low=1, integer=True)
+        if not isinstance(structured, bool):
+            raise ConfigError("structured", structured, "must be True or False")
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self.backoff, self.backoff_max, self.jitter = backoff, backoff_max, jitter
@@ -253,6 +301,9 @@ class OpenAIGrader:
         self.max_tokens = max_tokens
         self.max_passage_chars = max_passage_chars
         self._extra = _checked_extra(extra_body)
+        self.structured = structured
+        # None: not known yet; True: a structured answer came back; False: refused
+        self._schema_taken: bool | None = None
         self._headers, self._secrets = _request_headers(api_key, headers)
         if client is not None and not isinstance(client, httpx.Client):
             raise ConfigError("client", type(client).__name__, "must be an httpx.Client")
@@ -291,7 +342,26 @@ class OpenAIGrader:
         if self._extra:
             text = json.dumps(self._extra, sort_keys=True, ensure_ascii=False, default=str)
             parts.append(f"extra={hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}")
+        schema = self._schema(None if self.mode == "chunk" else 1)
+        if schema is not None:
+            text = json.dumps(schema, sort_keys=True)
+            parts.append(f"schema={hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}")
         return "|".join(parts)
+
+    def _schema(self, n: int | None) -> dict[str, Any] | None:
+        """The answer's JSON schema this grader asks for (``None``: none: structured
+        output off, the prompt has no grade schema, or ``extra_body`` shapes it)."""
+        if not self.structured or _OWN_FORMAT & set(self._extra):
+            return None
+        return self.prompt.response_schema(n)
+
+    @property
+    def structured_output(self) -> bool | None:
+        """Whether the server takes the structured-output request: ``None`` before
+        it answered one (or when none is sent), ``True`` once it answered one,
+        ``False`` once it refused it (no schema is sent again)."""
+        with self._lock:
+            return self._schema_taken
 
     @property
     def fingerprint(self) -> str:
@@ -309,6 +379,103 @@ class OpenAIGrader:
         return (
             f"OpenAIGrader(base_url={self.url!r}, model={self.model!r}, "
             f"prompt={self.prompt.id!r}, mode={self.mode!r})"
+        )
+
+    @classmethod
+    def from_spec(cls, spec: str, *, api_key: str | None = None, **settings: Any) -> OpenAIGrader:
+        """The grader of a spec ``openai:MODEL@BASE_URL[?KEY=VALUE&...]`` (the
+        ``openai:`` prefix may be left out), as ``crag-heuristic calibrate
+        --grader`` takes it: the query string gives settings of
+        :data:`SPEC_SETTINGS` (``?timeout=60&max_tokens=64&prompt=rubric``;
+        ``none`` leaves ``max_tokens`` or ``temperature`` unsent; ``structured``
+        is ``true`` or ``false``); ``settings`` gives any other keyword of the
+        constructor (``extra_body``, ``headers`` ...), a ``prompt`` also as a dict
+        of :class:`~crag_heuristic.grading.Prompt`'s fields. A setting given twice
+        is refused.
+
+        Raises:
+            ConfigError: a spec that is not of that form, an unknown or repeated
+                setting, or a bad value (naming it).
+        """
+        model, base_url, given = parse_spec(spec)
+        known = _constructor_settings()
+        for key in settings:
+            if key not in known or key in ("base_url", "model", "api_key"):
+                raise ConfigError(key, settings[key], _unknown(key, known))
+        twice = sorted(set(given) & set(settings))
+        if twice:
+            raise ConfigError(twice[0], settings[twice[0]], "is given twice (spec and settings)")
+        merged = {**given, **settings}
+        if isinstance(merged.get("prompt"), Mapping):
+            merged["prompt"] = _prompt_from(merged["prompt"])
+        return cls(base_url=base_url, model=model, api_key=api_key, **merged)
+
+    # -- the model's name --------------------------------------------------------------
+
+    def check_model(self) -> tuple[str, ...] | None:
+        """The models the server lists (``GET {base_url}/models``), once this
+        grader's ``model`` is found among them (exactly, or with Ollama's
+        ``:latest`` tag, or as the last part of a listed path: llama.cpp lists the
+        model file's path); ``None`` when the server has no such list (any status
+        but 200 and 401, or a body that is not OpenAI's ``{"data": [{"id": ...}]}``).
+
+        Raises:
+            ConfigError: the model is not listed (the error names those that are).
+            GraderHTTPError: 401 (the key).
+            GraderConnectionError, GraderTimeout: no answer.
+        """
+        client = self._sync_client()
+        try:
+            response = client.get(f"{self.url}/models", headers=self._headers, timeout=self.timeout)
+        except Exception as exc:  # classified: a typed error (a bug is raised as it is)
+            raise self._models_error(exc) from exc
+        return self._listed(response)
+
+    async def acheck_model(self) -> tuple[str, ...] | None:
+        """The async :meth:`check_model` (same answers, same errors)."""
+        client, temporary = self._loop_client()
+        try:
+            response = await client.get(
+                f"{self.url}/models", headers=self._headers, timeout=self.timeout
+            )
+        except Exception as exc:  # classified: a typed error (a bug is raised as it is)
+            raise self._models_error(exc) from exc
+        finally:
+            if temporary:
+                await client.aclose()
+        return self._listed(response)
+
+    def _models_error(self, exc: Exception) -> GraderError:
+        error = self._from_exception(exc, 0, "GET {url}/models").error
+        assert error is not None  # _from_exception always makes one (or raises exc)
+        return error
+
+    def _listed(self, response: httpx.Response) -> tuple[str, ...] | None:
+        """``check_model``'s reading of the answer to ``GET /models``."""
+        if response.status_code == 401:
+            raise GraderHTTPError(
+                f"GET {self.url}/models answered 401: check api_key",
+                status_code=401,
+                grader=self._fingerprint,
+            )
+        ids = _model_ids(response) if response.status_code == 200 else None
+        found = ids is not None and _lists_model(ids, self.model)
+        self._log.info(
+            f"{EVENT}.models",
+            url=self.url,
+            model=self.model,
+            status=response.status_code,
+            listed=None if ids is None else len(ids),
+            found=found if ids is not None else None,
+        )
+        if ids is None or found:
+            return ids
+        names = ", ".join(repr(i) for i in ids[:_LISTED])
+        more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
+        raise ConfigError(
+            "model",
+            self.model,
+            f"the server at {self.url} does not list it (GET /models): give one of {names}{more}",
         )
 
     # -- grading -------------------------------------------------------------------------
@@ -383,12 +550,22 @@ class OpenAIGrader:
                 raise
 
     def _ask(self, query: str, texts: list[str], tally: _Tally) -> list[float]:
-        request = self._request(query, texts)
         client = self._sync_client()
-        retry = 0
+        structured, fell_back, retry = self._asks_structured(), False, 0
         while True:
+            request, sent = self._request(query, texts, structured)
             with self._slots:
-                step = self._attempt(lambda: client.post(**request), query, len(texts), retry)
+                try:
+                    response = client.post(**request)
+                except Exception as exc:  # noqa: BLE001 - classified, never re-raised raw
+                    step = self._from_exception(exc, retry)
+                else:
+                    step = self._from_response(response, sent, retry)
+            if structured and self._refuses_schema(step):
+                tally.add(step)  # the refused request, then the same one without the schema
+                structured, fell_back = False, True
+                continue
+            self._learn_schema(step, sent, fell_back)
             delay = self._after(step, retry, tally)
             if delay is None:
                 return step.grades or []
@@ -396,19 +573,24 @@ class OpenAIGrader:
             retry += 1
 
     async def _aask(self, query: str, texts: list[str], tally: _Tally) -> list[float]:
-        request = self._request(query, texts)
         client, temporary = self._loop_client()
         slots = self._loop_slots()
-        retry = 0
+        structured, fell_back, retry = self._asks_structured(), False, 0
         try:
             while True:
+                request, sent = self._request(query, texts, structured)
                 async with slots:
                     try:
                         response = await client.post(**request)
                     except Exception as exc:  # noqa: BLE001 - classified, never re-raised raw
                         step = self._from_exception(exc, retry)
                     else:
-                        step = self._from_response(response, query, len(texts), retry)
+                        step = self._from_response(response, sent, retry)
+                if structured and self._refuses_schema(step):
+                    tally.add(step)
+                    structured, fell_back = False, True
+                    continue
+                self._learn_schema(step, sent, fell_back)
                 delay = self._after(step, retry, tally)
                 if delay is None:
                     return step.grades or []
@@ -418,23 +600,63 @@ class OpenAIGrader:
             if temporary:
                 await client.aclose()
 
-    def _request(self, query: str, texts: list[str]) -> dict[str, Any]:
+    def _asks_structured(self) -> bool:
+        """Whether the next request asks for structured output (module doc)."""
+        with self._lock:
+            refused = self._schema_taken is False
+        return not refused and self._schema(1) is not None
+
+    def _refuses_schema(self, step: _Step) -> bool:
+        """Whether a structured request's failure is the server refusing the schema
+        (module doc): never once a structured answer came back."""
+        with self._lock:
+            taken = self._schema_taken
+        said = step.message.lower()
+        return (
+            taken is not True
+            and step.status in _SCHEMA_REFUSED
+            and any(word in said for word in _SCHEMA_WORDS)
+        )
+
+    def _learn_schema(self, step: _Step, sent: _Sent, fell_back: bool) -> None:
+        """Remember what an answered request says of structured output."""
+        if not 200 <= step.status < 300 or not (sent.structured or fell_back):
+            return
+        with self._lock:
+            before, self._schema_taken = self._schema_taken, sent.structured
+        if fell_back and before is not False:
+            self._log.warning(
+                f"{EVENT}.unstructured",
+                url=self.url,
+                model=self.model,
+                reason="the server refused response_format (json_schema); answers are free text",
+            )
+
+    def _request(
+        self, query: str, texts: list[str], structured: bool
+    ) -> tuple[dict[str, Any], _Sent]:
         single = self.mode == "chunk"
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": self.prompt.messages(query, texts, single=single),
-        }
+        messages = self.prompt.messages(query, texts, single=single)
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        schema = self._schema(None if single else len(texts)) if structured else None
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "grades", "strict": True, "schema": schema},
+            }
         body.update(self._extra)
-        return {
+        request = {
             "url": self._address,
             "content": json.dumps(body, ensure_ascii=False).encode("utf-8"),
             "headers": self._headers,
             "timeout": self.timeout,
         }
+        prompt = "\n".join(m["content"] for m in messages)
+        return request, _Sent(query, len(texts), prompt, schema is not None)
 
     def _after(self, step: _Step, retry: int, tally: _Tally) -> float | None:
         """After attempt number ``retry`` (0-based): ``None`` when it answered, else
@@ -499,17 +721,10 @@ class OpenAIGrader:
 
     # -- one request ---------------------------------------------------------------------
 
-    def _attempt(self, send: Callable[[], httpx.Response], query: str, n: int, retry: int) -> _Step:
-        try:
-            response = send()
-        except Exception as exc:  # noqa: BLE001 - classified, never re-raised raw
-            return self._from_exception(exc, retry)
-        return self._from_response(response, query, n, retry)
-
-    def _from_response(self, response: httpx.Response, query: str, n: int, retry: int) -> _Step:
+    def _from_response(self, response: httpx.Response, sent: _Sent, retry: int) -> _Step:
         status = response.status_code
         if 200 <= status < 300:
-            return self._read_answer(response, n)
+            return self._read_answer(response, sent)
         after = f" (after {retry} retries)" if retry else ""
         retry_after = retry_after_seconds(response.headers)
         hint = {
@@ -518,7 +733,9 @@ class OpenAIGrader:
             404: ": check base_url (it ends in /v1 for most servers) and model",
             429: " (rate limited)",
         }.get(status, "")
-        message = self._scrub(_server_message(response), query)[:_MESSAGE_CHARS]
+        if sent.structured and status in (400, 422):
+            hint += " (it asked for structured output: structured=False turns that off)"
+        message = self._scrub(_server_message(response), sent.query)[:_MESSAGE_CHARS]
         error = GraderHTTPError(
             f"POST {self.url}/chat/completions answered {status}{hint}{after}: {message}",
             status_code=status,
@@ -530,9 +747,10 @@ class OpenAIGrader:
             retryable=_retryable_status(status),
             retry_after=retry_after,
             status=status,
+            message=message,
         )
 
-    def _read_answer(self, response: httpx.Response, n: int) -> _Step:
+    def _read_answer(self, response: httpx.Response, sent: _Sent) -> _Step:
         status = response.status_code
         try:
             payload = json.loads(response.content)
@@ -549,7 +767,13 @@ class OpenAIGrader:
         if not isinstance(content, str):
             return self._output_error(status, f"no answer text (finish_reason={finish!r})", tokens)
         try:
-            grades = read_grades(content, n, grader=self._fingerprint, truncated=finish == "length")
+            grades = read_grades(
+                content,
+                sent.n,
+                grader=self._fingerprint,
+                truncated=finish == "length",
+                prompt=sent.prompt,
+            )
         except GraderOutputError as error:
             return _Step(
                 error=error, status=status, prompt_tokens=tokens[0], completion_tokens=tokens[1]
@@ -567,13 +791,15 @@ class OpenAIGrader:
             error=error, status=status, prompt_tokens=tokens[0], completion_tokens=tokens[1]
         )
 
-    def _from_exception(self, exc: Exception, retry: int) -> _Step:
+    def _from_exception(
+        self, exc: Exception, retry: int, where: str = "POST {url}/chat/completions"
+    ) -> _Step:
         """A sending failure as a typed error (chained to it).
 
         Raises:
             Exception: ``exc`` itself when it is not an I/O failure (a bug).
         """
-        where = f"POST {self.url}/chat/completions"
+        where = where.format(url=self.url)
         after = f" (after {retry} retries)" if retry else ""
         kind = type(exc).__name__
         error: GraderError
@@ -689,6 +915,132 @@ class OpenAIGrader:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+SPEC_SETTINGS: dict[str, str] = {
+    "prompt": "binary or rubric",
+    "mode": "list or chunk",
+    "structured": "true or false",
+    "timeout": "seconds (a number > 0)",
+    "max_retries": "an integer >= 0",
+    "backoff": "seconds",
+    "backoff_max": "seconds",
+    "jitter": "a share in [0, 1]",
+    "max_concurrency": "an integer >= 1",
+    "temperature": "a number >= 0, or none",
+    "max_tokens": "an integer >= 1, or none",
+    "max_passage_chars": "an integer >= 1",
+}
+"""The settings a spec's query string may give (:meth:`OpenAIGrader.from_spec`), with
+what each takes; the constructor checks the values."""
+
+_TRUE, _FALSE = frozenset({"true", "yes", "1", "on"}), frozenset({"false", "no", "0", "off"})
+
+
+def _spec_value(key: str, text: str) -> Any:
+    """A spec setting's text as its value (the constructor checks the value).
+
+    Raises:
+        ConfigError: a text of the wrong kind.
+    """
+    word = text.strip().lower()
+    try:
+        if key in ("prompt", "mode"):
+            return text.strip()
+        if key == "structured":
+            if word not in _TRUE | _FALSE:
+                raise ValueError(text)
+            return word in _TRUE
+        if key in ("temperature", "max_tokens") and word == "none":
+            return None
+        if key in ("max_retries", "max_concurrency", "max_tokens", "max_passage_chars"):
+            return int(word)
+        return float(word)
+    except ValueError:
+        raise ConfigError(key, text, f"must be {SPEC_SETTINGS[key]}") from None
+
+
+def parse_spec(spec: str) -> tuple[str, str, dict[str, Any]]:
+    """``(model, base_url, settings)`` of ``openai:MODEL@BASE_URL[?KEY=VALUE&...]``
+    (:meth:`OpenAIGrader.from_spec`).
+
+    Raises:
+        ConfigError: not of that form, an unknown or repeated key, a bad value.
+    """
+    if not isinstance(spec, str):
+        raise ConfigError("spec", type(spec).__name__, "must be a string")
+    text = spec.strip()
+    text = text[len("openai:") :] if text.startswith("openai:") else text
+    at = max(text.rfind("@http://"), text.rfind("@https://"))
+    if at <= 0:
+        raise ConfigError(
+            "spec", _HIDDEN, "must be openai:MODEL@BASE_URL (an http(s) URL), with ?KEY=VALUE..."
+        )
+    model, url = text[:at], text[at + 1 :]
+    url, _, query = url.partition("?")
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ConfigError("spec", _HIDDEN, "its settings must be KEY=VALUE joined by &") from None
+    settings: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in SPEC_SETTINGS:
+            raise ConfigError(key, value, _unknown(key, SPEC_SETTINGS))
+        if key in settings:
+            raise ConfigError(key, value, "is given twice in the spec")
+        settings[key] = _spec_value(key, value)
+    return model, url, settings
+
+
+def _unknown(key: str, known: Sequence[str] | Mapping[str, Any]) -> str:
+    names = sorted(known)
+    close = difflib.get_close_matches(key, names, n=1)
+    return "unknown setting" + (
+        f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(names)}"
+    )
+
+
+def _constructor_settings() -> tuple[str, ...]:
+    return tuple(inspect.signature(OpenAIGrader.__init__).parameters)[1:]
+
+
+def _prompt_from(fields: Mapping[str, Any]) -> Prompt:
+    """A :class:`Prompt` from a dict of its fields (a settings file's ``[prompt]``).
+
+    Raises:
+        ConfigError: an unknown or missing field, or a bad value.
+    """
+    known = ("name", "version", "system", "list_template", "single_template", "grade_schema")
+    for key in fields:
+        if key not in known:
+            raise ConfigError(f"prompt.{key}", fields[key], _unknown(str(key), known))
+    missing = [k for k in known[:5] if k not in fields]
+    if missing:
+        raise ConfigError("prompt", sorted(fields), f"needs {', '.join(missing)}")
+    return Prompt(**{str(k): v for k, v in fields.items()})
+
+
+def _model_ids(response: httpx.Response) -> tuple[str, ...] | None:
+    """The ids of an OpenAI models list (``{"data": [{"id": ...}, ...]}``), else ``None``."""
+    try:
+        data = json.loads(response.content)
+    except (ValueError, RecursionError):
+        return None
+    rows = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        return None
+    ids = tuple(r["id"] for r in rows if isinstance(r, dict) and isinstance(r.get("id"), str))
+    return ids or None
+
+
+def _lists_model(ids: Sequence[str], model: str) -> bool:
+    """Whether ``model`` is one of ``ids``: the same, with Ollama's ``:latest`` added,
+    or the last part of a listed path (llama.cpp lists the model file's path)."""
+    for listed in ids:
+        base = listed.replace("\\", "/").rsplit("/", 1)[-1]
+        if model in (listed, base) or f"{model}:latest" == listed:
+            return True
+    return False
 
 
 def _endpoint(base_url: Any) -> tuple[str, str, str]:

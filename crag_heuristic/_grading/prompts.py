@@ -16,13 +16,23 @@ of wording: change the text, change the version. A user's own prompt is a
 :class:`Prompt` too (its templates hold ``{query}`` and ``{passages}`` /
 ``{n}``, or ``{passage}`` for one); the answer format the grader reads is
 :mod:`crag_heuristic._grading.answers`'s, whatever the prompt asks for.
+
+**Structured output.** A prompt may say what one grade is as a JSON schema
+(``grade_schema``: ``{"type": "string", "enum": ["yes", "no"]}`` for the binary
+prompt, a number from 0 to 1 for the rubric). The grader then asks the server
+for an answer of that shape (:meth:`Prompt.response_schema`:
+``{"grades": [g1, ..., gn]}`` with exactly ``n`` grades, or ``{"grade": g}``),
+and a server that decodes under the schema (llama.cpp, vLLM, Ollama, OpenAI)
+cannot answer anything else. A prompt without one is sent without a schema.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import ConfigError
@@ -45,10 +55,14 @@ class Prompt:
             is written twice).
         single_template: the user message for one passage: ``{query}`` and
             ``{passage}``.
+        grade_schema: the JSON schema of one grade, for structured output
+            (module doc; ``None``: no schema is sent). It should accept what
+            the templates ask for, and :mod:`~crag_heuristic._grading.answers`
+            must read it (``"yes"`` / ``"no"``, a number in [0, 1], a 0-3 integer).
 
     Raises:
-        ConfigError: a bad name or version, or a template without its fields
-            (or with others).
+        ConfigError: a bad name or version, a template without its fields
+            (or with others), or a grade schema that is not a JSON object.
     """
 
     name: str
@@ -56,6 +70,7 @@ class Prompt:
     system: str
     list_template: str
     single_template: str
+    grade_schema: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -66,6 +81,8 @@ class Prompt:
             raise ConfigError("prompt.system", self.system, "must be a string")
         _check_template("prompt.list_template", self.list_template, ("query", "passages"), n=3)
         _check_template("prompt.single_template", self.single_template, ("query", "passage"))
+        if self.grade_schema is not None:
+            object.__setattr__(self, "grade_schema", _checked_schema(self.grade_schema))
 
     @property
     def id(self) -> str:
@@ -77,6 +94,25 @@ class Prompt:
         """The first 12 hex digits of the SHA-256 of the three texts."""
         text = "\x1f".join((self.system, self.list_template, self.single_template))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+    def response_schema(self, n: int | None) -> dict[str, Any] | None:
+        """The JSON schema of a whole answer: ``{"grades": [...]}`` with exactly ``n``
+        grades, or ``{"grade": g}`` (``n=None``, one passage); ``None`` without a
+        ``grade_schema``."""
+        if self.grade_schema is None:
+            return None
+        grade = json.loads(json.dumps(self.grade_schema))  # a copy the caller may keep
+        if n is None:
+            key, value = "grade", grade
+        else:
+            key = "grades"
+            value = {"type": "array", "items": grade, "minItems": n, "maxItems": n}
+        return {
+            "type": "object",
+            "properties": {key: value},
+            "required": [key],
+            "additionalProperties": False,
+        }
 
     def messages(self, query: str, passages: list[str], *, single: bool) -> list[dict[str, str]]:
         """The chat messages asking about ``passages`` (one, with ``single``)."""
@@ -91,6 +127,23 @@ class Prompt:
         if self.system:
             out.insert(0, {"role": "system", "content": self.system})
         return out
+
+
+def _checked_schema(schema: Any) -> dict[str, Any]:
+    """A copy of a grade's JSON schema.
+
+    Raises:
+        ConfigError: not a mapping with string keys that JSON encodes.
+    """
+    if not isinstance(schema, Mapping) or not all(isinstance(k, str) for k in schema):
+        raise ConfigError(
+            "prompt.grade_schema", type(schema).__name__, "must be a JSON schema (a dict)"
+        )
+    try:
+        copied: dict[str, Any] = json.loads(json.dumps(dict(schema)))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("prompt.grade_schema", "<schema>", f"must be JSON ({exc})") from None
+    return copied
 
 
 def _check_template(field: str, template: Any, needed: tuple[str, ...], **extra: Any) -> None:
@@ -130,6 +183,7 @@ BINARY = Prompt(
         "Is the passage relevant to the question? Reply with JSON only: "
         '{{"grade": "yes"}} or {{"grade": "no"}}.'
     ),
+    grade_schema={"type": "string", "enum": ["yes", "no"]},
 )
 """The binary prompt (yes / no), version 1."""
 
@@ -157,6 +211,7 @@ RUBRIC = Prompt(
         "Passage:\n{passage}\n\n"
         'Rate the passage from 0 to 1. Reply with JSON only: {{"grade": 0.7}}.'
     ),
+    grade_schema={"type": "number", "minimum": 0, "maximum": 1},
 )
 """The graded rubric prompt (0 to 1), version 1."""
 

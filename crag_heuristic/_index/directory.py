@@ -26,18 +26,31 @@ analyses come from it); the documents are embedded in batches. A build writes
 into a temporary directory beside ``DIR`` and renames it into place, so a
 reader never sees half an index, and an index directory already at ``DIR`` is
 replaced whole; anything else there is refused. Loading checks the manifest:
-its kind and format version, and that every file it lists is there, of its
-size and SHA-256 (``verify=False`` checks sizes only, for a corpus too large to
-hash at each start); a directory that does not match is an
+its kind and format version, each field's type and bounds, its signature (with
+a ``secret``), that it lists exactly the parts below, and that each is a
+regular file of the directory (no symlink), of its size and SHA-256
+(``verify=False`` checks sizes only, for a corpus too large to hash at each
+start); a directory that does not match is an
 :class:`~crag_heuristic.IndexDirectoryError` (an ``InputError``). The parts are
-read when first used: ``evaluate --index`` reads the statistics alone.
+read when first used (``evaluate --index`` reads the statistics alone), each
+checked as it is read: a part that is not what the build wrote is an
+``IndexDirectoryError`` too, never an error of numpy, FAISS or JSON, and
+nothing is allocated from a header larger than the file that holds it.
+
+An index directory is data, never code: an embedder named by its spec is
+imported only when the operator names the same spec when loading
+(``embedder="package.module:attribute"``, ``--embedder``) or trusts the
+directory's (``trust_embedder=True``, ``--trust-embedder``); the LSA
+projection is data and loads as it is. The threat model: ``docs/cli.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
+import struct
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -46,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cache.signing import signer_of
 from .._documents import to_chunk
 from .._exceptions import IndexDirectoryError, InputError
 from .._retrievers.bm25 import BM25Retriever
@@ -55,17 +69,24 @@ from .._text.corpus import CorpusStats
 from .._types import Chunk, ScoreKind
 from . import embedders
 from .docstore import DocStore, write_docstore
-from .manifest import MANIFEST, IndexManifest, file_digest
+from .manifest import (
+    BM25,
+    MANIFEST,
+    METRICS,
+    STATS,
+    VECTORS,
+    IndexManifest,
+    file_digest,
+    open_part,
+)
 
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(stage, done, total)``: a build's stage (``"analysing"``, ``"fitting"``,
 ``"embedding"``, ``"writing"``) and how far it is (``total`` ``None``: unknown)."""
 
-VECTORS = "vectors.faiss"
-STATS = "stats.npz"
-BM25 = "bm25.npz"
-METRICS = ("ip", "l2")
 DEFAULT_BATCH = 256
+_FLAT = {"ip": (b"IxFI", 0), "l2": (b"IxF2", 1)}  # a flat index's FAISS fourcc and metric
+_FLAT_HEADER = struct.Struct("<4siqqq?iQ")  # fourcc, d, ntotal, 2 unused, trained, metric, codes
 
 
 def _no_progress(stage: str, done: int, total: int | None) -> None:
@@ -84,10 +105,20 @@ class IndexDirectory:
         analyzer: the analyzer it was built with.
     """
 
-    def __init__(self, path: Path, manifest: IndexManifest, analyzer: Analyzer) -> None:
+    def __init__(
+        self,
+        path: Path,
+        manifest: IndexManifest,
+        analyzer: Analyzer,
+        *,
+        embedder: str | None = None,
+        trust_embedder: bool = False,
+    ) -> None:
         self.path = path
         self.manifest = manifest
         self.analyzer = analyzer
+        self._named_embedder = embedder
+        self._trust_embedder = trust_embedder
 
     def __repr__(self) -> str:
         return (
@@ -104,6 +135,9 @@ class IndexDirectory:
         *,
         analyzer: Analyzer | None = None,
         verify: bool = True,
+        secret: str | bytes | None = None,
+        embedder: str | None = None,
+        trust_embedder: bool = False,
     ) -> IndexDirectory:
         """Open an index directory, refusing one whose manifest does not match.
 
@@ -112,20 +146,35 @@ class IndexDirectory:
             analyzer: the evaluator's analyzer (default :class:`Analyzer`): it
                 must be the one the directory was built with.
             verify: check each file's SHA-256 (else its size only).
+            secret: the secret the manifest was signed with (``build(secret=...)``):
+                then an unsigned manifest, or one signed otherwise, is refused;
+                without it, a signed manifest is refused.
+            embedder: for a directory whose embedder is a spec of yours, that
+                spec (``"package.module:attribute"``): it is imported only when
+                it is the directory's (``"lsa"`` or ``None`` for an LSA one).
+            trust_embedder: import the spec the directory names, whatever it is
+                (the directory is yours): code runs from it.
 
         Raises:
             IndexDirectoryError: no manifest, another kind or format version, a
-                file missing or changed, or another analyzer.
+                field that does not fit, a signature that does not, a file
+                listed that is not a part, missing, not a regular file or
+                changed, or another analyzer.
+            ConfigError: a secret shorter than 16 bytes (never shown).
         """
         where = Path(path)
-        manifest = IndexManifest.read(where)
+        if embedder is not None and not isinstance(embedder, str):
+            raise InputError(f"embedder must be a spec or None, got {type(embedder).__name__}")
+        manifest = IndexManifest.read(where, secret=secret)
         manifest.check_files(where, digests=verify)
         analyzer = analyzer or Analyzer()
         if manifest.analyzer != analyzer.fingerprint:
             raise IndexDirectoryError(
                 os.fspath(where), "analyzer", manifest.analyzer, analyzer.fingerprint
             )
-        return cls(where, manifest, analyzer)
+        return cls(
+            where, manifest, analyzer, embedder=embedder, trust_embedder=bool(trust_embedder)
+        )
 
     def _refuse(self, what: str, exc: Exception) -> IndexDirectoryError:
         return IndexDirectoryError(os.fspath(self.path), "content", f"{what}: {exc}", "its parts")
@@ -145,7 +194,7 @@ class IndexDirectory:
         try:
             store = DocStore.open(self.path)
         except InputError as exc:
-            raise self._refuse("the docstore", exc) from exc
+            raise self._refuse("the docstore", exc) from None
         self._check_size("a docstore", len(store))
         return store
 
@@ -155,34 +204,85 @@ class IndexDirectory:
         try:
             stats = CorpusStats.load(self.path / STATS, analyzer=self.analyzer)
         except InputError as exc:
-            raise self._refuse("the statistics", exc) from exc
+            raise self._refuse("the statistics", exc) from None
         self._check_size("statistics", stats.n_docs)
         stats.fingerprint()  # the router's cache keys hold it: made now, not on a query
         return stats
 
     @functools.cached_property
     def faiss_index(self) -> Any:
-        """The documents' vectors (a flat ``faiss.Index``)."""
+        """The documents' vectors (a flat ``faiss.Index``: its header checked against the
+        manifest and the file's size before FAISS reads it; every vector finite)."""
         import faiss
 
+        self._check_flat()
         try:
             index = faiss.read_index(str(self.path / VECTORS))
-        except RuntimeError as exc:
-            raise self._refuse("the FAISS index", exc) from exc
+        except (RuntimeError, MemoryError) as exc:
+            raise self._refuse("the FAISS index", exc) from None
         self._check_size("a FAISS index", int(index.ntotal))
         if int(index.d) != self.manifest.dimension:
             raise self._refuse("the FAISS index", ValueError(f"{index.d} dimensions"))
+        flat: Any = index  # a flat index: its vectors are readable in place
+        n = int(index.ntotal) * int(index.d)
+        if not np.all(np.isfinite(faiss.rev_swig_ptr(flat.get_xb(), n))):
+            raise self._refuse("the FAISS index", ValueError("NaN or infinite vectors"))
         return index
+
+    def _check_flat(self) -> None:
+        """Refuse a vectors file that is not the flat index of the manifest's metric,
+        documents and dimension, of exactly the bytes those take."""
+        n, d = self.manifest.documents, self.manifest.dimension
+        fourcc, metric = _FLAT[self.manifest.faiss["metric"]]
+        fd = open_part(self.path, VECTORS)
+        with os.fdopen(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            head = handle.read(_FLAT_HEADER.size)
+        if len(head) != _FLAT_HEADER.size:
+            raise self._refuse("the FAISS index", ValueError("cut short"))
+        found, dim, total, _, _, trained, kind, codes = _FLAT_HEADER.unpack(head)
+        if (found, dim, total, trained, kind, codes) != (fourcc, d, n, True, metric, n * d):
+            raise self._refuse(
+                "the FAISS index",
+                ValueError(f"not the flat {self.manifest.faiss['metric']} index of the manifest"),
+            )
+        if size != _FLAT_HEADER.size + 4 * n * d:
+            raise self._refuse("the FAISS index", ValueError("of another length than its vectors"))
 
     @functools.cached_property
     def embedder(self) -> Any:
-        """The query embedder (the saved LSA projection, or the spec's object)."""
-        try:
-            return embedders.load(self.manifest.embedder, self.path, self.analyzer)
-        except InputError as exc:
+        """The query embedder: the saved LSA projection (data), or the object a spec of
+        yours names, imported only when it was named when loading (``embedder=``) or
+        the directory is trusted (``trust_embedder=True``)."""
+        entry = self.manifest.embedder
+        where = os.fspath(self.path)
+        named = self._named_embedder
+        if entry["kind"] == "spec":
+            spec = entry["spec"]
+            if named != spec and not self._trust_embedder:
+                raise IndexDirectoryError(
+                    where,
+                    "embedder",
+                    f"the spec {spec!r} (code it would import)"
+                    + (f", not the {named!r} named" if named is not None else ""),
+                    "the same spec named when loading, or trust in the directory",
+                )
+        elif named not in (None, embedders.LSA):
             raise IndexDirectoryError(
-                os.fspath(self.path), "embedder", str(exc), "an embedder that loads"
+                where, "embedder", "a saved LSA projection", f"the spec named, {named!r}"
+            )
+        try:
+            embedder = embedders.load(entry, self.path, self.analyzer)
+        except InputError as exc:
+            if entry["kind"] == embedders.LSA:  # data the build wrote: damaged
+                raise self._refuse("the LSA projection", exc) from None
+            raise IndexDirectoryError(
+                where, "embedder", str(exc), "an embedder that loads"
             ) from exc
+        dimension = getattr(embedder, "dimension", self.manifest.dimension)
+        if entry["kind"] == embedders.LSA and dimension != self.manifest.dimension:
+            raise self._refuse("the LSA projection", ValueError(f"{dimension} dimensions"))
+        return embedder
 
     def retriever(self, **options: Any) -> FaissRetriever:
         """A :class:`FaissRetriever` over the directory: its vectors, documents,
@@ -208,7 +308,7 @@ class IndexDirectory:
                 name=name,
             )
         except InputError as exc:
-            raise self._refuse("the BM25 side", exc) from exc
+            raise self._refuse("the BM25 side", exc) from None
 
     # -- building -----------------------------------------------------------------------
 
@@ -224,6 +324,7 @@ class IndexDirectory:
         n_components: int = 64,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
+        secret: str | bytes | None = None,
     ) -> IndexDirectory:
         """Build an index directory of ``documents`` at ``path`` (see the module doc).
 
@@ -242,6 +343,9 @@ class IndexDirectory:
             batch_size: texts embedded per call of the embedder.
             progress: ``progress(stage, done, total)`` as the build goes (the
                 command line's progress line); nothing by default.
+            secret: sign the manifest with it (HMAC-SHA256, 16 bytes or more):
+                :meth:`load` then needs the same secret, and whoever writes
+                the directory without it cannot change what it lists.
 
         Raises:
             InputError: no documents, a bad document or argument, repeated ids,
@@ -249,7 +353,9 @@ class IndexDirectory:
             IndexDirectoryError: ``path`` holds something that is not an index
                 directory (``field="out"``).
             MissingDependencyError: ``"lsa"`` without scikit-learn (``calibrate``).
+            ConfigError: a secret shorter than 16 bytes (never shown).
         """
+        signer = signer_of(secret, "secret")
         report = progress or _no_progress
         if metric not in METRICS:
             raise InputError(f"metric must be one of {list(METRICS)}, got {metric!r}")
@@ -302,12 +408,13 @@ class IndexDirectory:
                 },
                 build_seconds={k: round(v, 3) for k, v in seconds.items()},
             )
-            manifest.write(building)
+            manifest = dataclasses.replace(manifest, signed=signer is not None)
+            manifest.write(building, secret=signer)
             _replace(building, out)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
             raise
-        return cls(out, manifest, analyzer)
+        return cls(out, manifest, analyzer, embedder=embedder)  # named by its builder
 
 
 def _chunks(documents: Sequence[Any]) -> list[Chunk]:

@@ -30,8 +30,9 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from .._exceptions import InputError
+from .._exceptions import IndexDirectoryError, InputError
 from .._text.corpus import write_npz
+from .._text.npz import read_npz
 from .._types import Chunk
 
 LINES = "docs.jsonl"
@@ -53,6 +54,14 @@ def _line(chunk: Chunk) -> bytes:
     except (TypeError, ValueError) as exc:
         raise InputError(f"document {chunk.id!r}: its metadata is not JSON ({exc})") from None
     return text.encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _integers(values: Any) -> npt.NDArray[np.int64]:
+    """``values`` as int64, refused unless they are integers (no float cut to one)."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"integers expected, got {array.dtype}")
+    return np.ascontiguousarray(array, dtype=np.int64)
 
 
 def write_docstore(chunks: Iterable[Chunk], folder: Path) -> tuple[str, ...]:
@@ -91,7 +100,7 @@ class DocStore(Sequence[Chunk]):
         self._ids: list[str] | None = None
         size = lines.stat().st_size
         if self._bounds[0] != 0 or self._bounds[-1] != size or np.any(np.diff(offsets) <= 0):
-            raise InputError(f"{lines}: the offsets do not cut the file ({size} bytes)")
+            raise InputError(f"the offsets of {INDEX} do not cut {LINES}")
         with open(lines, "rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         self._decoded = functools.lru_cache(maxsize=_DECODED)(self._decode)
@@ -105,18 +114,20 @@ class DocStore(Sequence[Chunk]):
         """
         folder = Path(folder)
         try:
-            with np.load(folder / INDEX, allow_pickle=False) as data:
-                offsets = np.ascontiguousarray(data["offsets"], dtype=np.int64)
-                blob = np.ascontiguousarray(data["id_blob"], dtype=np.uint8).tobytes()
-                ends = np.ascontiguousarray(data["id_ends"], dtype=np.int64)
-        except (OSError, KeyError, ValueError, EOFError) as exc:
-            raise InputError(f"cannot read {folder / INDEX}: {exc}") from exc
+            data = read_npz(folder / INDEX)
+            offsets = _integers(data["offsets"])
+            blob = np.ascontiguousarray(data["id_blob"]).view(np.uint8).tobytes()
+            ends = _integers(data["id_ends"])
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise InputError(f"cannot read {INDEX}: {exc}") from None
         if offsets.ndim != 1 or len(offsets) < 2 or ends.shape != (len(offsets) - 1,):
-            raise InputError(f"{folder / INDEX}: offsets and ids of mismatched lengths")
+            raise InputError(f"{INDEX}: offsets and ids of mismatched lengths")
+        if len(ends) and (ends[0] < 0 or np.any(np.diff(ends) < 0) or ends[-1] != len(blob)):
+            raise InputError(f"{INDEX}: the ids' ends do not cut their blob")
         try:
             return cls(folder / LINES, offsets, (blob, ends))
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {folder / LINES}: {exc}") from exc
+            raise InputError(f"cannot read {LINES}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"DocStore({str(self.path)!r}, documents={len(self)})"
@@ -144,7 +155,17 @@ class DocStore(Sequence[Chunk]):
 
     def _decode(self, i: int) -> Chunk:
         raw = self._map[self._bounds[i] : self._bounds[i + 1]]
-        return Chunk.from_dict(json.loads(raw))
+        try:
+            return Chunk.from_dict(json.loads(raw))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            what = f"document {i}: not a chunk's JSON line ({type(exc).__name__})"
+            raise self._damaged(what) from None
+
+    def _damaged(self, what: str) -> IndexDirectoryError:
+        """The error of a part of the docstore that is not what the build wrote."""
+        return IndexDirectoryError(
+            os.fspath(self.path.parent), "content", f"{LINES}: {what}", "what the build wrote"
+        )
 
     @property
     def ids(self) -> list[str]:
@@ -152,14 +173,17 @@ class DocStore(Sequence[Chunk]):
         if self._ids is None:
             blob, ends = self._ids_source
             starts = [0, *ends.tolist()]
-            text = blob.decode("utf-8", "surrogatepass")
-            if text.isascii():
-                self._ids = [text[a:b] for a, b in itertools.pairwise(starts)]
-            else:  # byte offsets: cut the bytes
-                self._ids = [
-                    blob[a:b].decode("utf-8", "surrogatepass")
-                    for a, b in itertools.pairwise(starts)
-                ]
+            try:
+                text = blob.decode("utf-8", "surrogatepass")
+                if text.isascii():
+                    self._ids = [text[a:b] for a, b in itertools.pairwise(starts)]
+                else:  # byte offsets: cut the bytes
+                    self._ids = [
+                        blob[a:b].decode("utf-8", "surrogatepass")
+                        for a, b in itertools.pairwise(starts)
+                    ]
+            except UnicodeDecodeError:
+                raise self._damaged(f"{INDEX}: ids that are not UTF-8") from None
         return self._ids
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ from .._exceptions import InputError
 from .._sample import LsaEmbedder, LsaProjection
 from .._text.analyzer import Analyzer
 from .._text.corpus import write_npz
+from .._text.npz import read_npz
 
 LSA = "lsa"
 LSA_FILE = "embedder.npz"
@@ -129,10 +130,9 @@ def load(entry: Mapping[str, Any], folder: Path, analyzer: Analyzer) -> Any:
     """
     if entry.get("kind") == LSA:
         try:
-            with np.load(folder / str(entry["file"]), allow_pickle=False) as data:
-                return LsaProjection.from_arrays(data, analyzer)
-        except (OSError, KeyError, ValueError, EOFError) as exc:
-            raise InputError(f"cannot read the LSA projection: {exc}") from exc
+            return LsaProjection.from_arrays(read_npz(folder / LSA_FILE), analyzer)
+        except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
+            raise InputError(f"cannot read the LSA projection: {exc}") from None
     if entry.get("kind") == "spec" and isinstance(entry.get("spec"), str):
         return import_embedder(entry["spec"])
     raise InputError(f"unknown embedder {dict(entry)!r}")

@@ -6,6 +6,7 @@ does the same few things and differs in a few lines:
 - :class:`ScoreConversion`: one backend's raw scores become chunk scores of
   one :class:`~crag_heuristic.ScoreKind`; a non-finite raw score is refused
   (``ValueError`` naming the backend) before the subclass's ``_convert``.
+  :class:`DeclaredScores` keeps them as they are, of a declared kind.
 - :class:`ScoredAdapter`: ``scores`` (a conversion), ``score_kind`` and
   ``score_semantics`` read from it, :meth:`~ScoredAdapter.corpus_stats` (the
   statistics made at construction) and ``_score``, one raw score converted or
@@ -74,12 +75,20 @@ class ScoreConversion:
         kind: the :class:`ScoreKind` of converted scores.
         semantics: the conversion in words, for logs and results.
         metric_name: a short name for chunk metadata (``"l2"``, ``"cosine"`` ...).
+        raw_kind: the kind of the raw scores themselves (``UNKNOWN`` when no kind
+            describes them): what to declare where they are graded unconverted
+            (a LlamaIndex node's score). By default :attr:`kind`.
     """
 
     backend: ClassVar[str] = "the store"  # who returned the raw score, for the error
     kind: ScoreKind
     semantics: str
     metric_name: str
+
+    @property
+    def raw_kind(self) -> ScoreKind:
+        """The kind of the raw scores (here: :attr:`kind`, no formula applies)."""
+        return self.kind
 
     def __call__(self, raw: float) -> float:
         """One raw score converted to :attr:`kind`.
@@ -94,6 +103,24 @@ class ScoreConversion:
     def _convert(self, raw: float) -> float:
         """A finite raw score converted (here: kept as it is)."""
         return raw
+
+
+class DeclaredScores(ScoreConversion):
+    """Raw scores taken as they are, with a declared kind (no formula applies).
+
+    Attributes:
+        kind: the :class:`ScoreKind` the raw scores are declared to be.
+        semantics: the declaration in words.
+        metric_name: a short name for chunk metadata (``"cosine"``, ``"unknown"`` ...).
+    """
+
+    def __init__(self, kind: ScoreKind, semantics: str, metric_name: str) -> None:
+        self.kind = kind
+        self.semantics = semantics
+        self.metric_name = metric_name
+
+    def __repr__(self) -> str:
+        return f"DeclaredScores({self.kind.value}: {self.semantics!r})"
 
 
 class ScoredAdapter:

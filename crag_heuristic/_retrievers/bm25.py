@@ -43,6 +43,17 @@ weights and the corpus statistics stay those of the whole corpus (the IDF the
 evaluator uses); a document outside the filter scores 0, so it is never
 returned, and the view's ``scope`` names the filter (see
 :mod:`crag_heuristic._retrievers.scope`).
+
+Shared statistics tell a little across the filter: a term's IDF and the mean
+length count every tenant's documents, so a tenant who watches its own
+documents' scores can learn whether other tenants' documents hold a term (its
+own document's score moves when another tenant adds documents with the term).
+``with_filter(where, isolated=True)`` gives the view its own statistics
+instead: a BM25 index of the admitted documents alone (their IDF, their mean
+length; its ``corpus_stats()`` theirs too), so nothing outside the
+filter moves a score. The cost: an index per view, built when the view is made
+(the time and memory of a ``BM25Retriever`` over the documents it admits), where
+a shared view costs one boolean per document of the corpus.
 """
 
 from __future__ import annotations
@@ -51,7 +62,6 @@ import copy
 import math
 import os
 import time
-import zipfile
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -68,6 +78,7 @@ from .._optional import requires
 from .._text.analyses import AnalysesPart, ChunkAnalyses
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, _log_event, write_npz
+from .._text.npz import read_npz
 from .._text.terms import TermTable
 from .._types import Chunk, ScoreKind
 from .._version import __version__
@@ -380,7 +391,9 @@ class BM25Retriever:
         """The documents it searches (those its filter admits, for a view)."""
         return len(self.documents) if self._mask is None else int(self._mask.sum())
 
-    def with_filter(self, where: Mapping[str, Any] | Callable[[Chunk], bool]) -> BM25Retriever:
+    def with_filter(
+        self, where: Mapping[str, Any] | Callable[[Chunk], bool], *, isolated: bool = False
+    ) -> BM25Retriever:
         """This retriever searching only the documents ``where`` admits (a view: the
         weights, documents and statistics are shared; a view of a view admits what
         both filters admit).
@@ -391,12 +404,19 @@ class BM25Retriever:
                 :func:`~crag_heuristic._retrievers.scope.metadata_filter`), so one
                 filter serves the store and this retriever; or a predicate over
                 each document's :class:`Chunk` (``lambda c: c.id in allowed``).
+            isolated: give the view statistics of its own (strict isolation: see
+                the module doc for what shared statistics tell and what this costs):
+                a new index over the admitted documents, with the same analyzer,
+                parameters and backend.
 
         Reads every document once (the admitted set is kept as a mask).
 
         Raises:
-            InputError: neither a mapping nor a callable, an unknown operator, or
-                a predicate that raised.
+            InputError: neither a mapping nor a callable, an unknown operator, a
+                predicate that raised, or (``isolated``) a filter that admits no
+                document.
+            ScopeError: a metadata filter that mixes ``$and`` / ``$or`` / ``$not``
+                with another key.
         """
         admit: Callable[[Chunk], bool]
         if isinstance(where, Mapping):
@@ -417,13 +437,32 @@ class BM25Retriever:
                 raise InputError(
                     f"the filter raised {type(exc).__name__} on document {chunk.id!r}"
                 ) from exc
-        view = copy.copy(self)
         own = f"filter {describe(where)}"
         if self._mask is not None:
             mask &= self._mask
             own = f"{self.scope} and {own}"
+        if isolated:
+            return self._isolated(mask, f"{own} (own statistics)")
+        view = copy.copy(self)
         view._mask = mask
         view.scope = own
+        return view
+
+    def _isolated(self, mask: npt.NDArray[np.bool_], scope: str) -> BM25Retriever:
+        """A new index over the documents ``mask`` admits (see :meth:`with_filter`)."""
+        admitted = [self.documents[int(i)] for i in np.flatnonzero(mask)]
+        if not admitted:
+            raise InputError("the filter admits no document: an isolated view needs one or more")
+        view = BM25Retriever(
+            admitted,
+            analyzer=self.analyzer,
+            k1=self.k1,
+            b=self.b,
+            variant=self.variant,
+            backend=self.backend,
+            name=self.name,
+        )
+        view.scope = scope
         return view
 
     @property
@@ -552,9 +591,8 @@ class BM25Retriever:
         analyzer = analyzer or Analyzer()
         where = os.fspath(path)
         try:
-            with np.load(where, allow_pickle=False) as data:
-                fields = {key: data[key] for key in data.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            fields = read_npz(where)
+        except (OSError, ValueError) as exc:
             raise InputError(f"cannot read the BM25 file {where!r}: {exc}") from exc
         try:
             kind, version = str(fields["kind"]), int(fields["format_version"])

@@ -199,6 +199,16 @@ class FaissScores(ScoreConversion):
         else:
             self.kind, self.semantics = ScoreKind.DISTANCE, f"raw {self.metric_name} distance"
 
+    @property
+    def raw_kind(self) -> ScoreKind:
+        """The raw FAISS score's kind: an inner product (a cosine for unit vectors),
+        a squared L2 distance (of unit vectors: ``SQUARED_L2``), else a distance."""
+        if self._ip:
+            return self.kind
+        if self._l2 and self.normalized:
+            return ScoreKind.SQUARED_L2
+        return ScoreKind.DISTANCE
+
     def _convert(self, raw: float) -> float:
         if self._ip:
             return raw

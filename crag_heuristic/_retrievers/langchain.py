@@ -66,27 +66,10 @@ from .._redact import describe
 from .._text.analyzer import Analyzer
 from .._text.corpus import CorpusStats, resolve_corpus_stats
 from .._types import Chunk, ScoreKind
-from .base import ScoreConversion, ScoredAdapter
+from .base import DeclaredScores, ScoreConversion, ScoredAdapter
 from .faiss import FaissScores, detect_unit_vectors
-from .scope import search_scope
-
-
-class DeclaredScores(ScoreConversion):
-    """Raw scores taken as they are, with a declared kind (no formula applies).
-
-    Attributes:
-        kind: the :class:`ScoreKind` the raw scores are declared to be.
-        semantics: the declaration in words.
-        metric_name: a short name for chunk metadata (``"cosine"``, ``"unknown"`` ...).
-    """
-
-    def __init__(self, kind: ScoreKind, semantics: str, metric_name: str) -> None:
-        self.kind = kind
-        self.semantics = semantics
-        self.metric_name = metric_name
-
-    def __repr__(self) -> str:
-        return f"DeclaredScores({self.kind.value}: {self.semantics!r})"
+from .scope import check_search_filters, search_scope
+from .stores import read_store_scores, warn_unknown_scores
 
 
 def _score_kind(value: ScoreKind | str) -> ScoreKind:
@@ -142,11 +125,48 @@ def store_scores(
         return DeclaredScores(
             ScoreKind.COSINE, "cosine similarity (InMemoryVectorStore computes it)", "cosine"
         )
+    read = read_store_scores(store, normalized=normalized)
+    if read is not None:
+        return read
     return DeclaredScores(
         ScoreKind.UNKNOWN,
         f"unknown: {type(store).__name__} does not say what its scores mean; they are kept "
         "as UNKNOWN and the gate has no similarity evidence (declare score_kind=...)",
         "unknown",
+    )
+
+
+_KINDS_HINT = (
+    "cosine, cosine_distance (1 - cos, as Chroma's cosine space), squared_l2, l2, "
+    "inner_product or distance"
+)
+
+
+def unknown_store_message(store: Any) -> str:
+    """The warning for a store whose scores are neither declared nor read: what and the fix."""
+    return (
+        f"{type(store).__name__} does not say what its scores are (crag-heuristic reads them "
+        "from FAISS, InMemoryVectorStore, Chroma and Qdrant stores): they are kept as UNKNOWN "
+        "and the gate grades without similarity evidence. Declare them: "
+        f"score_kind='cosine' (or what the store returns: {_KINDS_HINT})"
+    )
+
+
+def scoreless_retriever_message(base: Any) -> str:
+    """The warning for a retriever that returns documents without scores, and the fix."""
+    name = type(base).__name__
+    search_type = getattr(base, "search_type", None)
+    if getattr(base, "vectorstore", None) is not None and search_type is not None:
+        return (
+            f"{name} with search_type={search_type!r} returns documents without scores: the "
+            "gate grades without similarity evidence. Use search_type='similarity' (its "
+            "store's scores are then read), or pass the store itself (base=vectorstore)"
+        )
+    return (
+        f"{name} is a retriever, which returns documents without scores: the gate grades "
+        "without similarity evidence. Pass the vector store itself (base=vectorstore, or "
+        "vectorstore.as_retriever() in similarity mode), or name the metadata field that "
+        "holds each document's score and its kind (score_key='score', score_kind='cosine')"
     )
 
 
@@ -310,6 +330,7 @@ def split_search_kwargs(
         raise InputError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
     base, inherited = _unwrap(base)
     kwargs = {**inherited, **dict(search_kwargs or {})}
+    check_search_filters(kwargs)
     k = kwargs.pop("k", None)
     return base, kwargs, None if k is None else check_k(k)
 
@@ -387,6 +408,10 @@ class LangChainRetriever(ScoredAdapter):
             have none unless given.
         analyzer: for corpus statistics (use the evaluator's).
         name: the retriever's name in errors.
+        warn_unknown: issue :class:`~crag_heuristic.retrievers.UnknownScoresWarning`
+            (once) when the scores are neither declared nor read from the store;
+            ``False`` for a retriever whose scores the gate does not read (a lexical
+            retriever's rankings are fused by rank).
 
     Raises:
         InputError: ``base`` is neither a store nor a retriever; an unknown
@@ -413,6 +438,7 @@ class LangChainRetriever(ScoredAdapter):
         stats_from_docstore: bool = True,
         analyzer: Analyzer | None = None,
         name: str = "langchain",
+        warn_unknown: bool = True,
     ) -> None:
         base, kwargs, k = split_search_kwargs(base, search_kwargs)
         if k is not None:
@@ -459,6 +485,19 @@ class LangChainRetriever(ScoredAdapter):
                 what = f"metadata[{score_key!r}] declared by the caller: {kind.value}"
             self.scores = DeclaredScores(kind, what, kind.value)
         self._scoreless = False  # a store found to return no scores
+        self._warn_unknown = bool(warn_unknown)  # at most once per retriever: cleared once warned
+        if warn_unknown and self.scores.kind is ScoreKind.UNKNOWN and score_kind is None:
+            self._warn_unknown = False
+            if self.mode == "store":
+                warn_unknown_scores(unknown_store_message(base))
+            elif score_key is None:
+                warn_unknown_scores(scoreless_retriever_message(base))
+            else:
+                warn_unknown_scores(
+                    f"metadata[{score_key!r}] of {type(base).__name__}'s documents is read as "
+                    f"UNKNOWN: the gate grades without similarity evidence. Declare its kind: "
+                    f"score_kind='cosine' (or {_KINDS_HINT})"
+                )
         documents = None  # the docstore is read only to build statistics (not when given)
         if corpus_stats is None and stats_from_docstore:
             documents = _store_documents(base, self.name)
@@ -501,6 +540,7 @@ class LangChainRetriever(ScoredAdapter):
             raise InputError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
         if "k" in search_kwargs:
             raise InputError("k is not a search keyword here: the router asks for k per search")
+        check_search_filters(search_kwargs)
         view = copy.copy(self)
         view.search_kwargs = {**self.search_kwargs, **search_kwargs}
         return view
@@ -519,6 +559,13 @@ class LangChainRetriever(ScoredAdapter):
                 retriever=self.name,
             )
         self._scoreless = True
+        if self._warn_unknown:
+            self._warn_unknown = False
+            warn_unknown_scores(
+                f"{type(self.base).__name__} returns no scores (similarity_search_with_score "
+                "is not implemented): the gate grades without similarity evidence. Give the "
+                "router a store that returns them, or require_scores=True to make it an error"
+            )
         return None
 
     def search(self, query: str, k: int) -> list[Chunk]:

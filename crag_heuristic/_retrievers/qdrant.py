@@ -164,6 +164,14 @@ class QdrantScores(ScoreConversion):
         else:
             self.kind, self.semantics = ScoreKind.DISTANCE, "Manhattan (L1) distance"
 
+    @property
+    def raw_kind(self) -> ScoreKind:
+        """The raw Qdrant score's kind: the Euclidean distance of unit vectors is
+        ``L2``; the others are their converted kind (no formula applies)."""
+        if self.kind is ScoreKind.COSINE and self.distance is models.Distance.EUCLID:
+            return ScoreKind.L2
+        return self.kind
+
     def _convert(self, raw: float) -> float:
         if self.kind is ScoreKind.COSINE and self.distance is models.Distance.EUCLID:
             return to_cosine(max(raw, 0.0), ScoreKind.L2)
@@ -173,6 +181,34 @@ class QdrantScores(ScoreConversion):
 
     def __repr__(self) -> str:
         return f"QdrantScores({self.semantics!r})"
+
+
+def sampled_scores(
+    client: QdrantClient,
+    collection: str,
+    distance: models.Distance,
+    vector_name: str | None,
+    normalized: bool | None,
+) -> QdrantScores:
+    """The conversion of a collection's scores, whether its stored vectors have
+    unit norm read from a sample when not given (Cosine: Qdrant normalises them);
+    a sample that cannot be read leaves it unknown. For a store that searches the
+    collection itself (LangChain's, LlamaIndex's)."""
+    if distance is models.Distance.COSINE:
+        return QdrantScores(distance, True)
+    if normalized is None:
+        with_vectors: bool | list[str] = True if vector_name is None else [vector_name]
+        try:
+            records, _ = client.scroll(
+                collection_name=collection,
+                limit=_SAMPLE,
+                with_payload=False,
+                with_vectors=with_vectors,
+            )
+        except Exception:  # noqa: BLE001 - no sample: the norm stays unknown
+            records = []
+        normalized = _unit_vectors(records, vector_name)
+    return QdrantScores(distance, normalized)
 
 
 def _vector_params(

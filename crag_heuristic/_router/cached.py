@@ -23,8 +23,11 @@ copied from another query, chunk list, profile or setting is refused even
 when it is well formed. A well-formed lie (an IRRELEVANT evaluation rewritten
 as RELEVANT 0.99, sealed with the right key) passes those checks: with a
 secret (``CRAG(cache_secret=...)``) every value is also signed with
-HMAC-SHA256 over its key and text (:mod:`crag_heuristic._cache.signing`), and
-one unsigned or badly signed is refused before it is read. Anything refused
+HMAC-SHA256 over its key, its expiry (its time to live from when it was
+written) and its text (:mod:`crag_heuristic._cache.signing`), and one unsigned,
+badly signed or expired (written back after its time to live) is refused before
+it is read; an evaluation read again as the same text is not opened again, but
+its expiry is checked again. Anything refused
 raises :class:`CacheError` with ``kind="invalid"`` (``"payload"`` for text
 that is not JSON, ``"signature"`` for a bad signature) and a message saying
 what is wrong; the flow counts it as a miss (``cache_hit`` false,
@@ -63,16 +66,17 @@ class _Invalid(Exception):
     """What is wrong with a cached value (becomes a CacheError)."""
 
 
-def seal(key: str, value: Any, signer: Signer | None = None) -> str:
+def seal(key: str, value: Any, signer: Signer | None = None, ttl: float | None = None) -> str:
     """``value`` as the JSON text to store under ``key``, sealed with that key (and
-    signed, with a ``signer``).
+    signed, with a ``signer``, to expire in ``ttl`` seconds: its time to live in the
+    cache; ``None``: never).
 
     Raises:
         CacheError: ``kind="payload"`` when ``value`` is not JSON-serialisable
             (a web result's metadata holding a date, say): it is not stored.
     """
     text = dumps({"key": key, "value": value}, backend=_BACKEND, sort_keys=False)
-    return text if signer is None else signer.sign(key, text)
+    return text if signer is None else signer.sign(key, text, ttl)
 
 
 def is_bad_value(outcome: Any) -> TypeGuard[CacheError]:

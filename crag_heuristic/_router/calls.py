@@ -9,6 +9,8 @@ them through :class:`Calls`, which knows the parts, their timeouts
 request        part                        timeout              past it / no thread free
 =============  ==========================  ===================  ============================
 ``Search``     retriever, lexical          ``retriever_timeout`` ``RetrieverError(timeout=)``
+                                           (a retriever's first:
+                                           ``first_search_timeout``)
 ``WebCall``    web searcher                ``web_timeout``      ``WebSearchTimeout``
 ``CacheGet``,  cache                       ``cache_timeout``    ``CacheError(kind="timeout")``
 ``CacheSet``
@@ -73,6 +75,12 @@ def _waited(outcome: Any, timeout: float | None, workers: Workers, what: str) ->
     return f"{what} gave no answer within {timeout} s"
 
 
+def _identity(retriever: Any) -> Any:
+    """What a retriever searches: a LangChain adapter's store (its per-call views share
+    it), else the retriever itself."""
+    return getattr(retriever, "base", retriever)
+
+
 class Calls:
     """Runs requests for a driver (see the module docstring).
 
@@ -81,7 +89,8 @@ class Calls:
         workers: the threads that wait on sync parts.
         get_parts: the parts, read at each call (a router's attributes may be
             replaced): a callable returning a mapping of ``web``, ``cache``,
-            ``parents``, ``expander`` and ``corpus_stats``.
+            ``expander`` and ``corpus_stats`` (a parents lookup comes with its
+            request: each query has its own, see ``Context.parents``).
     """
 
     def __init__(
@@ -93,6 +102,16 @@ class Calls:
         self.config = config
         self.workers = workers
         self._parts = get_parts
+        self._warm: set[int] = set()  # the retrievers (ids) that have answered a search
+
+    def _search_timeout(self, retriever: Any) -> float | None:
+        """``retriever_timeout``; for a retriever's first search (its warm-up: a model
+        that loads, a connection that opens) ``first_search_timeout``, never shorter."""
+        timeout = self.config.retriever_timeout
+        if timeout is None or id(_identity(retriever)) in self._warm:
+            return timeout
+        first = self.config.first_search_timeout
+        return None if first is None else max(first, timeout)
 
     # -- the bounds -----------------------------------------------------------------------
 
@@ -137,13 +156,14 @@ class Calls:
         retriever = request.retriever
         if getattr(retriever, "search", None) is None:
             return RetrieverError(f"{type(retriever).__name__} is async-only: use aretrieve()")
-        timeout = self.config.retriever_timeout
+        timeout = self._search_timeout(retriever)
         outcome = self._sync(retriever, _sync_search(request), timeout, "retriever")
         return self._searched(outcome, retriever, timeout)
 
     async def asearch(self, request: Search) -> Any:
         """One async search: ``asearch`` (or ``search`` on a worker thread)."""
-        retriever, timeout = request.retriever, self.config.retriever_timeout
+        retriever = request.retriever
+        timeout = self._search_timeout(retriever)
         native = None
         if getattr(retriever, "asearch", None) is not None:
 
@@ -164,6 +184,7 @@ class Calls:
             )
         if isinstance(outcome, BaseException):
             return retriever_error(outcome, retriever)
+        self._warm.add(id(_identity(retriever)))
         return outcome
 
     # -- the web ----------------------------------------------------------------------------
@@ -257,7 +278,7 @@ class Calls:
 
     def parent(self, request: ParentGet) -> Any:
         """Look a parent up: its answer, or the exception it came to (typed)."""
-        parents = self._parts()["parents"]
+        parents = request.lookup
         get = getattr(parents, "get", None)
         if get is None:
             return InputError(f"{type(parents).__name__} is async-only: use aretrieve()")
@@ -268,7 +289,7 @@ class Calls:
 
     async def aparent(self, request: ParentGet) -> Any:
         """The async :meth:`parent`: ``aget``, else ``get`` on a worker thread."""
-        parents = self._parts()["parents"]
+        parents = request.lookup
         aget = getattr(parents, "aget", None)
         native = None if aget is None else (lambda: aget(request.parent_id))
         get = getattr(parents, "get", None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._cache.keys import ChunkDigests, checked_evaluation_key
 from .._cache.signing import Signer
@@ -35,7 +36,7 @@ class Context:
     lexical: Retriever | AsyncRetriever | None = None
     has_web: bool = False
     has_cache: bool = False
-    has_parents: bool = False
+    parents: Any = None  # the parents lookup of this query (ParentLookup / AsyncParentLookup)
     retriever_size: int | None = None  # len(retriever), when it tells
     web_fingerprint: str = ""
     log: Callable[..., None] = lambda event, **kv: None
@@ -52,6 +53,7 @@ class Context:
     signer: Signer | None = None  # cached values signed and checked with a secret
     chunk_digests: ChunkDigests = field(default_factory=ChunkDigests)  # the router's, kept
     opened: OpenedEvaluations = field(default_factory=OpenedEvaluations)  # the router's, kept
+    learning: Any = None  # a learning cascade's snapshot: the gate and policy of this query
 
     def evaluation_key(self, query: CheckedQuery, chunks: Sequence[Chunk]) -> str:
         """The cache key of the evaluator's evaluation of ``chunks`` (checked already)."""

@@ -247,7 +247,7 @@ def correct(ctx: Context, query: CheckedQuery, k: int) -> Flow:
         strategy=state.strategy.value,
     )
 
-    if ctx.has_parents and cfg.expand_parents and state.chunks:
+    if ctx.parents is not None and cfg.expand_parents and state.chunks:
         state.chunks, state.evaluation = yield from expand_parents(
             ctx, query, state.chunks, state.evaluation
         )
@@ -364,6 +364,8 @@ def _evaluated(
     [cached] = yield [CacheGet(key)]
     ctx.timed("cache", started)
     hit = ctx.opened.get(key, cached)
+    if hit is not None and ctx.signer is not None and (ctx.signer.remaining(cached) or 0) < 0:
+        hit = None  # opened before, expired since: opened again below, and refused
     writable = True
     if hit is None:
         opener = partial(
@@ -411,7 +413,7 @@ def _store(
     not (a failure is recorded, never raised)."""
     started = time.perf_counter()
     try:
-        payload = seal(key, value, ctx.signer)
+        payload = seal(key, value, ctx.signer, ttl)
     except CacheError as exc:  # not JSON-serialisable (a web result's metadata, say)
         ctx.cache_failed(exc, f"{what} write")
         return None
@@ -480,7 +482,9 @@ def escalate(
             if keys:
                 write = time.perf_counter()
                 stored = yield [
-                    CacheSet(keys[i], seal(keys[i], p, ctx.signer), policy.grade_ttl)
+                    CacheSet(
+                        keys[i], seal(keys[i], p, ctx.signer, policy.grade_ttl), policy.grade_ttl
+                    )
                     for i, p in fresh.items()
                 ]
                 ctx.timed("cache", write)

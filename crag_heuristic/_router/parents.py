@@ -51,9 +51,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ParentGet:
-    """Ask the parents lookup for the chunk ``parent_id`` names (``None``: not found)."""
+    """Ask the parents ``lookup`` for the chunk ``parent_id`` names (``None``: not found)."""
 
     parent_id: str
+    lookup: Any
 
 
 def parent_chunk(value: Any, parent_id: str, children: Sequence[Chunk]) -> Chunk | None:
@@ -121,7 +122,7 @@ def expand_parents(
         return chunks, evaluation
 
     started = time.perf_counter()
-    outcomes = yield [ParentGet(parent_id) for parent_id in children]
+    outcomes = yield [ParentGet(parent_id, ctx.parents) for parent_id in children]
     ctx.timed("parents", started)
     parents: dict[str, Chunk] = {}
     for parent_id, outcome in zip(children, outcomes, strict=True):

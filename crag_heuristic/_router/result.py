@@ -132,6 +132,10 @@ class CRAGResult:
             :class:`~crag_heuristic.CragError`) per failed web search, cache
             call, grader call, parents lookup, query expansion or
             re-retrieval; ``()`` when nothing failed.
+        learning: with a learning cascade (``CRAG(..., learning=...)``), its part
+            (a :class:`~crag_heuristic.calibration.LearningDecision`: the gate and
+            band in force, whether certified, whether the list was audited and
+            became a label).
 
     The flags of earlier releases are read-only views: ``web_query``,
     ``web_search_used``, ``web_cache_hit`` and ``web_error`` of ``web``;
@@ -160,6 +164,7 @@ class CRAGResult:
     refinement: Refinement | None = None
     cascade: CascadeReport | None = None
     failures: tuple[Failure, ...] = ()
+    learning: Any = None
 
     def __post_init__(self) -> None:
         failures = tuple(self.failures)  # a list is taken
@@ -231,4 +236,5 @@ class CRAGResult:
             "cascade": None if self.cascade is None else self.cascade.to_dict(),
             "grader_error": self.grader_error,
             "failures": [failure.to_dict() for failure in self.failures],
+            "learning": None if self.learning is None else self.learning.to_dict(),
         }

@@ -16,6 +16,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from .._cache.keys import ChunkDigests, searcher_fingerprint
@@ -40,6 +41,7 @@ from .._protocols import (
     Cache,
     EventLogger,
     Grader,
+    Learner,
     MetricsSink,
     ParentLookup,
     QueryExpander,
@@ -73,7 +75,11 @@ Call = Callable[[Request], Any]
 Observer = Callable[[Request, Call], Any]
 """Runs one request through ``call`` and returns its outcome, doing what it likes
 around it (an integration's tracing: ``crag_heuristic.integrations.langchain``)."""
-Parts = tuple[Retriever | AsyncRetriever, Retriever | AsyncRetriever | None]
+Parts = tuple[
+    Retriever | AsyncRetriever,
+    Retriever | AsyncRetriever | None,
+    ParentLookup | AsyncParentLookup | None,
+]
 """One query's (retriever, lexical retriever), in place of the router's."""
 AsyncCall = Callable[[Request], Awaitable[Any]]
 AsyncObserver = Callable[[Request, AsyncCall], Awaitable[Any]]
@@ -115,7 +121,11 @@ class CRAG:
             works). With it, a final chunk graded PARTIAL is re-graded as its
             parent, which replaces it when it grades better (parent
             expansion; ``RouterConfig.expand_parents`` and
-            ``parent_token_budget``). Lookups are not cached.
+            ``parent_token_budget``). Lookups are not cached. Beside a
+            filtered retriever it must be filtered too (its ``scope``:
+            :class:`~crag_heuristic.retrievers.ScopedParents`, a filtered
+            :class:`BM25Retriever`): a chunk's ``parent_id`` may name another
+            tenant's parent.
         metrics: a metrics sink (e.g. :class:`PrometheusMetrics`).
         logger: a structlog logger for the router's events (default: the
             stdlib-backed ``"crag_heuristic"`` logger, silent unless enabled).
@@ -135,20 +145,31 @@ class CRAG:
             with ``observe(result)``), given every result: it logs the grader's
             answers and checks a set cascade's guarantee on the audit sample.
             It never fails a query (an error is a ``crag.monitor_error`` event).
+        learning: a :class:`~crag_heuristic.calibration.LearningCascade`: the
+            gate and the escalation band become its own, which it refits and
+            certifies again from the grader's answers as they come
+            (``grader`` required; ``evaluator`` and ``escalation`` must be
+            unset: they are the cascade's). Each result says its part
+            (``result.learning``).
         cache_secret: sign every value the router caches with HMAC-SHA256 over
-            its key and text (at least 16 bytes: ``secrets.token_hex(32)``);
-            a cached value read back unsigned or badly signed (forged by
-            someone who can write to the cache) is refused, recomputed,
-            overwritten and flagged on the result (``cache_error``). The
-            setting for any shared Redis; every process sharing the entries
-            needs the same secret.
+            its key, its expiry (the value's time to live from now) and its
+            text (at least 16 bytes: ``secrets.token_hex(32)``); a cached
+            value read back unsigned, badly signed (forged by someone who can
+            write to the cache) or past its expiry (written back after its
+            time to live) is refused, recomputed, overwritten and flagged on
+            the result (``cache_error``). For a shared cache of your own; a
+            :class:`RedisCache` signs by itself (``RedisCache(secret=...)``:
+            the documented setting). Every process sharing the entries needs
+            the same secret.
 
     Each part is typed with its protocol (:mod:`crag_heuristic.protocols`): any
     object with the right methods fits, nothing needs to inherit.
 
     Raises:
-        InputError: a part without the methods it needs; a filtered retriever
-            beside a lexical retriever that is not.
+        InputError: a part without the methods it needs.
+        ScopeError: a filtered retriever beside a lexical retriever or parents
+            lookup that is not (checked again on every call: a part replaced
+            later is refused then).
         ConfigError: a bad escalation, grader fingerprint or ``cache_secret``
             (never shown).
     """
@@ -170,6 +191,7 @@ class CRAG:
         escalation: Escalation | SetEscalation | Mapping[str, Any] | None = None,
         monitor: ResultObserver | None = None,
         cache_secret: str | bytes | None = None,
+        learning: Learner | None = None,
     ) -> None:
         if retriever is None:
             raise InputError("retriever is required: anything with search(query, k) or asearch")
@@ -192,7 +214,17 @@ class CRAG:
             raise InputError("escalation needs a grader")
         if monitor is not None and not callable(getattr(monitor, "observe", None)):
             raise InputError("monitor must have observe(result) (a GuaranteeMonitor)")
-        check_scopes(retriever, lexical)
+        if learning is not None:
+            if not isinstance(learning, Learner):
+                raise InputError("learning must be a LearningCascade (bind, snapshot, observe)")
+            if grader is None:
+                raise InputError("a learning cascade needs a grader: it learns from its answers")
+            if escalation is not None or evaluator is not None:
+                raise InputError(
+                    "with a learning cascade, the gate and the escalation are its own: pass "
+                    "them to LearningCascade(gate=..., settings=Learning(escalation=...))"
+                )
+        check_scopes(retriever, lexical, parents)
         if cache is None:
             cache = MemoryCache()
         elif cache is not False and not (hasattr(cache, "get") or hasattr(cache, "aget")):
@@ -232,6 +264,12 @@ class CRAG:
             self.escalation = escalation_policy(escalation)
             self._grader_fingerprint = grader_fingerprint(grader)
         self.monitor = monitor
+        self.learning = learning
+        if learning is not None:
+            learning.bind(self._grader_fingerprint)
+            self.escalation = learning.settings.escalation  # type: ignore[attr-defined]
+            if callable(getattr(metrics, "observe_learning", None)):
+                self._metric("observe_learning", learning)  # PrometheusMetrics: its state
 
     @classmethod
     def from_index_dir(
@@ -241,6 +279,9 @@ class CRAG:
         *,
         lexical: bool = True,
         verify: bool = True,
+        embedder: str | None = None,
+        trust_embedder: bool = False,
+        index_secret: str | bytes | None = None,
         **options: Any,
     ) -> CRAG:
         """A router over an index directory (``crag-heuristic index``), ready at once.
@@ -249,7 +290,8 @@ class CRAG:
         retriever, its statistics (with each document's analysis) the
         evaluator's, and its BM25 side the lexical retriever of the
         corrections; nothing is refitted or recounted
-        (:class:`~crag_heuristic.index.IndexDirectory`).
+        (:class:`~crag_heuristic.index.IndexDirectory`). The directory is data:
+        nothing it names is imported unless you name it too.
 
         Args:
             path: the directory.
@@ -257,16 +299,41 @@ class CRAG:
                 directory was built with.
             lexical: fuse the directory's BM25 ranking into corrections.
             verify: check each file's SHA-256 against the manifest (else sizes).
+            embedder: for a directory built with an embedder of yours, its spec
+                (``"package.module:attribute"``): imported only when it is the one
+                the directory names (an LSA directory needs none).
+            trust_embedder: import the spec the directory names, whatever it is
+                (a directory you built yourself).
+            index_secret: the secret the directory's manifest was signed with
+                (``IndexDirectory.build(..., secret=...)``).
             options: the constructor's other keywords (``web``, ``cache``,
                 ``config`` ...).
 
         Raises:
-            IndexDirectoryError: the directory does not match its manifest.
+            IndexDirectoryError: the directory does not match its manifest, a part
+                is damaged, its signature does not hold, or it names an embedder
+                spec neither named nor trusted.
         """
         from .._index.directory import IndexDirectory
 
+        learning = options.get("learning")
+        if learning is not None:  # its gate is the evaluator: the directory read with its analyzer
+            if evaluator is not None:
+                raise InputError(
+                    "with a learning cascade, the gate is its own: pass it to "
+                    "LearningCascade(gate=...)"
+                )
+            index = IndexDirectory.load(path, analyzer=learning.analyzer, verify=verify)
+            return cls(index.retriever(), lexical=index.lexical() if lexical else None, **options)
         gate = evaluator if isinstance(evaluator, Evaluator) else Evaluator(evaluator)
-        index = IndexDirectory.load(path, analyzer=gate.analyzer, verify=verify)
+        index = IndexDirectory.load(
+            path,
+            analyzer=gate.analyzer,
+            verify=verify,
+            secret=index_secret,
+            embedder=embedder,
+            trust_embedder=trust_embedder,
+        )
         return cls(index.retriever(), gate, lexical=index.lexical() if lexical else None, **options)
 
     def __repr__(self) -> str:
@@ -285,7 +352,6 @@ class CRAG:
         return {
             "web": self.web,
             "cache": self.cache,
-            "parents": self.parents,
             "expander": self.expander,
             "corpus_stats": self.corpus_stats(),
         }
@@ -312,11 +378,24 @@ class CRAG:
         return self._log.bind(query_id=query_id)
 
     def _context(self, query: str, *, stream: bool = False, parts: Parts | None = None) -> Context:
-        """One query's context; ``parts``: the (retriever, lexical retriever) of this
-        query in place of the router's (an integration's per-call view, e.g. a
-        LangChain store searched with a per-call filter)."""
+        """One query's context; ``parts``: the (retriever, lexical retriever, parents
+        lookup) of this query in place of the router's (an integration's per-call
+        view, e.g. a LangChain store searched with a per-call filter). Their scopes
+        are checked on every call, not only at construction (a part may have been
+        replaced since).
+
+        Raises:
+            ScopeError: a filtered retriever beside a part that is not filtered.
+        """
         log = self._bound_log(query)
-        retriever, lexical = (self.retriever, self.lexical) if parts is None else parts
+        if parts is None:
+            parts = (self.retriever, self.lexical, self.parents)
+        retriever, lexical, parents = parts
+        check_scopes(retriever, lexical, parents)
+        evaluator, escalation, learning = self.evaluator, self.escalation, None
+        if self.learning is not None:  # this query's gate and policy: the cascade's now
+            learning = self.learning.snapshot()
+            evaluator, escalation = learning.evaluator, learning.escalation
 
         def on_stage(stage: str, ms: float) -> None:
             self._metric("stage", stage, ms / 1000.0)
@@ -326,25 +405,26 @@ class CRAG:
 
         return Context(
             retriever=retriever,
-            evaluator=self.evaluator,
+            evaluator=evaluator,
             config=self.config,
             corpus_stats=self.corpus_stats(),
             get_expander=lambda: self.expander,
             lexical=lexical,
             has_web=self.web is not None,
             has_cache=self.cache is not None,
-            has_parents=self.parents is not None,
+            parents=parents,
             retriever_size=_size(retriever),
             web_fingerprint=self._web_fingerprint(),
             log=log.debug,
             on_stage=on_stage,
             on_cache_error=on_cache_error,
-            escalation=self.escalation,
+            escalation=escalation,
             grader_fingerprint=self._grader_fingerprint,
             stream=stream,
             signer=self._signer,
             chunk_digests=self._chunk_digests,
             opened=self._opened,
+            learning=learning,
         )
 
     def _web_fingerprint(self) -> str:
@@ -362,7 +442,14 @@ class CRAG:
         except Exception as exc:  # noqa: BLE001 - metrics must never fail a query
             self._log.warning("crag.metrics_error", method=method, error=repr(exc))
 
-    def _finish(self, result: CRAGResult) -> CRAGResult:
+    def _finish(self, result: CRAGResult, ctx: Context) -> CRAGResult:
+        if self.learning is not None and ctx.learning is not None:
+            try:
+                decision = self.learning.observe(result, ctx.learning)
+            except Exception as exc:  # noqa: BLE001 - learning must never fail a query
+                self._log.warning("crag.learning_error", error=type(exc).__name__)
+            else:
+                result = replace(result, learning=decision)
         self._metric("decision", result.initial_evaluation.verdict.value)
         if result.strategy is not Strategy.NONE:
             self._metric("correction", result.strategy.value)
@@ -446,7 +533,7 @@ class CRAG:
                 else:
                     requests = flow.send([observe(request, self._call) for request in requests])
         except StopIteration as stop:
-            result = self._finish(stop.value)
+            result = self._finish(stop.value, ctx)
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     def _call(self, request: Request) -> Any:
@@ -525,7 +612,7 @@ class CRAG:
                     outcomes = await asyncio.gather(*(observe(r, self._acall) for r in requests))
                 requests = flow.send(list(outcomes))
         except StopIteration as stop:
-            result = self._finish(stop.value)
+            result = self._finish(stop.value, ctx)
         yield Done(elapsed_ms=result.timings_ms.get("total", 0.0), result=result)
 
     async def _acall(self, request: Request) -> Any:

@@ -16,10 +16,15 @@ route                  what
                        end (``event: <stage>``, ``data:`` ``StageEvent.to_dict()``),
                        ``done`` last with the whole result; a failure after the stream
                        began is an ``event: error`` with the error's JSON
-``GET /healthz``       ``{"status": "ok", "version", "in_flight", "queued", ...}`` (and the
-                       index's size and date under ``crag-heuristic serve``)
+``GET /healthz``       ``{"status": "ok"}`` for anyone; with a valid key (or, without
+                       keys, from loopback) also ``version``, ``in_flight``,
+                       ``queued`` (and the index's size and date under
+                       ``crag-heuristic serve``)
 ``GET /metrics``       Prometheus text (the ``metrics`` extra): the router's metrics and
                        the service's (:mod:`crag_heuristic._serve.metrics`)
+``GET /v1/learning``   with a learning cascade (``serve --grader ... --learn``), where it
+                       stands (``LearningStatus.to_dict()``: labels, refits, the band
+                       in force and its guarantee); 404 without one
 =====================  ==============================================================
 
 Every request gets an id (``X-Request-ID``: the client's own when it sends one
@@ -30,9 +35,10 @@ time; with no key configured, only loopback clients are answered: the
 service binds to 127.0.0.1), the body (at most ``max_body_bytes``, one JSON
 object, checked), a slot (``max_concurrency`` requests worked on at once,
 ``max_queue`` more waiting, the rest refused at once), and the work, all within
-``request_timeout`` of the request's arrival (past it the work is abandoned:
-a retriever's thread runs on, its answer dropped). ``/healthz`` takes no key;
-``/metrics`` does.
+``request_timeout`` of the request's arrival, the body's reading included
+(past it the work is abandoned: a retriever's thread runs on, its answer
+dropped; an error answered before the body was read whole closes the
+connection). ``/healthz`` takes no key; ``/metrics`` does.
 
 An error is answered as JSON naming its type, never as a bare status::
 
@@ -54,7 +60,10 @@ the library: ``failures``, ``cache_error``, ``web_error``.
 Each answered request logs one ``crag.http`` event (INFO, the library's logger):
 ``request_id``, ``method``, ``route``, ``status``, ``error`` (a type name),
 ``ms``, ``k``, ``chunks``, ``bytes_in``, ``bytes_out``; never the query text,
-the body or a key. The router's own events carry a hash of the query.
+the body or a key. The router's own events carry a hash of the query. A
+stream the client left before its end is logged ``error="StreamAborted"``; a
+request whose client left before its answer, status 499
+``error="ClientDisconnect"``.
 """
 
 from __future__ import annotations
@@ -104,6 +113,7 @@ if TYPE_CHECKING:
     from .._types import Evaluation
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_CLIENT_GONE = 499  # logged for a request whose client left before its answer (nginx's code)
 # the error attributes a JSON error shows (never a value, a query or a path)
 _SHOWN = ("field", "chunk_id", "index", "retry_after", "timeout", "limit", "kind", "retriever")
 _STATUS = (
@@ -127,12 +137,12 @@ def error_status(error: BaseException) -> int:
 def error_body(error: BaseException, request_id: str) -> dict[str, Any]:
     """The JSON of an error answer (see the module doc)."""
     if isinstance(error, CragError):
-        name, message = type(error).__name__, redact(str(error))
+        name, message = type(error).__name__, _unicode(redact(str(error)))
     else:  # a bug: named, its details kept for the log
         name, message = "InternalError", f"an internal error; see the log (request {request_id})"
     values = vars(error) if isinstance(error, CragError) else {}
     attributes = {
-        key: values[key]
+        key: _unicode(values[key]) if isinstance(values[key], str) else values[key]
         for key in _SHOWN
         if isinstance(values.get(key), str | int | float) and not isinstance(values[key], bool)
     }
@@ -145,21 +155,34 @@ def error_body(error: BaseException, request_id: str) -> dict[str, Any]:
     }
 
 
+def _unicode(text: str) -> str:
+    """``text`` as valid Unicode: a lone surrogate (which UTF-8 cannot hold) escaped."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def sse(event: str, data: Any) -> str:
     """One Server-Sent Event (its JSON is one line: newlines in strings are escaped)."""
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
 def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` (an address, or ``localhost``) is this machine."""
+    """Whether ``host`` (an address, or ``localhost``) is this machine (an IPv4 address
+    mapped into IPv6, ``::ffff:127.0.0.1``, as its IPv4 address)."""
     if host is None:
         return False
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # ::ffff:127.0.0.1 (a dual-stack socket's IPv4 client)
+    return address.is_loopback
 
 
 class _Admission:
@@ -267,6 +290,8 @@ class _Call:
     bytes_in: int = 0
     bytes_out: int = 0
     seconds: float | None = None  # the time to the answer, when it was stopped before sending
+    has_body: bool = False  # the request says a body follows
+    body_read: bool = False  # ... and it was read whole
 
 
 class GateService:
@@ -301,26 +326,34 @@ class GateService:
     # -- the steps every request takes ---------------------------------------------------
 
     def _authorize(self, request: Request) -> None:
-        if not self._keys:
-            client = request.client.host if request.client else None
-            if not is_loopback(client):
-                raise UnauthorizedError(
-                    "this service has no API key configured, so it answers loopback clients "
-                    "only", status=403,
-                )  # fmt: skip
+        if self._authenticated(request):
             return
+        if not self._keys:
+            raise UnauthorizedError(
+                "this service has no API key configured, so it answers loopback clients "
+                "only", status=403,
+            )  # fmt: skip
+        raise UnauthorizedError(f"no valid API key in {self.settings.api_key_header}")
+
+    def _authenticated(self, request: Request) -> bool:
+        """A valid key in the header (with keys configured), else a loopback client."""
+        if not self._keys:
+            return is_loopback(request.client.host if request.client else None)
         given = request.headers.get(self.settings.api_key_header, "").encode("utf-8")
         matched = False
         for key in self._keys:  # every key compared, in constant time each
             matched |= hmac.compare_digest(given, key)
-        if not matched:
-            raise UnauthorizedError(f"no valid API key in {self.settings.api_key_header}")
+        return matched
 
-    async def _body(self, request: Request, call: _Call) -> dict[str, Any]:
-        body = await read_body(
+    async def _body(self, request: Request, call: _Call, deadline: float) -> dict[str, Any]:
+        """The body, read within the request's deadline (a body trickling in is a 504)."""
+        reading = read_body(
             request.stream(), request.headers.get("content-length"), self.settings.max_body_bytes
         )
-        call.bytes_in = len(body)
+        body = await within(
+            deadline, reading, "the body did not arrive whole", self.settings.request_timeout
+        )
+        call.bytes_in, call.body_read = len(body), True
         return parse_object(body)
 
     def _router(self, options: Mapping[str, Any]) -> CRAG:
@@ -344,6 +377,11 @@ class GateService:
         )
 
     def _failed(self, call: _Call, error: BaseException) -> Response:
+        from starlette.requests import ClientDisconnect
+
+        if isinstance(error, ClientDisconnect):  # gone before its answer: nobody to tell
+            call.status, call.error = _CLIENT_GONE, "ClientDisconnect"
+            return self._answer(call, {}, _CLIENT_GONE)
         if not isinstance(error, CragError):
             self.log.error(
                 "crag.http_error", request_id=call.request_id, route=call.route, error=repr(error)
@@ -352,6 +390,8 @@ class GateService:
         response = self._answer(call, error_body(error, call.request_id), error_status(error))
         if isinstance(error, OverloadedError) and error.retry_after is not None:
             response.headers["Retry-After"] = str(max(1, round(error.retry_after)))
+        if call.has_body and not call.body_read:  # the rest of it would be read as a request
+            response.headers["Connection"] = "close"
         return response
 
     def _later(self, call: _Call, response: Response) -> Response:
@@ -405,9 +445,12 @@ class GateService:
         )
 
     def _call(self, request: Request, route: str) -> _Call:
-        given = request.headers.get("x-request-id", "")
+        headers = request.headers
+        given = headers.get("x-request-id", "")
         request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
-        return _Call(request_id, request.method, route)
+        call = _Call(request_id, request.method, route)
+        call.has_body = "transfer-encoding" in headers or headers.get("content-length", "0") != "0"
+        return call
 
     async def _handle(
         self, request: Request, route: str, work: Callable[[_Call, float], Awaitable[Response]]
@@ -435,7 +478,7 @@ class GateService:
 
     async def _retrieve(self, request: Request, version: int) -> Response:
         async def work(call: _Call, deadline: float) -> Response:
-            data = await self._body(request, call)
+            data = await self._body(request, call, deadline)
             view = _view(data, version)
             asked = RetrieveRequest.parse(data, self.settings)
             call.k = asked.k
@@ -455,7 +498,7 @@ class GateService:
 
     async def _evaluate_route(self, request: Request, version: int) -> Response:
         async def work(call: _Call, deadline: float) -> Response:
-            data = await self._body(request, call)
+            data = await self._body(request, call, deadline)
             view = _view(data, version)
             asked = EvaluateRequest.parse(data, self.settings)
             call.chunks = len(asked.chunks)
@@ -499,7 +542,7 @@ class GateService:
         from starlette.responses import StreamingResponse
 
         async def work(call: _Call, deadline: float) -> Response:
-            data = await self._body(request, call)
+            data = await self._body(request, call, deadline)
             view = _view(data, version)
             asked = RetrieveRequest.parse(data, self.settings)
             call.k = asked.k
@@ -542,8 +585,11 @@ class GateService:
         answer: Callable[[CRAGResult], Mapping[str, Any]],
     ) -> AsyncIterator[str]:
         """The stage events as SSE, within the deadline; an error as ``event: error``;
-        the ``done`` event's result as ``answer`` writes it (v1 or v2)."""
+        the ``done`` event's result as ``answer`` writes it (v1 or v2); a stream that
+        did not reach its end (the client went away: the task was cancelled, or the
+        generator closed) is logged with ``error="StreamAborted"``."""
         stages = events.__aiter__()
+        ended = False
         try:
             async with self.admission.slot(deadline, self.settings.request_timeout):
                 while True:
@@ -565,12 +611,16 @@ class GateService:
                     if event.stage.value == "done":
                         call.chunks = len(event.result.chunks)
                     yield text
+            ended = True
         except Exception as error:  # noqa: BLE001 - the stream began: an error event
             if not isinstance(error, CragError):
                 self.log.error("crag.http_error", request_id=call.request_id, error=repr(error))
             call.error = type(error).__name__ if isinstance(error, CragError) else "InternalError"
             yield sse("error", error_body(error, call.request_id))
+            ended = True
         finally:
+            if not ended:
+                call.error = "StreamAborted"
             with contextlib.suppress(Exception):
                 await stages.aclose()  # type: ignore[attr-defined]
             self._done(call)
@@ -578,6 +628,8 @@ class GateService:
     async def healthz(self, request: Request) -> Response:
         from starlette.responses import JSONResponse
 
+        if not self._authenticated(request):  # for load balancers: alive, nothing more
+            return JSONResponse({"status": "ok"})
         admission = self.admission
         body = {
             "status": "ok",
@@ -601,6 +653,17 @@ class GateService:
             return Response(body, media_type=content_type)
 
         return await self._handle(request, "/metrics", work)
+
+    async def learning(self, request: Request) -> Response:
+        async def work(call: _Call, deadline: float) -> Response:
+            learner = self.crag.learning
+            if learner is None:
+                raise ServiceError(
+                    "no learning cascade here (serve --grader ... --learn)", status=404
+                )
+            return self._answer(call, learner.status().to_dict())  # type: ignore[attr-defined]
+
+        return await self._handle(request, "/v1/learning", work)
 
     async def internal(self, request: Request, exc: Exception) -> Response:
         """What escaped a route (a bug): answered as a JSON ``InternalError`` too."""
@@ -672,6 +735,7 @@ def create_app(
             Route("/v2/stream", service.stream_v2, methods=["POST"]),
             Route("/healthz", service.healthz, methods=["GET"]),
             Route("/metrics", service.metrics_text, methods=["GET"]),
+            Route("/v1/learning", service.learning, methods=["GET"]),
         ],
         exception_handlers={
             404: service.not_found,

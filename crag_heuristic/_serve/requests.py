@@ -1,25 +1,42 @@
 """The gate service's request bodies: JSON objects read within their limits and checked.
 
 Every body is one JSON object (UTF-8, at most ``max_body_bytes``, nested at most
-64 deep). Anything else is an :class:`~crag_heuristic.InputError` (400) saying
-what, before any work: a query that is not a non-blank string of at most
-``max_query_chars`` characters, a ``k`` that is not an integer in
-``[1, max_k]``, an unknown key or option, a chunk that is not a chunk.
+64 deep, no lone surrogate in any string). Anything else is an
+:class:`~crag_heuristic.InputError` (400) saying what, before any work: a query
+that is not a non-blank string of at most ``max_query_chars`` characters, a
+``k`` that is not an integer in ``[1, max_k]``, an unknown key or option, a
+chunk that is not a chunk.
+
+A lone surrogate (``"\\ud800"`` escaped in the JSON: valid JSON, not valid
+Unicode) cannot be written back as UTF-8, and the answer echoes the query and
+the chunks' ids: it is refused at the door, typed by where it is
+(:class:`~crag_heuristic.InvalidQueryError` in the query,
+:class:`~crag_heuristic.InvalidChunkError` in a chunk's field, else
+:class:`~crag_heuristic.InputError`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_query
-from .._exceptions import InputError, InvalidChunkError, RequestTooLargeError, _short
+from .._exceptions import (
+    InputError,
+    InvalidChunkError,
+    InvalidQueryError,
+    RequestTooLargeError,
+    _short,
+)
 from .._types import Chunk
 from .settings import REQUEST_OPTIONS, ServeSettings
 
 MAX_NESTING = 64
+# a JSON escape of a surrogate code point (a pair is fine, a lone one is not Unicode)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 async def read_body(chunks: AsyncIterator[bytes], content_length: str | None, limit: int) -> bytes:
@@ -69,7 +86,49 @@ def parse_object(body: bytes) -> dict[str, Any]:
         raise InputError(f"the body nests deeper than {MAX_NESTING} levels")
     if not isinstance(data, dict):
         raise InputError(f"the body must be a JSON object, got {type(data).__name__}")
+    if _SURROGATE_ESCAPE.search(body) is not None:  # rare: only then every string is read
+        _refuse_surrogates(data)
     return data
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse_surrogates(data: dict[str, Any]) -> None:
+    """Refuse the first string (key or value) holding a lone surrogate, typed by where.
+
+    Raises:
+        InvalidQueryError: in the query.
+        InvalidChunkError: in a field of ``chunks[i]`` (the field named).
+        InputError: anywhere else (the key path named).
+    """
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack:
+        item, path = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, value in pairs:
+            here = (*path, key)
+            if (isinstance(key, str) and not _is_unicode(key)) or (
+                isinstance(value, str) and not _is_unicode(value)
+            ):
+                _surrogate_error(here)
+            if isinstance(value, dict | list):
+                stack.append((value, here))
+
+
+def _surrogate_error(path: tuple[Any, ...]) -> None:
+    reason = "holds a lone surrogate (an escaped \\ud800-\\udfff alone): not valid Unicode"
+    shown = [str(part) if _is_unicode(str(part)) else "?" for part in path]
+    if path == ("query",):
+        raise InvalidQueryError("<not shown>", reason)
+    if len(path) >= 3 and path[0] == "chunks" and isinstance(path[1], int):
+        raise InvalidChunkError(shown[2], "<not shown>", reason, index=path[1])
+    raise InputError(f"the body's {'.'.join(shown)} {reason}")
 
 
 def _depth(value: Any) -> int:

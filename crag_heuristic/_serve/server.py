@@ -8,13 +8,25 @@ gives the requests in flight ``graceful_timeout`` seconds to finish (then
 cancels them), and closes the router's cache.
 It never configures logging (``log_config=None``): the application does.
 
+Every connection is bounded (:mod:`crag_heuristic._serve.connections`): a
+deadline for its headers, a cap on open connections fitted to the file
+descriptor limit (the slowest shed first), the listen backlog within the same
+budget, JSON for a request that is not HTTP, and asyncio's and uvicorn's
+messages logged at most once per message per window, without tracebacks.
+uvicorn's own ``limit_concurrency`` stays off: it counts connections and tasks
+together and answers a plain-text 503, where the cap and the service's slots
+(``max_concurrency``, ``max_queue``: a JSON 503 with ``Retry-After``) do its
+work.
+
 :func:`serving` runs an app in a thread of this process for as long as a
 ``with`` block lasts, on a free loopback port: for tests and benchmarks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import signal
 import socket
 import threading
@@ -23,8 +35,18 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import InputError
+from .._logging import get_logger
 from .._optional import requires
 from .app import create_app, is_loopback
+from .connections import (
+    KEEP_ALIVE_TIMEOUT,
+    MAX_BACKLOG,
+    MAX_HEADER_BYTES,
+    ConnectionLimits,
+    connection_limits,
+    guarded_protocol,
+    install_loop_handler,
+)
 from .settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -44,7 +66,7 @@ def check_address(host: str, settings: ServeSettings) -> None:
         )
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, backlog: int = MAX_BACKLOG) -> socket.socket:
     """A listening TCP socket on ``host:port`` (port 0: one the system picks).
 
     Raises:
@@ -58,26 +80,72 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        sock.listen(backlog)
     except OSError as exc:
         sock.close()
         raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 
 
-def _config(app: Any, graceful_timeout: float) -> Any:
-    """uvicorn's settings for the service (its graceful timeout in whole seconds)."""
+def _config(app: Any, graceful_timeout: float, limits: ConnectionLimits) -> Any:
+    """uvicorn's settings for the service (its graceful timeout in whole seconds), its
+    connections bounded by ``limits``."""
     with requires("serve", "the gate service"):
         import uvicorn
     return uvicorn.Config(
         app,
+        http=guarded_protocol(limits),
+        ws="none",  # no route takes a WebSocket: no upgrade past the header deadline
         log_config=None,  # the application configures logging, not the library
         log_level="warning",
         access_log=False,  # the service logs its own access events (crag.http)
         lifespan="on",
         timeout_graceful_shutdown=max(1, round(graceful_timeout)),  # whole seconds
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT,
+        backlog=limits.backlog,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        limit_concurrency=None,  # the cap and the service's slots (see the module doc)
         server_header=False,
     )
+
+
+def _server(
+    config: Any, limits: ConnectionLimits, on_started: Callable[[], None] | None = None
+) -> Any:
+    """A uvicorn server whose loop logs its errors bounded (see
+    :func:`install_loop_handler`); ``on_started`` called once it serves. Its
+    connection limits are said at start (a ``crag.connections`` event), and what
+    they did at the end (header timeouts, connections shed or refused)."""
+    import uvicorn
+
+    log = get_logger()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            install_loop_handler(asyncio.get_running_loop())
+            await super().startup(sockets=sockets)
+            for sock in sockets or ():  # the kernel's queue long again (see connections)
+                with contextlib.suppress(OSError):
+                    sock.listen(MAX_BACKLOG)
+            log.info("crag.connections", state="limits", **dataclasses.asdict(limits))
+            # said once serving, SIGTERM handled: a signal after the line stops it gracefully
+            if self.started and on_started is not None:
+                on_started()
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets=sockets)
+            done = getattr(self.config.http, "guard_counts", {})
+            log.info("crag.connections", state="stopped", **done)
+
+    return Server(config)
+
+
+def _limits(app: Any) -> ConnectionLimits:
+    """The connection limits of ``app``'s settings (:func:`create_app`'s), else the
+    defaults'."""
+    service = getattr(getattr(app, "state", None), "service", None)
+    settings = getattr(service, "settings", None)
+    return connection_limits(settings if isinstance(settings, ServeSettings) else ServeSettings())
 
 
 def run_server(
@@ -96,23 +164,22 @@ def run_server(
         InputError: an address refused (see :func:`check_address`) or not free.
         MissingDependencyError: Starlette or uvicorn is missing (the ``serve`` extra).
     """
-    import uvicorn
+    with requires("serve", "the gate service"):
+        import uvicorn  # noqa: F401 - missing, it is said before the address is taken
 
     settings = settings or ServeSettings()
     check_address(host, settings)
     app = create_app(crag, settings, info=info)
+    limits = connection_limits(settings)
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}"
 
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            # said once serving, SIGTERM handled: a signal after the line stops it gracefully
-            if self.started and on_listening is not None:
-                on_listening(url)
+    def started() -> None:
+        if on_listening is not None:
+            on_listening(url)
 
-    server = Server(_config(app, graceful_timeout))
+    server = _server(_config(app, graceful_timeout, limits), limits, started)
     try:
         with _stopped_by_signals():
             server.run(sockets=[sock])
@@ -151,10 +218,10 @@ def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str
         InputError: the address cannot be listened on.
         RuntimeError: the server did not start within 30 s.
     """
-    with requires("serve", "the gate service"):
-        import uvicorn
+    limits = _limits(app)
+    config = _config(app, 5.0, limits)  # raises naming the extra before a socket is bound
     sock = bind(host, port)
-    server = uvicorn.Server(_config(app, 5.0))
+    server = _server(config, limits)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="crag-serve", daemon=True
     )

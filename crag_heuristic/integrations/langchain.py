@@ -39,7 +39,9 @@ transform_query -> web_search) -> generate). It reads ``question`` and
 ``web_search`` flag (``"Yes"`` / ``"No"``, as the usual ``decide_to_generate``
 edge reads it); the evaluation too, under a key you name and the state
 declares (checked: LangGraph drops undeclared keys silently);
-``examples/langgraph_crag.py`` builds the whole graph.
+``examples/langgraph_crag.py`` builds the whole graph. The node needs the
+documents' scores: :class:`ScoredRetriever` is the retriever that keeps them
+(``vectorstore.as_retriever()`` drops them; the node then warns).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ with requires("langchain", "crag_heuristic.integrations.langchain"):
 from .._checks import check_k, real_number
 from .._config import EvaluatorConfig, RouterConfig
 from .._evaluator.evaluator import Evaluator
-from .._exceptions import InputError, RetrieverError
+from .._exceptions import InputError, RetrieverError, ScopeError
 from .._grading.escalation import Escalation
 from .._grading.lists import SetEscalation
 from .._protocols import (
@@ -104,7 +106,8 @@ from .._retrievers.langchain import (
     langchain_kind,
     split_search_kwargs,
 )
-from .._retrievers.scope import SCOPE_KEYS, check_scopes
+from .._retrievers.scope import SCOPE_KEYS, and_filters, check_filter, check_scopes, describe
+from .._retrievers.stores import warn_unknown_scores
 from .._router.events import Done, Evaluated, Retrieved, StageEvent
 from .._router.flow import GradeCall, Request, Search, WebCall
 from .._router.result import CRAGResult
@@ -117,6 +120,7 @@ __all__ = [
     "CRAGRetriever",
     "LangChainRetriever",
     "LangChainWebSearcher",
+    "ScoredRetriever",
     "result_documents",
 ]
 
@@ -143,11 +147,8 @@ def result_documents(result: CRAGResult) -> list[Document]:
     retrieved = {chunk.id for chunk in result.retrieved}
     documents = []
     for chunk in result.chunks:
-        metadata = dict(chunk.metadata)
-        adapter = {key: metadata.pop(key, None) for key in _ADAPTER_KEYS}
+        metadata, adapter = _split_metadata(chunk)
         web = result.web_search_used and chunk.id not in retrieved
-        if chunk.source is not None:
-            metadata.setdefault("source", chunk.source)
         metadata["crag"] = {
             "chunk_id": chunk.id,
             "origin": "web" if web else "retrieval",
@@ -168,7 +169,155 @@ def result_documents(result: CRAGResult) -> list[Document]:
     return documents
 
 
-class CRAGRetriever(BaseRetriever):
+def _split_metadata(chunk: Chunk) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A chunk's metadata as a document's (NumPy numbers as Python's: a LangGraph
+    checkpointer stores them; the source kept) and the adapter's ``raw_score`` and
+    ``metric``, taken out of it (they go into ``metadata["crag"]``)."""
+    metadata = plain(dict(chunk.metadata))
+    adapter = {key: metadata.pop(key, None) for key in _ADAPTER_KEYS}
+    if chunk.source is not None:
+        metadata.setdefault("source", chunk.source)
+    return metadata, adapter
+
+
+def plain(value: Any) -> Any:
+    """``value`` with NumPy numbers (``float32`` scores ...) made Python's, in mappings,
+    lists and tuples too: what a LangGraph checkpointer's serializer (msgpack)
+    stores; anything else as it is."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(item) for item in value)
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        return item()
+    return value
+
+
+class _CheckedRetriever(BaseRetriever):
+    """A LangChain retriever whose options are pydantic fields: a refused field is an
+    :class:`InputError` naming the closest option; :meth:`_build` runs on the checked
+    fields."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
+
+        def __init__(self, **fields: Any) -> None:
+            try:
+                super().__init__(**fields)
+            except ValidationError as exc:
+                raise InputError(_validation_message(type(self), exc)) from None
+            self._build()
+
+    def _build(self) -> Any:
+        """Make what the retriever uses from its fields."""
+        raise NotImplementedError
+
+
+class ScoredRetriever(_CheckedRetriever):
+    """A vector store as a LangChain retriever whose documents keep their scores.
+
+    ``vectorstore.as_retriever()`` returns documents without scores (the LangGraph
+    CRAG tutorial's retriever): graded without them the gate has no similarity
+    evidence, and sends to the web retrievals that the scores would have kept.
+    This retriever searches with the scores
+    (``similarity_search_with_score``), reads what they are from the store as
+    :class:`LangChainRetriever` does (FAISS, ``InMemoryVectorStore``, Chroma,
+    Qdrant; else ``score_kind=``) and returns each document with
+    ``metadata["crag"] = {"score", "score_kind", "raw_score", "metric"}``, which
+    :class:`CRAGGradeNode` reads. Scores are Python floats, so a LangGraph
+    checkpointer stores them. In the tutorial, replace
+    ``retriever = vectorstore.as_retriever()`` with
+    ``retriever = ScoredRetriever(base=vectorstore)``.
+
+    Args:
+        base: a LangChain vector store (or its ``as_retriever()`` in similarity mode).
+        k: documents per query (per call: ``invoke(q, k=3)``; LangChain's default, 4).
+        score_kind, normalized, search_kwargs: as for :class:`LangChainRetriever`.
+
+    Raises:
+        InputError: ``base`` is not a vector store; an unknown keyword or ``score_kind``.
+
+    Warns:
+        UnknownScoresWarning: the store's scores are neither declared nor read.
+    """
+
+    base: SkipValidation[VectorStore | BaseRetriever]
+    k: SkipValidation[int] = 4
+    score_kind: SkipValidation[ScoreKind | str | None] = None
+    normalized: SkipValidation[bool | None] = None
+    search_kwargs: SkipValidation[Mapping[str, Any] | None] = None
+    _adapter: LangChainRetriever | None = PrivateAttr(default=None)
+
+    def _build(self) -> None:
+        """The adapter that searches the store, made from the fields."""
+        check_k(self.k)
+        store, kwargs, k = split_search_kwargs(self.base, self.search_kwargs)
+        if not hasattr(store, "similarity_search_with_score"):
+            raise InputError(
+                f"base must be a LangChain vector store (or its as_retriever() in "
+                f"similarity mode), got {type(self.base).__name__}"
+            )
+        if k is not None and "k" not in self.model_fields_set:
+            self.k = k
+        self._adapter = LangChainRetriever(
+            store,
+            score_kind=self.score_kind,
+            normalized=self.normalized,
+            search_kwargs=kwargs,
+            stats_from_docstore=False,
+        )
+
+    @property
+    def adapter(self) -> LangChainRetriever:
+        """The crag-heuristic view of the store (its ``score_semantics`` says how
+        the scores are read)."""
+        assert self._adapter is not None
+        return self._adapter
+
+    def _search(self, kwargs: Mapping[str, Any]) -> LangChainRetriever:
+        return self.adapter.with_search_kwargs(kwargs) if kwargs else self.adapter
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, store_kwargs = _call_k(self.k if k is None else k, kwargs)
+        return _scored_documents(self._search(store_kwargs).search(query, k))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        k, store_kwargs = _call_k(self.k if k is None else k, kwargs)
+        return _scored_documents(await self._search(store_kwargs).asearch(query, k))
+
+
+def _scored_documents(chunks: list[Chunk]) -> list[Document]:
+    """A search's chunks as documents with ``metadata["crag"]``: score, kind, raw score,
+    metric (see :class:`ScoredRetriever`)."""
+    documents = []
+    for chunk in chunks:
+        metadata, adapter = _split_metadata(chunk)
+        metadata["crag"] = {
+            "score": chunk.score,
+            "score_kind": chunk.score_kind.value,
+            **adapter,
+        }
+        documents.append(Document(id=chunk.id, page_content=chunk.text, metadata=metadata))
+    return documents
+
+
+class CRAGRetriever(_CheckedRetriever):
     """The CRAG router as a LangChain retriever, over any vector store or retriever.
 
     A pydantic model like every LangChain retriever: its fields are the
@@ -201,10 +350,11 @@ class CRAGRetriever(BaseRetriever):
             the base's scores are read and what every search is given (see
             :class:`LangChainRetriever`). A call's other keywords
             (``invoke(q, filter={...})``) are merged over ``search_kwargs`` as
-            LangChain's ``VectorStoreRetriever`` merges them; a filter among
-            them restricts the lexical retriever too
-            (:meth:`~crag_heuristic.BM25Retriever.with_filter`), or the call is
-            refused.
+            LangChain's ``VectorStoreRetriever`` merges them, except a filter
+            beside the retriever's own: it narrows it (an ``$and``), never
+            replaces it; a filter among them restricts the lexical retriever
+            and the parents too (``with_filter``), or the call is refused
+            (:class:`~crag_heuristic.retrievers.ScopeError`).
         name, tags, metadata: ``BaseRetriever``'s own fields.
 
     After construction the fields hold what the router uses (the
@@ -237,8 +387,6 @@ class CRAGRetriever(BaseRetriever):
         RetrieverError: (on invoke) the first retrieval failed.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
     base: SkipValidation[VectorStore | BaseRetriever | Retriever | AsyncRetriever]
     k: SkipValidation[int] = 10
     evaluator: SkipValidation[Evaluator | EvaluatorConfig | str | None] = None
@@ -262,15 +410,6 @@ class CRAGRetriever(BaseRetriever):
     _router: CRAG | None = PrivateAttr(default=None)
     _lexical_views: OrderedDict[str, Any] = PrivateAttr(default_factory=OrderedDict)
     _views_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    if not TYPE_CHECKING:  # type checkers see the signature pydantic makes of the fields
-
-        def __init__(self, **fields: Any) -> None:
-            try:
-                super().__init__(**fields)
-            except ValidationError as exc:
-                raise InputError(_validation_message(type(self), exc)) from None
-            self._build()
 
     def _build(self) -> CRAG:
         """Make the router from the fields, then keep in the fields what it uses."""
@@ -303,11 +442,12 @@ class CRAGRetriever(BaseRetriever):
         web: Any = self.web
         if isinstance(lexical, VectorStore | BaseRetriever):
             has_stats = isinstance(retriever, StatsProvider) and retriever.corpus_stats()
-            lexical = LangChainRetriever(
+            lexical = LangChainRetriever(  # its scores are fused by rank (RRF): no warning
                 lexical,
                 analyzer=evaluator.analyzer,
                 stats_from_docstore=not has_stats,
                 name="langchain-lexical",
+                warn_unknown=False,
             )
         if langchain_kind(web) in ("retriever", "tool"):
             web = LangChainWebSearcher(web)
@@ -359,15 +499,19 @@ class CRAGRetriever(BaseRetriever):
         return store, kwargs
 
     def _parts(self, call_kwargs: Mapping[str, Any]) -> Parts | None:
-        """This call's (retriever, lexical retriever) when it gives store keywords
-        (``invoke(q, filter=...)``): the store's search keywords with the call's merged
-        over them, as LangChain's ``VectorStoreRetriever`` merges them; a lexical
-        retriever filtered by the call's filter too (see :meth:`_lexical_for`).
+        """This call's (retriever, lexical retriever, parents) when it gives store
+        keywords (``invoke(q, filter=...)``): the store's search keywords with the
+        call's merged over them, as LangChain's ``VectorStoreRetriever`` merges them,
+        except a scope: a call's filter where the store's keywords have one narrows
+        it (``{"$and": [own, call's]}``), never replaces it; the lexical retriever
+        and the parents filtered by the call's filter too (see :meth:`_lexical_for`).
         ``None`` without keywords.
 
         Raises:
-            InputError: keywords for a base that takes none per call; a per-call
-                filter the lexical retriever cannot apply.
+            InputError: keywords for a base that takes none per call.
+            ScopeError: a per-call filter that cannot be proven safe, cannot be
+                combined with the store's own, or cannot be applied to the lexical
+                retriever or the parents.
         """
         if not call_kwargs:
             return None
@@ -378,13 +522,16 @@ class CRAGRetriever(BaseRetriever):
                 f"search keywords go to a LangChain store or retriever; {type(retriever).__name__} "
                 "takes its options at construction (QdrantRetriever.with_filter ...)"
             )
-        view = retriever.with_search_kwargs(call_kwargs)
-        lexical = self.router.lexical
         scoping = [key for key in SCOPE_KEYS if call_kwargs.get(key) is not None]
+        narrowed = _narrowed(retriever.search_kwargs, call_kwargs, scoping)
+        view = retriever.with_search_kwargs(narrowed)
+        lexical, parents = self.router.lexical, self.router.parents
         if lexical is not None and scoping:
             lexical = self._lexical_for(call_kwargs, scoping, lexical)
-        check_scopes(view, lexical)
-        return view, lexical
+        if parents is not None and scoping:
+            parents = _filtered(call_kwargs, scoping, parents, "parents lookup")
+        check_scopes(view, lexical, parents)
+        return view, lexical, parents
 
     def _lexical_for(self, kwargs: Mapping[str, Any], scoping: list[str], lexical: Any) -> Any:
         """The lexical retriever restricted to a call's filter (``scoping``: the call's
@@ -392,22 +539,10 @@ class CRAGRetriever(BaseRetriever):
         metadata filter (``filter={...}``; the views of the last 32 filters kept).
 
         Raises:
-            InputError: another scoping keyword, a filter that is not a mapping, or a
+            ScopeError: another scoping keyword, a filter that is not a mapping, or a
                 lexical retriever without ``with_filter``.
         """
-        where = kwargs.get("filter")
-        if scoping != ["filter"] or not isinstance(where, Mapping):
-            raise InputError(
-                f"the call's {', '.join(scoping)} cannot be applied to the lexical retriever "
-                f"{type(lexical).__name__}: only a metadata filter (filter={{...}}) can; "
-                "without it, its corrections would bring in documents outside the filter"
-            )
-        if not hasattr(lexical, "with_filter"):
-            raise InputError(
-                f"the call's filter cannot be applied to the lexical retriever "
-                f"{type(lexical).__name__} (it has no with_filter, as BM25Retriever does): "
-                "its corrections would bring in documents outside the filter"
-            )
+        where = _call_filter(kwargs, scoping, lexical, "lexical retriever")
         try:  # the filter itself is the key (a digest could collide): JSON values only
             key = f"{id(lexical)}:{json.dumps(where, sort_keys=True)}"
         except (TypeError, ValueError):
@@ -529,6 +664,67 @@ def _no_store_options(retriever: CRAGRetriever, base: object) -> None:
             f"crag-heuristic retriever ({type(base).__name__}) declares its own scores "
             "and statistics"
         )
+
+
+def _narrowed(
+    own: Mapping[str, Any], call_kwargs: Mapping[str, Any], scoping: Sequence[str]
+) -> dict[str, Any]:
+    """A call's search keywords with each scope the store's own keywords set narrowed,
+    not replaced: a metadata filter ANDed with the store's.
+
+    Raises:
+        ScopeError: a filter that cannot be proven safe, or a scoping keyword the
+            store's keywords set too that cannot be combined (not two mappings
+            under ``filter``).
+    """
+    merged = dict(call_kwargs)
+    for key in scoping:
+        theirs = call_kwargs[key]
+        if isinstance(theirs, Mapping):
+            check_filter(theirs)
+        mine = own.get(key)
+        if mine is None:
+            continue
+        if key == "filter" and isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+            merged[key] = and_filters(mine, theirs)
+            continue
+        raise ScopeError(
+            f"the call's {key} would replace this retriever's own ({describe(mine)}): a call "
+            f"narrows a scope, never replaces it, and these two cannot be combined (only two "
+            "metadata filters under filter= can, as an $and); give the combined filter in "
+            "the call on a retriever built without one"
+        )
+    return merged
+
+
+def _call_filter(kwargs: Mapping[str, Any], scoping: list[str], part: Any, role: str) -> Any:
+    """The call's metadata filter, for a ``part`` (the lexical retriever, the parents)
+    that applies it with ``with_filter``.
+
+    Raises:
+        ScopeError: another scoping keyword, a filter that is not a mapping, or a
+            part without ``with_filter``.
+    """
+    where = kwargs.get("filter")
+    if scoping != ["filter"] or not isinstance(where, Mapping):
+        raise ScopeError(
+            f"the call's {', '.join(scoping)} cannot be applied to the {role} "
+            f"{type(part).__name__}: only a metadata filter (filter={{...}}) can; "
+            "without it, it would bring in documents outside the filter"
+        )
+    if not hasattr(part, "with_filter"):
+        raise ScopeError(
+            f"the call's filter cannot be applied to the {role} {type(part).__name__} "
+            "(it has no with_filter, as BM25Retriever and ScopedParents do): it would "
+            "bring in documents outside the filter"
+        )
+    return where
+
+
+def _filtered(kwargs: Mapping[str, Any], scoping: list[str], part: Any, role: str) -> Any:
+    """``part.with_filter`` of the call's filter (see :func:`_call_filter`)."""
+    where = _call_filter(kwargs, scoping, part, role)  # checked before with_filter is read
+    return part.with_filter(where)
 
 
 def _call_k(k: object, kwargs: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -849,6 +1045,34 @@ class CRAGGradeNode:
         if corpus_stats is not None and not isinstance(corpus_stats, CorpusStats):
             raise InputError("corpus_stats must be a CorpusStats or None")
         self.corpus_stats = corpus_stats
+        self._declared = score_kind is not None
+        self._warned = False  # UnknownScoresWarning: once per node
+
+    def _warn_unscored(self, chunks: Sequence[Chunk], read_ours: bool) -> None:
+        """Warn once when the documents' scores go unread: none has a score (a
+        retriever's ``invoke`` dropped them), or ``metadata[score_key]`` of no
+        declared kind."""
+        if self._warned or not chunks:
+            return
+        if all(chunk.score is None for chunk in chunks):
+            self._warned = True
+            warn_unknown_scores(
+                f"the documents in state[{self.documents_key!r}] carry no retrieval score (a "
+                "retriever's invoke drops them, as the LangGraph CRAG tutorial's "
+                "vectorstore.as_retriever() does): the gate grades without similarity "
+                "evidence. Retrieve with ScoredRetriever(base=vectorstore) "
+                "(crag_heuristic.integrations.langchain), whose documents keep their scores, "
+                f"or put each score in metadata[{self.score_key!r}] and declare "
+                "CRAGGradeNode(score_kind=...)"
+            )
+        elif not self._declared and not read_ours:
+            self._warned = True
+            warn_unknown_scores(
+                f"metadata[{self.score_key!r}] of the documents is graded as UNKNOWN: declare "
+                "what it is, CRAGGradeNode(score_kind='cosine') (or cosine_distance, "
+                "squared_l2, l2, inner_product, distance), or retrieve with "
+                "ScoredRetriever(base=vectorstore), whose documents say it"
+            )
 
     def __repr__(self) -> str:
         return f"CRAGGradeNode(evaluator={self.evaluator!r}, score_kind={self.score_kind.value})"
@@ -914,6 +1138,9 @@ class CRAGGradeNode:
             if chunk.id not in seen:
                 seen.add(chunk.id)
                 pairs.append((chunk, doc))
+        scored = [chunk for chunk, _ in pairs if chunk.score is not None]
+        read_ours = all(chunk.score_kind is not ScoreKind.UNKNOWN for chunk in scored)
+        self._warn_unscored([chunk for chunk, _ in pairs], read_ours and bool(scored))
         evaluation = self.evaluator.evaluate(
             question, [chunk for chunk, _ in pairs], self.corpus_stats
         )
@@ -927,10 +1154,10 @@ class CRAGGradeNode:
                 "verdict": evaluation.verdict.value,
                 "set_score": evaluation.score,
             }
-            new = Document(
+            new = Document(  # NumPy scores as Python's: a checkpointer stores the state
                 id=doc.id or chunk.id,
                 page_content=doc.page_content,
-                metadata={**(doc.metadata or {}), "crag": crag},
+                metadata=plain({**(doc.metadata or {}), "crag": crag}),
             )
             annotated.append((keep, new))
         kept = [doc for keep, doc in annotated if keep]

@@ -150,6 +150,11 @@ class CallTrace:
 
 
 def _kind(error: BaseException) -> str | None:
+    """The error's ``kind`` (a :class:`~crag_heuristic.CacheError`'s: ``"timeout"``,
+    ``"connection"`` ...); ``"cancelled"`` for a call its caller abandoned (the router's
+    deadline cancels a cache call that has not answered in time)."""
+    if isinstance(error, asyncio.CancelledError):
+        return "cancelled"
     kind = getattr(error, "kind", None)
     return kind if isinstance(kind, str) else None
 

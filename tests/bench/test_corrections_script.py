@@ -14,6 +14,7 @@ from crag_heuristic._bench.quality import HYBRID
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
+@pytest.mark.slow
 def test_route_variants_are_chosen_on_training_data(
     beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

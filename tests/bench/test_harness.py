@@ -69,6 +69,7 @@ def test_calibrate_on_llm_labels(beir_folder: Path) -> None:
     assert "labels llm:noisy-grader" in result.config.description
 
 
+@pytest.mark.slow
 def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     profile = calibrate(beir_folder, split="train", k=5, encode=False).config
     results = run_bench(
@@ -79,6 +80,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         encode=False,
         agreement_splits=2,  # the reports use 20; each split refits the chunk stage twice
         guarantee_splits=2,  # the reports use 200
+        stream_orders=2,  # the reports use 20
         progress=lambda message: None,
     )
     sections = results["sections"]
@@ -88,10 +90,21 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
         "cascade",
         "set-cascade",
         "guarantee",
+        "stream",
         "quality",
         "cost",
         "context",
     }
+    stream = sections["stream"]
+    row_keys = {"predictor", "grader", "target", "eps", "delta", "n", "calls", "calls_last_400",
+                "recall", "window_recall_min", "violations", "orders"}  # fmt: skip
+    assert all(set(row) == row_keys for row in stream["rows"])
+    assert {r["predictor"] for r in stream["rows"]} == {"always", "learning", "static", "top-1"}
+    assert {r["grader"] for r in stream["rows"]} == {"qrels", "llm:noisy-grader"}
+    assert all(r["orders"] == 2 for r in stream["rows"])
+    # 18 lists: the cascade explores them all; every failure goes to the grader
+    assert all(r["recall"] in (None, 1.0) for r in stream["rows"] if r["predictor"] == "learning")
+    assert "## Stream: a cascade that learns" in (tmp_path / "out" / "report.md").read_text()
     failure = sections["failure"]
     assert failure["natural"] == failure["probes"] == 18
     assert {"seed design (as written)", "synapse", "NQC", "fitted", "WIG"} <= set(failure["auc"])
@@ -148,6 +161,7 @@ def test_bench_writes_every_section(beir_folder: Path, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 5
 
 
+@pytest.mark.slow
 def test_cli_bench_and_calibrate(beir_folder: Path, tmp_path: Path) -> None:
     out = io.StringIO()
     profile = tmp_path / "p.toml"
@@ -205,6 +219,24 @@ def test_the_number_of_agreement_splits_is_an_option(beir_folder: Path, tmp_path
     assert not (tmp_path / "never").exists()
 
 
+def test_the_grader_calibrated_halvings_are_an_option(beir_folder: Path, tmp_path: Path) -> None:
+    from crag_heuristic._cli import build_parser
+
+    args = ["bench", "--data-dir", "d", "--guarantee-calibrated-splits", "200"]
+    assert build_parser().parse_args(args).guarantee_calibrated_splits == 200
+    assert (
+        build_parser().parse_args(["bench", "--data-dir", "d"]).guarantee_calibrated_splits is None
+    )
+    for bad in (0, 3, 1.5, True):
+        with pytest.raises(InputError, match="guarantee_calibrated_splits"):
+            run_bench(
+                beir_folder, tmp_path / "never", guarantee_splits=2,
+                guarantee_calibrated_splits=bad, encode=False,  # type: ignore[arg-type]
+            )  # fmt: skip
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.slow
 def test_a_profile_fitted_here_grades_the_sample(beir_folder: Path) -> None:
     from crag_heuristic import Evaluator
 

@@ -22,6 +22,9 @@ from crag_heuristic._cli import main
 from crag_heuristic._cli.common import EXIT_BAD_INPUT, EXIT_OK
 
 TWO_VARIANTS = (EVIDENCE_VARIANTS[0], LR_BASELINE)
+# nested leave-one-collection-out fits many gates: 50 s of the suite (pytest -m "not slow"
+# leaves them out of a quick run; the README's pytest runs them)
+pytestmark = pytest.mark.slow
 
 
 def _copy(folder: Path, to: Path) -> Path:

@@ -43,6 +43,20 @@ def redis_server() -> Iterator[RedisServer]:
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def patient_redis_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``RedisCache`` built from a URL waits 0.25 s for Redis by default (a hung cache
+    must not slow queries down). On a loaded test machine Redis answered later now and
+    then, and a test that is not about timeouts failed with a ``timeout`` CacheError:
+    here (tests/cache) the defaults are 5 s. The tests about timeouts pass their own;
+    elsewhere (the service under load and its Redis fault) the defaults stand."""
+    from crag_heuristic._cache.redis import RedisCache
+
+    defaults = dict(RedisCache.__init__.__kwdefaults__ or {})
+    defaults.update(socket_timeout=5.0, socket_connect_timeout=5.0)
+    monkeypatch.setattr(RedisCache.__init__, "__kwdefaults__", defaults)
+
+
 @pytest.fixture
 def local_redis() -> Iterator[RedisServer]:
     with RedisServer(maxmemory_policy="noeviction") as server:

@@ -27,7 +27,7 @@ QUERY = "How do honeybees communicate the distance to food?"
 
 
 def test_redis_down_is_one_failure_per_failed_call(local_redis: RedisServer) -> None:
-    cache = RedisCache(url=local_redis.url, namespace="typed")
+    cache = RedisCache(url=local_redis.url, namespace="typed", unsigned="allow")
     crag = CRAG(
         sample_retriever(),
         "synapse",
@@ -53,7 +53,9 @@ def test_a_refused_cached_value_is_a_typed_failure(
     redis_server: RedisServer, namespace: str
 ) -> None:
     crag = CRAG(
-        sample_retriever(), "synapse", cache=RedisCache(url=redis_server.url, namespace=namespace)
+        sample_retriever(),
+        "synapse",
+        cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
     )
     first = crag.retrieve(QUERY, 5)
     assert first.failures == ()
@@ -85,7 +87,7 @@ def test_a_cascade_without_the_router_has_its_failures_too(local_redis: RedisSer
     cascade = Cascade(
         grader=CallableGrader(boom, name="boom"),
         escalation=Escalation(band=(0.0, 1.0), budget=1.0),
-        cache=RedisCache(url=local_redis.url, namespace="cascade"),
+        cache=RedisCache(url=local_redis.url, namespace="cascade", unsigned="allow"),
     )
     local_redis.stop()
     result = cascade.evaluate(QUERY, chunks)

@@ -78,7 +78,7 @@ def test_memory_cache_events() -> None:
 
 def test_redis_cache_events_for_hit_error_down_and_recovery(clock: Any) -> None:
     with RedisServer() as server:
-        cache = RedisCache(url=server.url, clock=clock)
+        cache = RedisCache(url=server.url, clock=clock, unsigned="allow")
         admin: redis.Redis = server.client()
         admin.set("crag:v0.1.0:eval:bad", b"\x80not json")
         with capture_events() as events:

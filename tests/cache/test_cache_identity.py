@@ -113,7 +113,7 @@ def test_web_results_of_other_instances_and_settings_are_never_served(
             ListRetriever(CHUNKS),
             never(),
             web=client,
-            cache=RedisCache(url=redis_server.url, namespace=namespace),
+            cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
             config={"cache_evaluations": False},
         )
         for name, client in clients.items()
@@ -148,7 +148,7 @@ def test_another_graders_answers_are_never_served(
     routers = [
         CRAG(
             ListRetriever(CHUNKS),
-            cache=RedisCache(url=redis_server.url, namespace=namespace),
+            cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
             grader=grader,
             escalation=Escalation(band=(0.0, 1.0), budget=1.0),
             config={"cache_evaluations": False},
@@ -198,7 +198,9 @@ def test_evaluations_under_other_statistics_or_profiles_are_never_served(
     assert len({round(e.score, 9) for e in fresh.values()}) == len(setups)  # they differ
     routers = {
         name: CRAG(
-            retriever, evaluator, cache=RedisCache(url=redis_server.url, namespace=namespace)
+            retriever,
+            evaluator,
+            cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
         )
         for name, (retriever, evaluator) in setups.items()
     }

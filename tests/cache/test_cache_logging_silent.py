@@ -18,7 +18,7 @@ import logging, sys
 if sys.argv[2] == "configured":
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
 from crag_heuristic import CacheError, RedisCache
-cache = RedisCache(url=f"redis://127.0.0.1:{sys.argv[1]}/0")
+cache = RedisCache(url=f"redis://127.0.0.1:{sys.argv[1]}/0", unsigned="allow")
 try:
     cache.get("key")
 except CacheError as exc:

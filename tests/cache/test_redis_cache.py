@@ -19,7 +19,7 @@ from crag_heuristic._protocols import AsyncCache, Cache
 
 @pytest.fixture
 def cache(redis_server: RedisServer, namespace: str, admin: redis.Redis) -> RedisCache:
-    return RedisCache(url=redis_server.url, namespace=namespace)
+    return RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
 
 
 def test_implements_both_cache_protocols(cache: RedisCache) -> None:
@@ -56,7 +56,9 @@ def test_ttl_is_set_in_milliseconds(cache: RedisCache, admin: redis.Redis, names
     assert 0 < pttl <= 30_000
     cache.set("tdefault", "1")
     assert 3_600_000 < admin.pttl(f"{namespace}:tdefault") <= 86_400_000  # one day by default
-    forever = RedisCache(url=cache_url(admin), namespace=namespace, default_ttl=None)
+    forever = RedisCache(
+        url=cache_url(admin), namespace=namespace, default_ttl=None, unsigned="allow"
+    )
     forever.set("tnone", "1")
     assert admin.pttl(f"{namespace}:tnone") == -1  # no expiry
     forever.close()
@@ -143,7 +145,7 @@ def test_delete_and_clear_stay_inside_the_namespace(
 
 
 def test_clear_without_namespace_refuses(redis_server: RedisServer) -> None:
-    cache = RedisCache(url=redis_server.url)
+    cache = RedisCache(url=redis_server.url, unsigned="allow")
     with pytest.raises(CacheError) as info:
         cache.clear()
     assert info.value.kind == "unsupported"
@@ -154,7 +156,7 @@ def test_injected_client_is_used_and_left_open(
     redis_server: RedisServer, namespace: str, admin: redis.Redis
 ) -> None:
     client = redis_server.client(socket_timeout=1, decode_responses=True)
-    cache = RedisCache(client, namespace=namespace)
+    cache = RedisCache(client, namespace=namespace, unsigned="allow")
     assert cache.client is client and cache.async_client is None
     cache.set("k", '{"x":1}')
     assert cache.get("k") == '{"x":1}'  # decode_responses clients give str: fine too
@@ -167,7 +169,7 @@ async def test_sync_only_cache_serves_async_calls_in_a_thread(
     redis_server: RedisServer, namespace: str, admin: redis.Redis
 ) -> None:
     client = redis_server.client(socket_timeout=1)
-    cache = RedisCache(client, namespace=namespace)
+    cache = RedisCache(client, namespace=namespace, unsigned="allow")
     await cache.aset("k", "[1]")
     assert await cache.aget("k") == "[1]"
     assert await cache.adelete("k") is True
@@ -181,7 +183,7 @@ async def test_async_only_cache_refuses_sync_calls(
     import redis.asyncio
 
     client = redis.asyncio.Redis.from_url(redis_server.url, socket_timeout=1)
-    cache = RedisCache(async_client=client, namespace=namespace)
+    cache = RedisCache(async_client=client, namespace=namespace, unsigned="allow")
     await cache.aset("k", "2")
     assert await cache.aget("k") == "2"
     with pytest.raises(CacheError) as info:
@@ -214,7 +216,9 @@ def test_bad_configuration_names_the_field(kwargs: dict[str, object], field: str
 async def test_built_clients_have_bounded_timeouts_and_no_retries(
     redis_server: RedisServer,
 ) -> None:
-    cache = RedisCache(url=redis_server.url, socket_timeout=0.3, socket_connect_timeout=0.2)
+    cache = RedisCache(
+        url=redis_server.url, socket_timeout=0.3, socket_connect_timeout=0.2, unsigned="allow"
+    )
     kwargs = cache.client.connection_pool.connection_kwargs
     assert kwargs["socket_timeout"] == 0.3 and kwargs["socket_connect_timeout"] == 0.2
     assert kwargs["retry"].get_retries() == 0
@@ -227,7 +231,7 @@ async def test_built_clients_have_bounded_timeouts_and_no_retries(
 def test_one_cache_serves_successive_event_loops(
     redis_server: RedisServer, namespace: str, admin: redis.Redis
 ) -> None:
-    cache = RedisCache(url=redis_server.url, namespace=namespace)
+    cache = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
     assert cache.async_client is None  # built per event loop, and there is none here
 
     async def round_trip(i: int) -> str | None:
@@ -245,7 +249,7 @@ def test_each_event_loops_client_is_closed_with_its_loop(
     """asyncio.run() finalises the loop's async generators: the cache's client for
     that loop closes then, so short-lived loops leave no connection (and no
     ResourceWarning) behind."""
-    cache = RedisCache(url=redis_server.url, namespace=namespace)
+    cache = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
     gc.collect()  # an earlier test's unreachable client would close during the count
     before = len(admin.client_list())
 
@@ -259,6 +263,7 @@ def test_each_event_loops_client_is_closed_with_its_loop(
     cache.close()
 
 
+@pytest.mark.slow
 def test_works_through_redis_cluster_client() -> None:
     """A one-node Redis Cluster (all 16384 slots on one process), via RedisCluster."""
     from redis.cluster import RedisCluster
@@ -273,7 +278,7 @@ def test_works_through_redis_cluster_client() -> None:
             time.sleep(0.05)
         assert server.port is not None
         client = RedisCluster(host=server.host, port=server.port, socket_timeout=1)
-        cache = RedisCache(client, namespace="tenant")
+        cache = RedisCache(client, namespace="tenant", unsigned="allow")
         cache.set("crag:v1:eval:a", '{"v":1}', ttl=30)
         cache.set("crag:v1:web:b", '{"v":2}')
         assert cache.get("crag:v1:eval:a") == '{"v":1}'

@@ -18,7 +18,7 @@ from crag_testkit import RedisServer
 from crag_heuristic import CacheError
 from crag_heuristic._cache.redis import RedisCache
 
-BOUND = 5.0  # seconds: "did not hang", not a performance claim
+BOUND = 60.0  # seconds: "did not hang" (on a loaded machine too), not a performance claim
 
 
 def _raises(call: Callable[[], Any]) -> CacheError:
@@ -32,7 +32,7 @@ def _raises(call: Callable[[], Any]) -> CacheError:
 def test_killed_server_fails_fast_then_recovers_after_restart_by_itself(
     local_redis: RedisServer, clock: Any
 ) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=1.0, clock=clock)
+    cache = RedisCache(url=local_redis.url, retry_interval=1.0, clock=clock, unsigned="allow")
     client = cache.client
     cache.set("k", '"before"')
     local_redis.kill()  # SIGKILL mid-run
@@ -66,7 +66,7 @@ def test_killed_server_fails_fast_then_recovers_after_restart_by_itself(
 def test_a_failed_probe_marks_it_down_for_another_window(
     local_redis: RedisServer, clock: Any
 ) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=2.0, clock=clock)
+    cache = RedisCache(url=local_redis.url, retry_interval=2.0, clock=clock, unsigned="allow")
     local_redis.kill()
     assert _raises(lambda: cache.get("k")).kind == "connection"
     clock.advance(2.0)
@@ -79,7 +79,7 @@ def test_a_failed_probe_marks_it_down_for_another_window(
 
 
 def test_recovers_on_the_real_clock_too(local_redis: RedisServer) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=0.1)
+    cache = RedisCache(url=local_redis.url, retry_interval=0.1, unsigned="allow")
     local_redis.kill()
     assert _raises(lambda: cache.get("k")).kind == "connection"
     local_redis.restart()
@@ -98,7 +98,7 @@ def test_recovers_on_the_real_clock_too(local_redis: RedisServer) -> None:
 
 
 def test_ping_brings_it_back_up_without_waiting(local_redis: RedisServer, clock: Any) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=60, clock=clock)
+    cache = RedisCache(url=local_redis.url, retry_interval=60, clock=clock, unsigned="allow")
     local_redis.kill()
     _raises(lambda: cache.get("k"))
     local_redis.restart()
@@ -108,7 +108,7 @@ def test_ping_brings_it_back_up_without_waiting(local_redis: RedisServer, clock:
 
 
 def test_full_redis_refuses_sets_but_serves_gets(local_redis: RedisServer) -> None:
-    cache = RedisCache(url=local_redis.url)
+    cache = RedisCache(url=local_redis.url, unsigned="allow")
     cache.set("kept", '{"v":1}')
     admin = local_redis.client()
     admin.config_set("maxmemory", 1)  # noeviction: every write that allocates fails with OOM
@@ -126,7 +126,7 @@ def test_full_redis_refuses_sets_but_serves_gets(local_redis: RedisServer) -> No
 
 def test_server_started_full_refuses_the_first_set() -> None:
     with RedisServer(maxmemory=1) as server:
-        cache = RedisCache(url=server.url)
+        cache = RedisCache(url=server.url, unsigned="allow")
         assert _raises(lambda: cache.set("k", "1")).kind == "oom"
         assert cache.get("k") is None and cache.healthy
         cache.close()
@@ -141,7 +141,7 @@ def _pause(server: RedisServer, milliseconds: int) -> redis.Redis:
 def test_slow_redis_times_out_within_the_socket_timeout(
     local_redis: RedisServer, clock: Any
 ) -> None:
-    cache = RedisCache(url=local_redis.url, socket_timeout=0.2, clock=clock)
+    cache = RedisCache(url=local_redis.url, socket_timeout=0.2, clock=clock, unsigned="allow")
     cache.set("k", "1")
     admin = _pause(local_redis, 1500)  # every client's commands wait 1.5 s
     error = _raises(lambda: cache.get("k"))
@@ -156,11 +156,11 @@ def test_slow_redis_times_out_within_the_socket_timeout(
 
 def test_wrong_password_is_an_auth_error_and_right_one_works() -> None:
     with RedisServer(password="s3cret") as server:
-        anonymous = RedisCache(url=server.url.replace(":s3cret@", ""))
+        anonymous = RedisCache(url=server.url.replace(":s3cret@", ""), unsigned="allow")
         assert _raises(lambda: anonymous.get("k")).kind == "auth"
-        wrong = RedisCache(url=server.url.replace("s3cret", "nope"))
+        wrong = RedisCache(url=server.url.replace("s3cret", "nope"), unsigned="allow")
         assert _raises(lambda: wrong.set("k", "1")).kind == "auth"
-        right = RedisCache(url=server.url)
+        right = RedisCache(url=server.url, unsigned="allow")
         right.set("k", "1")
         assert right.get("k") == "1"
         for cache in (anonymous, wrong, right):
@@ -170,13 +170,15 @@ def test_wrong_password_is_an_auth_error_and_right_one_works() -> None:
 def test_nothing_listening_at_all(clock: Any) -> None:
     with RedisServer() as server:
         url = server.url
-    cache = RedisCache(url=url, clock=clock)  # the server is gone: connection refused
+    cache = RedisCache(
+        url=url, clock=clock, unsigned="allow"
+    )  # the server is gone: connection refused
     assert _raises(lambda: cache.get("k")).kind == "connection"
     assert _raises(lambda: cache.set("k", "1")).kind == "down"
 
 
 def test_threads_during_an_outage_only_see_cache_errors(local_redis: RedisServer) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=0.05)
+    cache = RedisCache(url=local_redis.url, retry_interval=0.05, unsigned="allow")
     outcomes: dict[str, int] = {}
     lock = threading.Lock()
     foreign: list[BaseException] = []
@@ -225,7 +227,7 @@ async def _araises(call: Callable[[], Any]) -> CacheError:
 
 
 async def test_async_killed_then_restarted(local_redis: RedisServer, clock: Any) -> None:
-    async with RedisCache(url=local_redis.url, clock=clock) as cache:
+    async with RedisCache(url=local_redis.url, clock=clock, unsigned="allow") as cache:
         client = cache.async_client
         await cache.aset("k", '"before"')
         assert await cache.aget("k") == '"before"'
@@ -244,7 +246,7 @@ async def test_async_killed_then_restarted(local_redis: RedisServer, clock: Any)
 
 
 async def test_async_full_redis(local_redis: RedisServer) -> None:
-    async with RedisCache(url=local_redis.url) as cache:
+    async with RedisCache(url=local_redis.url, unsigned="allow") as cache:
         await cache.aset("kept", "[1]")
         admin = local_redis.client()
         admin.config_set("maxmemory", 1)
@@ -255,7 +257,9 @@ async def test_async_full_redis(local_redis: RedisServer) -> None:
 
 
 async def test_async_slow_redis_times_out(local_redis: RedisServer, clock: Any) -> None:
-    async with RedisCache(url=local_redis.url, socket_timeout=0.2, clock=clock) as cache:
+    async with RedisCache(
+        url=local_redis.url, socket_timeout=0.2, clock=clock, unsigned="allow"
+    ) as cache:
         await cache.aset("k", "1")
         admin = _pause(local_redis, 1500)
         assert (await _araises(lambda: cache.aget("k"))).kind == "timeout"
@@ -269,7 +273,7 @@ async def test_async_slow_redis_times_out(local_redis: RedisServer, clock: Any) 
 async def test_async_corrupt_payload_is_a_payload_error(local_redis: RedisServer) -> None:
     admin = local_redis.client()
     admin.set("bad", b"\x80\x04K\x01.")
-    async with RedisCache(url=local_redis.url) as cache:
+    async with RedisCache(url=local_redis.url, unsigned="allow") as cache:
         assert (await _araises(lambda: cache.aget("bad"))).kind == "payload"
         assert cache.stats.errors_by_kind == {"payload": 1}
         assert cache.stats.misses == 1

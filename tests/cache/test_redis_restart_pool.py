@@ -32,7 +32,7 @@ def outcome_of(answer: object) -> str:
 async def test_async_burst_after_restart_finds_no_stale_connection(
     local_redis: RedisServer,
 ) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=0.25)
+    cache = RedisCache(url=local_redis.url, retry_interval=0.25, unsigned="allow")
     try:
         # fill the pool with BURST connections to the first server process
         await asyncio.gather(*(cache.aset(f"k{i}", '"v"') for i in range(BURST)))
@@ -56,7 +56,7 @@ async def test_async_burst_after_restart_finds_no_stale_connection(
 
 
 def test_sync_burst_after_restart_finds_no_stale_connection(local_redis: RedisServer) -> None:
-    cache = RedisCache(url=local_redis.url, retry_interval=0.25)
+    cache = RedisCache(url=local_redis.url, retry_interval=0.25, unsigned="allow")
 
     def burst() -> list[str]:
         def one(i: int) -> str:

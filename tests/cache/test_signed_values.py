@@ -24,12 +24,19 @@ import pytest
 import redis
 from crag_testkit import RedisServer
 
-from crag_heuristic import CRAG, CacheError, ConfigError, CRAGResult, RedisCache, Verdict
+from crag_heuristic import (
+    CRAG,
+    CacheError,
+    ConfigError,
+    CRAGResult,
+    RedisCache,
+    Verdict,
+)
 from crag_heuristic._cache.signing import Signer
 from crag_heuristic._retrievers.faiss import FaissRetriever
 from crag_heuristic._router.cached import seal
 from crag_heuristic._sample import sample_retriever
-from crag_heuristic.cache import MemoryCache, TieredCache
+from crag_heuristic.cache import MemoryCache, TieredCache, UnsignedStoreWarning
 from crag_heuristic.grading import Escalation
 from crag_heuristic.testing import RecordingWebSearcher
 
@@ -96,16 +103,21 @@ def forge_evaluation(admin: redis.Redis, name: str, stored: bytes, mode: str) ->
     if mode == "signed-with-another-secret":
         text = Signer(OTHER_SECRET).sign(plain_key(name), text)
     elif mode == "signature-of-the-original":
-        mac = json.loads(stored)["mac"]
-        text = '{"mac":"' + mac + '","v":' + text + "}"
+        original = json.loads(stored)
+        text = (
+            '{"mac":"' + original["mac"] + '","exp":' + str(original["exp"]) + ',"v":' + text + "}"
+        )
     admin.set(name, text.encode())
 
 
 def test_without_a_secret_a_well_formed_forgery_is_served(
     retriever: FaissRetriever, redis_server: RedisServer, admin: redis.Redis, namespace: str
 ) -> None:
-    """The threat: the shape checks cannot tell a well-formed lie."""
-    crag = CRAG(retriever, cache=RedisCache(url=redis_server.url, namespace=namespace))
+    """The threat: the shape checks cannot tell a well-formed lie (and the cache says
+    so when it is made)."""
+    with pytest.warns(UnsignedStoreWarning, match="RedisCache has no secret"):
+        cache = RedisCache(url=redis_server.url, namespace=namespace)
+    crag = CRAG(retriever, cache=cache)
     first = crag.retrieve(IRRELEVANT_QUERY, 10)
     assert first.initial_evaluation.verdict is Verdict.IRRELEVANT
     name, stored = only(admin, namespace, "eval")
@@ -127,12 +139,12 @@ def test_a_forged_evaluation_is_refused_recomputed_and_flagged(
     mode: str,
     asynchronous: bool,
 ) -> None:
-    cache = RedisCache(url=redis_server.url, namespace=namespace)
-    crag = CRAG(retriever, cache=cache, cache_secret=SECRET)
+    cache = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
+    crag = CRAG(retriever, cache=cache, cache_secret=SECRET)  # the router signs
     first = run(crag, asynchronous)
     assert first.initial_evaluation.verdict is Verdict.IRRELEVANT and first.cache_error is None
     name, stored = only(admin, namespace, "eval")
-    assert json.loads(stored).keys() == {"mac", "v"}  # signed
+    assert json.loads(stored).keys() == {"mac", "exp", "v"}  # signed
     forge_evaluation(admin, name, stored, mode)
 
     again = run(crag, asynchronous)
@@ -153,7 +165,7 @@ def test_a_secret_on_the_redis_cache_alone_refuses_the_forgery_too(
     first = crag.retrieve(IRRELEVANT_QUERY, 10)
     name, stored = only(admin, namespace, "eval")
     value = json.loads(stored)
-    assert value.keys() == {"mac", "v"}
+    assert value.keys() == {"mac", "exp", "v"}
     forged = {**value["v"], "value": as_relevant(value["v"]["value"])}
     admin.set(name, json.dumps(forged).encode())  # a well-formed, unsigned evaluation
     again = crag.retrieve(IRRELEVANT_QUERY, 10)
@@ -189,7 +201,7 @@ def test_a_forged_grade_is_refused_and_the_grader_asked_again(
     grader = Grader()
     crag = CRAG(
         retriever,
-        cache=RedisCache(url=redis_server.url, namespace=namespace),
+        cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
         grader=grader,
         escalation=Escalation(band=(0.0, 1.0), budget=1.0),
         config={"cache_evaluations": False},
@@ -249,7 +261,7 @@ def test_forged_web_results_are_refused_and_searched_again(
     asynchronous: bool,
 ) -> None:
     web = RecordingWebSearcher(WEB)
-    cache = RedisCache(url=redis_server.url, namespace=namespace)
+    cache = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
     crag = web_router(retriever, cache, web=web, cache_secret=secret)
     first = run(crag, asynchronous)
     assert first.web_search_used and len(web.calls) == 1
@@ -286,7 +298,8 @@ def test_what_is_cached_is_what_a_read_accepts(
     """A searcher's extra results and non-http sources are dropped before the cache:
     the entry a later read refuses is never written."""
     web = Generous([])
-    crag = web_router(retriever, RedisCache(url=redis_server.url, namespace=namespace), web=web)
+    cache = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
+    crag = web_router(retriever, cache, web=web)
     first = crag.retrieve(IRRELEVANT_QUERY, 10)
     assert first.web_search_used and first.counts["web_dropped"] == 1
     assert any("returned 12 results for 5 asked" in note for note in first.notes)
@@ -313,7 +326,8 @@ def test_a_redis_cache_with_a_secret_signs_and_checks_each_value(
         "unsigned": b'{"a": 1}',
         "moved-from-another-key": admin.get(f"{namespace}:k2"),
         "edited": stored.replace(b'{"a": 1}', b'{"a": 9}'),
-        "bad-mac": b'{"mac":"' + b"z" * 64 + b'","v":{"a":1}}',
+        "bad-mac": b'{"mac":"' + b"z" * 64 + b'","exp":null,"v":{"a":1}}',
+        "first-layout": b'{"mac":"' + b"0" * 64 + b'","v":{"a":1}}',
         "short": b'{"mac":"',
         "not-utf8": b"\xff\xfe",
     }
@@ -336,7 +350,7 @@ def test_a_redis_cache_with_a_secret_signs_and_checks_each_value(
 def test_a_tiered_cache_with_a_secret_keeps_no_forged_value_in_process(
     redis_server: RedisServer, admin: redis.Redis, namespace: str
 ) -> None:
-    far = RedisCache(url=redis_server.url, namespace=namespace)
+    far = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
     tiered = TieredCache(far, secret=SECRET, near_kinds=("eval",))
     key = "crag:v0:eval:abc"
     tiered.set(key, '{"x": 1}')

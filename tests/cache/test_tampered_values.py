@@ -217,7 +217,7 @@ def stored_by(
 ) -> bytes:
     """The one ``kind`` entry a router stores for ``query`` (removed again)."""
     space = f"tamper-others-{os.getpid()}"
-    run(crag(RedisCache(url=server.url, namespace=space)), False, query)
+    run(crag(RedisCache(url=server.url, namespace=space, unsigned="allow")), False, query)
     key, value = only_entry(admin, space, kind)
     admin.delete(key)
     return value
@@ -276,7 +276,9 @@ def test_a_tampered_evaluation_is_flagged_recomputed_and_overwritten(
     case: str,
     asynchronous: bool,
 ) -> None:
-    crag = CRAG(retriever, cache=RedisCache(url=redis_server.url, namespace=namespace))
+    crag = CRAG(
+        retriever, cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
+    )
     first = run(crag, asynchronous)
     assert first.cache_hit is False and first.cache_error is None
     key, good = only_entry(admin, namespace, "eval")
@@ -298,7 +300,9 @@ def test_all_evidence_and_default_evaluators_never_share_an_entry(
 ) -> None:
     def crag(evaluator: Evaluator) -> CRAG:
         return CRAG(
-            retriever, evaluator, cache=RedisCache(url=redis_server.url, namespace=namespace)
+            retriever,
+            evaluator,
+            cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
         )
 
     default = crag(Evaluator()).retrieve(QUERY, 10)
@@ -372,7 +376,9 @@ def test_tampered_web_results_are_flagged_searched_again_and_overwritten(
     asynchronous: bool,
 ) -> None:
     web = RecordingWebSearcher(WEB)
-    crag = web_router(retriever, web, RedisCache(url=redis_server.url, namespace=namespace))
+    crag = web_router(
+        retriever, web, RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
+    )
     first = run(crag, asynchronous)
     assert first.web_search_used and first.web_cache_hit is False
     key, good = only_entry(admin, namespace, "web")
@@ -428,7 +434,7 @@ def test_a_tampered_grade_is_flagged_asked_again_and_overwritten(
     grader = Counting()
     crag = CRAG(
         retriever,
-        cache=RedisCache(url=redis_server.url, namespace=namespace),
+        cache=RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
         grader=grader,
         escalation=Escalation(band=(0.0, 1.0), budget=1.0),
         config={"cache_evaluations": False},
@@ -470,7 +476,9 @@ def test_web_results_that_are_not_json_are_used_but_not_cached(
     asynchronous: bool,
 ) -> None:
     crag = web_router(
-        retriever, DatedWeb(WEB), RedisCache(url=redis_server.url, namespace=namespace)
+        retriever,
+        DatedWeb(WEB),
+        RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"),
     )
     result = run(crag, asynchronous)  # raised TypeError on cab6cc6
     assert result.web_search_used and result.cache_error is not None

@@ -25,7 +25,7 @@ VALUE = dumps({"answer": 42})
 
 @pytest.fixture
 def far(redis_server: RedisServer, namespace: str, admin: redis.Redis) -> Iterator[RedisCache]:
-    cache = RedisCache(url=redis_server.url, namespace=namespace)
+    cache = RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow")
     yield cache
     cache.close()
 
@@ -78,7 +78,9 @@ def test_the_in_process_tier_is_bounded_in_size_and_time(far: RedisCache, clock:
 
 
 def test_redis_down_still_serves_the_process_tier(local_redis: RedisServer) -> None:
-    tiered = TieredCache(RedisCache(url=local_redis.url, retry_interval=30), far_kinds=None)
+    tiered = TieredCache(
+        RedisCache(url=local_redis.url, retry_interval=30, unsigned="allow"), far_kinds=None
+    )
     tiered.set(EVAL, VALUE)
     local_redis.kill()
     assert tiered.get(EVAL) == VALUE  # no round trip: no error
@@ -122,7 +124,7 @@ def test_the_router_repeats_a_query_from_the_process_and_reports_both_tiers(
     from crag_heuristic._metrics import PrometheusMetrics
 
     registry = prometheus.CollectorRegistry()
-    cache = TieredCache(RedisCache(url=redis_server.url, namespace=namespace))
+    cache = TieredCache(RedisCache(url=redis_server.url, namespace=namespace, unsigned="allow"))
     crag = CRAG(sample_retriever(), cache=cache, metrics=PrometheusMetrics(registry))
     query = "How do honeybees tell each other where food is?"
     assert crag.retrieve(query, 5).cache_hit is False

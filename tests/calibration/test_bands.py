@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from crag_heuristic import Verdict
-from crag_heuristic._bench.calibration import _bands
 from crag_heuristic._bench.failure import verdict_table
+from crag_heuristic._calibration.gate import _bands
 from crag_heuristic._config import Thresholds
 from crag_heuristic._evaluator.evaluator import verdict_for
 from crag_heuristic._grading.lists import SetEscalation, select_list

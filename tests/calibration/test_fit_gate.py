@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import EvaluatorConfig, InputError
-from crag_heuristic._bench.calibration import (
+from crag_heuristic._calibration.gate import (
     GateExample,
     evaluate_examples,
     fit_chunk_stage,

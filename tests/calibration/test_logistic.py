@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from crag_heuristic._bench.logistic import fit_logistic, weighted_standardizer
+from crag_heuristic._calibration.logistic import fit_logistic, weighted_standardizer
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_weighted_standardizer_by_hand() -> None:
 
 
 def test_fit_intercept_by_hand() -> None:
-    from crag_heuristic._bench.logistic import fit_intercept
+    from crag_heuristic._calibration.logistic import fit_intercept
 
     y = np.array([1.0, 1.0, 0.0, 0.0, 0.0])
     # no offset: the log-odds of the base rate, ln(0.4 / 0.6)
@@ -89,7 +89,7 @@ def test_strata_learn_the_coefficients_within_them() -> None:
     assert pooled.coef[0] > 0.5
     assert abs(within.coef[0]) < 0.15
     # the intercept returned is refitted on every row with the coefficient fixed
-    from crag_heuristic._bench.logistic import fit_intercept
+    from crag_heuristic._calibration.logistic import fit_intercept
 
     assert within.intercept == pytest.approx(fit_intercept(x @ within.coef, y), abs=1e-9)
     # one stratum is the plain fit
@@ -102,7 +102,7 @@ def test_strata_learn_the_coefficients_within_them() -> None:
 
 
 def test_shrink_towards_by_hand() -> None:
-    from crag_heuristic._bench.logistic import shrink_towards
+    from crag_heuristic._calibration.logistic import shrink_towards
 
     full = np.array([2.0, 1.0, -1.0])
     anchor = np.array([1.0, 0.0, 0.0])
@@ -113,7 +113,7 @@ def test_shrink_towards_by_hand() -> None:
 def test_fit_intercept_on_large_offsets() -> None:
     """Newton's steps diverged here (7331.8): the optimum is ln(1 / 1), the first three
     rows' two positives in three with the fourth certain to be positive at any sane b."""
-    from crag_heuristic._bench.logistic import fit_intercept
+    from crag_heuristic._calibration.logistic import fit_intercept
 
     b = fit_intercept(np.array([0.0, 0.0, 0.0, 40.0]), np.array([1.0, 0.0, 1.0, 0.0]))
     p = 1 / (1 + np.exp(-(b + np.array([0.0, 0.0, 0.0, 40.0]))))

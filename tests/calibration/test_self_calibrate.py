@@ -18,8 +18,8 @@ from crag_heuristic import (
     ScoreKind,
     Verdict,
 )
-from crag_heuristic._bench import self_calibration as self_calibrate
-from crag_heuristic._bench.self_calibration import (
+from crag_heuristic._calibration import self_calibration as self_calibrate
+from crag_heuristic._calibration.self_calibration import (
     Simulation,
     calibrate_self,
     fit_simulation,

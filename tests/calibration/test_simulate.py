@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crag_heuristic import Chunk, InputError
-from crag_heuristic._bench.simulation import STYLES, QuerySimulator, SimulatedQuery
+from crag_heuristic._calibration.simulation import STYLES, QuerySimulator, SimulatedQuery
 from crag_heuristic._text.analyzer import Analyzer, split_sentences
 from crag_heuristic.sample import load_sample_corpus
 

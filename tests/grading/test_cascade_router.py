@@ -9,7 +9,7 @@ import dataclasses
 import json
 import logging
 import math
-import time
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -228,12 +228,15 @@ def server() -> Iterator[RedisServer]:
 def test_a_real_redis_shares_answers_between_routers(retriever: Any, server: RedisServer) -> None:
     a, b = Counting(waggle), Counting(waggle)
     first = CRAG(
-        retriever, cache=RedisCache(url=server.url, namespace="g"), grader=a, escalation=EVERYTHING
+        retriever,
+        cache=RedisCache(url=server.url, namespace="g", unsigned="allow"),
+        grader=a,
+        escalation=EVERYTHING,
     ).retrieve(QUERY, 5)
     crag_b = CRAG(
         retriever,
         expander=False,
-        cache=RedisCache(url=server.url, namespace="g"),
+        cache=RedisCache(url=server.url, namespace="g", unsigned="allow"),
         grader=b,
         escalation=EVERYTHING,
     )
@@ -254,7 +257,7 @@ def test_a_real_redis_shares_answers_between_routers(retriever: Any, server: Red
 def test_redis_down_is_a_cache_flag_and_the_grader_still_counts(
     retriever: Any, server: RedisServer
 ) -> None:
-    cache = RedisCache(url=server.url, namespace="down")
+    cache = RedisCache(url=server.url, namespace="down", unsigned="allow")
     grader = Counting(waggle)
     server.stop()
     for result in both(
@@ -277,9 +280,18 @@ def test_a_corrupt_cached_answer_is_flagged_and_asked_again(retriever: Any) -> N
     assert grader.asked == [5, 1] and report_of(again).grades == report_of(first).grades
 
 
+NEVER = threading.Event()  # never set: a grader that waits on it answers after its timeout
+
+
 def hang(texts: list[str]) -> list[float]:
-    time.sleep(0.3)
+    NEVER.wait(10)
     return [0.5] * len(texts)
+
+
+def timeout_for(case: str) -> float:
+    """The grader's timeout: 0.05 s where it hangs (it waits 10 s), else one no load
+    reaches (a fast bad answer is then never a timeout on a busy machine)."""
+    return 0.05 if case == "times out" else 30.0
 
 
 def boom(texts: list[str]) -> list[float]:
@@ -305,7 +317,7 @@ def test_a_bad_grader_is_a_typed_flag_and_nothing_is_lost(
 ) -> None:
     answer, flag = BAD[case]
     grader = Counting(answer, "bad")
-    policy = Escalation(band=(0.0, 1.0), budget=1.0, timeout=0.05)
+    policy = Escalation(band=(0.0, 1.0), budget=1.0, timeout=timeout_for(case))
     cache = MemoryCache()
     crag = CRAG(retriever, expander=False, cache=cache, grader=grader, escalation=policy)
     run = crag.retrieve if driver == "sync" else lambda q, k: asyncio.run(crag.aretrieve(q, k))
@@ -403,7 +415,8 @@ def test_cascade_sync_and_async_agree(retriever: Any) -> None:
 def test_cascade_with_a_bad_grader(retriever: Any, case: str) -> None:
     chunks = retriever.search(QUERY, 5)
     answer, flag = BAD[case]
-    cascade = Cascade(None, Counting(answer), Escalation(band=(0, 1), budget=1.0, timeout=0.05))
+    policy = Escalation(band=(0, 1), budget=1.0, timeout=timeout_for(case))
+    cascade = Cascade(None, Counting(answer), policy)
     for result in (cascade.evaluate(QUERY, chunks), asyncio.run(cascade.aevaluate(QUERY, chunks))):
         assert result.grader_error is not None and result.grader_error.startswith(flag)
         assert result.evaluation == result.gate_evaluation

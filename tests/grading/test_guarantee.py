@@ -97,6 +97,29 @@ def test_recall_allows_violations_when_the_binomial_test_does() -> None:
     assert band.violations == 5
 
 
+def test_a_p_value_equal_to_delta_rejects() -> None:
+    """Fixed-sequence testing rejects a null whose p-value is at most delta, equal
+    included. Three failed lists at eps = 1/2: P(Bin(3, 1/2) <= 1) = (1 + 3) / 8 = 1/2,
+    <= 2: 7/8. With delta that very p-value (1/2 by hand; the test compares the float
+    it computes, so delta is that float) one failed list may pass alone, not two: the
+    band's top runs down to 0.4, where the list at 0.6 passes and the one at 0.4 (on
+    the edge: the grader's) does not. A test of p < delta stops at 0.6."""
+    delta = binomial_cdf(1, 3, 0.5)
+    assert delta == pytest.approx(1 / 2) and binomial_cdf(2, 3, 0.5) == pytest.approx(7 / 8)
+    scores, labels = _recall_data([0.2, 0.4, 0.6], [0.8, 0.9])
+    band = guaranteed_band(scores, labels, target="recall", eps=0.5, delta=delta)
+    assert band.band == (0.0, 0.4) and band.violations == 1 and band.counted == 3
+    # the same over a window of 2 failed lists: b = floor(1/2 * 2) + 1 = 2, so one
+    # labelled violation marks 3 of the 5 lists; 3 drawn hold at least one of them:
+    # p = P(X <= 1) = P(X = 1) = C(3, 1) C(2, 2) / C(5, 3) = 3/10 (two: 1 - 4/10)
+    from crag_heuristic._grading.guarantee import window_p_value
+
+    at = window_p_value(1, 3, 0.5, 2)
+    assert at == pytest.approx(3 / 10)
+    band = guaranteed_band(scores, labels, target="recall", eps=0.5, delta=at, window=2)
+    assert band.band == (0.0, 0.4) and band.violations == 1
+
+
 def test_agreement_band_by_hand() -> None:
     """Separable lists centred on 0.5: the band shrinks to the centre, where the
     gate alone disagrees with nobody."""

@@ -130,6 +130,53 @@ def test_the_0_3_scale_needs_a_number_above_1() -> None:
     assert read_grades("[1, 0, 3]", 3) == pytest.approx([1 / 3, 0.0, 1.0])
 
 
+def test_an_echoed_rubric_line_is_no_grade() -> None:
+    """A small model (SmolLM2-135M behind llama.cpp) answered with a line of the rubric;
+    the tolerant reader took its number for a grade."""
+    line = "1.0 = it is on the question's topic ..."  # the exact answer seen
+    with pytest.raises(GraderOutputError, match="1 line\\(s\\) echo the prompt"):
+        read_grades(line, 1)
+    # the whole rubric, echoed for four passages: four numbers, no grade among them
+    messages = RUBRIC.messages("Why do bees dance?", ["a", "b", "c", "d"], single=False)
+    prompt = "\n".join(m["content"] for m in messages)
+    echo = RUBRIC.system.split("\n", 1)[1]
+    for given in (prompt, ""):
+        with pytest.raises(GraderOutputError, match="echo the prompt"):
+            read_grades(echo, 4, prompt=given)
+    # a line copied word for word from the prompt, without "=": an echo only with the prompt
+    copied = "Use the values in between when a passage lies between two steps.\n0.3"
+    assert read_grades(copied, 1, prompt=prompt) == [0.3]
+    # grades after the echo are read; a short verdict line is never taken for an echo
+    assert read_grades(f"{echo}\n0.7\n0\n1\n0.3", 4, prompt=prompt) == [0.7, 0.0, 1.0, 0.3]
+    assert read_grades("1. Yes\n2. No", 2, prompt="1. yes 2. no " * 3) == [1.0, 0.0]
+    # a reason quoting a passage is no echo: the verdict before it is not in the prompt
+    passage = "Coffee prices rose sharply on commodity markets last winter."
+    assert read_grades(f"No - {passage}", 1, prompt=passage) == [0.0]
+
+
+def test_the_shipped_prompts_give_the_schema_of_one_answer() -> None:
+    binary = BINARY.response_schema(3)
+    assert binary is not None and binary["required"] == ["grades"]
+    assert binary["properties"]["grades"] == {
+        "type": "array",
+        "items": {"type": "string", "enum": ["yes", "no"]},
+        "minItems": 3,
+        "maxItems": 3,
+    }
+    single = RUBRIC.response_schema(None)
+    assert single is not None
+    assert single["properties"] == {"grade": {"type": "number", "minimum": 0, "maximum": 1}}
+    assert single["additionalProperties"] is False
+    # what the schema asks for, the reader reads
+    assert read_grades('{"grades": ["yes", "no", "no"]}', 3) == [1.0, 0.0, 0.0]
+    mine = Prompt(name="m", version=1, system="", list_template="{query} {passages}",
+                  single_template="{query} {passage}")  # fmt: skip
+    assert mine.response_schema(2) is None  # no grade schema: none is asked for
+    with pytest.raises(ConfigError, match="grade_schema"):
+        Prompt(name="m", version=1, system="", list_template="{query} {passages}",
+               single_template="{query} {passage}", grade_schema=["yes"])  # type: ignore[arg-type]  # fmt: skip
+
+
 # -- prompts --------------------------------------------------------------------------------
 
 

@@ -3,6 +3,8 @@ the monitor's breach test, and the router giving it every result."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import logging
 import math
@@ -12,10 +14,12 @@ from typing import Any
 
 import pytest
 import redis
+from cascade_helpers import grade_record
 from crag_testkit import RedisServer
 
 from crag_heuristic import CRAG, ConfigError, InputError
 from crag_heuristic._grading.lists import audited
+from crag_heuristic._grading.monitor import RECORD_FIELDS, check_record
 from crag_heuristic.config import Guarantee
 from crag_heuristic.grading import (
     GuaranteeMonitor,
@@ -34,8 +38,12 @@ GUARANTEE = Guarantee(
 )  # fmt: skip
 
 
+_QUERIES = itertools.count()
+
+
 def _record(score: float, good: bool, *, audited: bool = True) -> dict[str, Any]:
-    return {"v": 1, "score": score, "grader_good": good, "audited": audited, "grader": "g"}
+    """A whole grade-log record, of a query of its own."""
+    return grade_record(next(_QUERIES), score=score, good=good, audited=audited)
 
 
 def test_the_audit_sample_is_a_seeded_hash_of_the_query() -> None:
@@ -155,9 +163,9 @@ def test_a_breach_is_an_event_and_a_metric_once(caplog: pytest.LogCaptureFixture
     assert not monitor.status().breached
     assert any("crag.guarantee.restored" in r.getMessage() for r in caplog.records)
     with pytest.raises(InputError, match="grader_good"):
-        monitor.count({"score": 0.5, "audited": True})
+        monitor.count({k: v for k, v in _record(0.5, True).items() if k != "grader_good"})
     with pytest.raises(InputError, match="score"):
-        monitor.count({"score": "high", "grader_good": True, "audited": True})
+        monitor.count({**_record(0.5, True), "score": "high"})
 
 
 def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
@@ -173,9 +181,11 @@ def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
     assert list(log.records()) == records and log.skipped == 1
     log.append(records[1])  # later records read again
     assert list(log.records()) == [*records, records[1]] and log.skipped == 1
-    (tmp_path / "bad.jsonl").write_text('{"v": 1}\nnot json\n[1]\n{"v": 1}\n')
+    good = json.dumps(records[2])
+    (tmp_path / "bad.jsonl").write_text(f'{good}\nnot json\n[1]\n{{"v": 1}}\n{good}\n')
     bad = JsonlGradeLog(tmp_path / "bad.jsonl")
-    assert list(bad.records()) == [{"v": 1}, {"v": 1}] and bad.skipped == 2
+    assert list(bad.records()) == [records[2], records[2]] and bad.skipped == 3
+    assert bad.skipped_by_kind == {"unreadable": 1, "invalid": 2}
     with pytest.raises(ConfigError, match="folder"):
         JsonlGradeLog(tmp_path / "missing" / "grades.jsonl")
 
@@ -183,7 +193,7 @@ def test_the_file_log_appends_and_reads_back(tmp_path: Path) -> None:
 def test_the_redis_log_is_a_stream_on_a_real_server() -> None:
     with RedisServer() as server:
         client = redis.Redis.from_url(server.url)
-        log = RedisGradeLog(client, stream="test:grades", maxlen=None)
+        log = RedisGradeLog(client, stream="test:grades", maxlen=None, unsigned="allow")
         records = [_record(i / 2500, i % 3 != 0) for i in range(2500)]  # > one XRANGE page
         for record in records:
             log.append(record)
@@ -212,10 +222,46 @@ def test_audited_records_choose_a_band_again() -> None:
     assert len(audited_labels(twice)[0]) == 1
 
 
+def test_a_list_on_the_band_edge_goes_to_the_grader(tmp_path: Path) -> None:
+    """The band is inclusive at run time: a list whose gate score is exactly the band's
+    high (recall: it would otherwise pass alone) or its low (agreement: it would be
+    decided failed alone) is escalated, and its grade-log record says it was in the
+    band (not audited)."""
+    query = load_sample_queries()[0]["text"]
+    score = CRAG(sample_retriever()).retrieve(query, k=5).initial_evaluation.score
+    assert 0.0 < score < 1.0
+
+    class Everything:
+        fingerprint = "all:v1"
+
+        def grade(self, query: str, chunks: Any) -> list[float]:
+            return [1.0] * len(chunks)
+
+    for target, band in (("recall", (0.0, score)), ("agreement", (score, 1.0))):
+        guarantee = dataclasses.replace(GUARANTEE, target=target, band=band)
+        log = JsonlGradeLog(tmp_path / f"{target}.jsonl")
+        crag = CRAG(
+            sample_retriever(),
+            grader=Everything(),
+            escalation=SetEscalation.guaranteed(guarantee),
+            monitor=GuaranteeMonitor(guarantee, log=log),
+        )
+        result = crag.retrieve(query, k=5)
+        assert result.evaluation.details["set_escalation"]["gate_score"] == score
+        assert result.cascade is not None and result.cascade.grades, target
+        (record,) = log.records()
+        # the record holds the gate's score (what a band is chosen on and the monitor
+        # counts), not the score after the grader's answers (1.0 here)
+        assert record["score"] == score and result.initial_evaluation.score > score
+        assert record["in_band"] is True and record["audited"] is False
+
+
 def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
     """The sample corpus, a grader answering from its labels, a band from a
     guarantee and an audit of half the lists: every list the grader answered is a
-    record (the query's digest, never its text), the audited ones flagged."""
+    record (the query's digest, never its text), the audited ones flagged; signed,
+    each holds the required fields of RECORD_FIELDS, and reads back only with its
+    secret."""
     queries = load_sample_queries()
     relevant = {q["text"]: set(q["metadata"]["relevant"]) for q in queries}
 
@@ -225,7 +271,7 @@ def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
         def grade(self, query: str, chunks: Any) -> list[float]:
             return [1.0 if c.id in relevant[query] else 0.0 for c in chunks]
 
-    log = JsonlGradeLog(tmp_path / "grades.jsonl")
+    log = JsonlGradeLog(tmp_path / "grades.jsonl", secret="a-grade-log-secret-of-32-chars!!")
     monitor = GuaranteeMonitor(GUARANTEE, log=log, profile="minilm-multi")
     crag = CRAG(
         sample_retriever(),
@@ -246,6 +292,12 @@ def test_the_router_gives_the_monitor_every_result(tmp_path: Path) -> None:
     for q in queries:
         assert json.dumps(q["text"])[1:-1] not in text
     assert all(rec["grader"] == "sample-labels:v1" and len(rec["query"]) == 64 for rec in records)
+    required = {name for name, field in RECORD_FIELDS.items() if field.required}
+    assert monitor.status().log_errors == 0 and log.skipped == 0
+    assert all(set(rec) == required and check_record(rec) == rec for rec in records)
+    assert all(json.loads(line).keys() == {"mac", "exp", "v"} for line in text.splitlines())
+    other = JsonlGradeLog(log.path, secret="another-secret-of-32-characters!")
+    assert list(other.records()) == [] and other.skipped == len(records)
     with pytest.raises(InputError, match="monitor"):
         CRAG(sample_retriever(), monitor=object())  # type: ignore[arg-type]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import random
 import socket
 import threading
@@ -23,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crag_testkit import STYLES, OpenAIServer, OpenAIServerUnavailable, ServerReply, write_recording
+from crag_testkit import (
+    STYLES,
+    OpenAIServer,
+    OpenAIServerUnavailable,
+    ServerReply,
+    started_or_skip,
+    write_recording,
+)
 
 from crag_heuristic import CRAG, Chunk, ConfigError, MemoryCache, ScoreKind
 from crag_heuristic.grading import (
@@ -72,12 +78,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_once(recording: Path) -> Iterator[OpenAIServer]:
     server = OpenAIServer(recording, labels="judge", api_key=KEY)
-    try:
-        server.start()
-    except OpenAIServerUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"the test kit's chat-completions server cannot start under CI: {exc}")
-        pytest.skip(f"the test kit's chat-completions server cannot start: {exc}")
+    started_or_skip(server, "the test kit's chat-completions server", OpenAIServerUnavailable)
     try:
         yield server
     finally:
@@ -120,6 +121,7 @@ def test_one_request_grades_a_whole_list(server: OpenAIServer) -> None:
         "authorization": f"Bearer {KEY}",
         "passages": 3,
         "query": "q1",
+        "response_format": "json_schema",  # structured output, asked for by default
     }
     usage = answer.usage
     assert (usage.requests, usage.retries) == (1, 0)
@@ -215,16 +217,26 @@ def test_a_server_error_without_retries_fails_at_once(server: OpenAIServer) -> N
     assert server.stats()["requests"] == 1
 
 
-def test_retry_after_is_honoured_and_capped(server: OpenAIServer) -> None:
+def test_retry_after_is_honoured_and_capped(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waits between retries, as the grader asks for them (its sleep recorded: no
+    wall-clock bound a loaded machine could miss)."""
+    waits: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)  # the module the grader sleeps with
     server.program(ServerReply(status=429, headers={"Retry-After": "0.2"}))
     with grader_for(server, backoff=0.001, backoff_max=0.35) as grader:
-        started = time.perf_counter()
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED
-        assert time.perf_counter() - started >= 0.2  # not the 1 ms backoff
+        assert waits == [0.2]  # the server's Retry-After, not the 1 ms backoff
         server.program(ServerReply(status=429, headers={"retry-after-ms": "120000"}))
-        started = time.perf_counter()
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED
-        assert 0.35 <= time.perf_counter() - started < 3.0  # 120 s capped at backoff_max
+        assert waits[1:] == [0.35]  # 120 s capped at backoff_max
 
 
 def test_a_client_error_is_not_retried(server: OpenAIServer) -> None:
@@ -302,24 +314,31 @@ async def test_async_calls_stay_within_the_concurrency_limit(server: OpenAIServe
     async with grader_for(server, max_concurrency=2) as grader:
         answers = await asyncio.gather(*(grader.agrade(QUERIES["q1"], BEES) for _ in range(5)))
     assert all(list(a) == EXPECTED for a in answers)
-    stats = server.stats()
-    assert stats["requests"] == 5 and stats["max_in_flight"] == 2
+    stats = server.stats()  # within the limit, however the tasks were scheduled
+    assert stats["requests"] == 5 and 1 <= stats["max_in_flight"] <= 2
 
 
 def test_sync_calls_from_threads_and_chunk_mode_stay_within_it(server: OpenAIServer) -> None:
     server.configure(default=ServerReply(delay=0.15, style="json_single"))
     with grader_for(server, max_concurrency=2, mode="chunk") as grader:
         assert list(grader.grade(QUERIES["q1"], BEES)) == EXPECTED  # 3 passages, 2 at a time
-        assert server.stats()["max_in_flight"] == 2
-        threads = [
-            threading.Thread(target=grader.grade, args=(QUERIES["q1"], BEES[:1])) for _ in range(4)
-        ]
+        assert server.stats()["max_in_flight"] <= 2
+        answers: list[Any] = []
+
+        def grade() -> None:
+            try:
+                answers.append(list(grader.grade(QUERIES["q1"], BEES[:1])))
+            except Exception as exc:
+                answers.append(exc)
+
+        threads = [threading.Thread(target=grade) for _ in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-    stats = server.stats()
-    assert stats["requests"] == 7 and stats["max_in_flight"] == 2
+    assert answers == [EXPECTED[:1]] * 4
+    stats = server.stats()  # within the limit, however the threads were scheduled
+    assert stats["requests"] == 7 and 1 <= stats["max_in_flight"] <= 2
 
 
 # -- the cascade, end to end ------------------------------------------------------------------
@@ -418,6 +437,7 @@ def test_the_fingerprint_names_what_changes_answers_never_the_key(server: OpenAI
         grader_for(server, max_tokens=64),
         grader_for(server, max_passage_chars=500),
         grader_for(server, extra_body={"seed": 1}),
+        grader_for(server, structured=False),
         grader_for(server, base_url="http://localhost:11434/v1"),
         grader_for(server, base_url=server.url + "/other"),
     ]
@@ -591,3 +611,176 @@ def test_the_request_carries_the_settings_and_cuts_long_passages() -> None:
         grader.grade("Why dance?", BEES[:1])
     assert "temperature" not in json.loads(sent[-1].content)
     assert "max_tokens" not in json.loads(sent[-1].content)
+
+
+# -- structured output, the model's name, settings from a spec ----------------------------------
+
+
+def test_structured_output_asks_for_a_schema_of_exactly_n_grades() -> None:
+    """The response_format on the wire (OpenAI's nested json_schema form, which
+    llama.cpp's server reads at json_schema.schema)."""
+    import httpx
+
+    sent: list[dict[str, Any]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        user = sent[-1]["messages"][-1]["content"]
+        n = sum(c.text in user for c in BEES)
+        text = json.dumps({"grades": ["yes"] + ["no"] * (n - 1)} if n > 1 else {"grade": 0.5})
+        return httpx.Response(200, json={"choices": [{"message": {"content": text}}]})
+
+    client = httpx.Client(transport=httpx.MockTransport(answer))
+    options: dict[str, Any] = {"base_url": "https://llm.example/v1", "model": "m", "client": client}
+    with OpenAIGrader(**options) as grader:
+        assert list(grader.grade("Why dance?", BEES)) == [1.0, 0.0, 0.0]
+        assert grader.structured_output is True
+    shape = sent[-1]["response_format"]
+    assert shape["type"] == "json_schema" and shape["json_schema"]["strict"] is True
+    schema = shape["json_schema"]["schema"]
+    assert schema["required"] == ["grades"] and schema["additionalProperties"] is False
+    grades = schema["properties"]["grades"]
+    assert (grades["minItems"], grades["maxItems"]) == (3, 3)
+    assert grades["items"] == {"type": "string", "enum": ["yes", "no"]}
+    with OpenAIGrader(**options, prompt="rubric", mode="chunk", max_concurrency=1) as grader:
+        grader.grade("Why dance?", BEES[:1])
+    rubric = sent[-1]["response_format"]["json_schema"]["schema"]
+    assert rubric["properties"] == {"grade": {"type": "number", "minimum": 0, "maximum": 1}}
+    # off, or shaped by the user's own extra_body: no schema of ours
+    with OpenAIGrader(**options, structured=False) as grader:
+        grader.grade("Why dance?", BEES)
+    assert "response_format" not in sent[-1]
+    own = {"grammar": 'root ::= "{}"'}
+    with OpenAIGrader(**options, extra_body=own) as grader:
+        grader.grade("Why dance?", BEES)
+        assert grader.structured_output is None
+    assert "response_format" not in sent[-1] and sent[-1]["grammar"] == own["grammar"]
+    mine = Prompt(name="mine", version=1, system="", list_template="{query} {passages}",
+                  single_template="{query} {passage}")  # fmt: skip
+    with OpenAIGrader(**options, prompt=mine) as grader:  # no grade_schema: free text
+        grader.grade("Why dance?", BEES)
+    assert "response_format" not in sent[-1]
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_server_refusing_structured_output_is_asked_without_it_once(
+    server: OpenAIServer, caplog: pytest.LogCaptureFixture, run: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="crag_heuristic")
+    server.configure(refuse_schema=True)
+    grader = grader_for(server)
+    with grader:
+        if run == "sync":
+            first = grader.grade(QUERIES["q1"], BEES)
+            second = grader.grade(QUERIES["q1"], BEES)
+        else:
+            first, second = asyncio.run(_two_async_grades(grader))
+    assert list(first) == list(second) == EXPECTED
+    assert first.usage.requests == 2 and first.usage.retries == 0  # refused, then asked again
+    assert second.usage.requests == 1  # remembered: no schema asked for again
+    assert [s["response_format"] for s in server.stats()["seen"]] == ["json_schema", None, None]
+    assert grader.structured_output is False
+    said = [r for r in caplog.records if "unstructured" in r.getMessage()]
+    assert len(said) == 1  # once per grader
+
+
+async def _two_async_grades(grader: OpenAIGrader) -> tuple[Graded, Graded]:
+    async with grader:
+        return (
+            await grader.agrade(QUERIES["q1"], BEES),
+            await grader.agrade(QUERIES["q1"], BEES),
+        )
+
+
+def test_a_400_after_a_structured_answer_is_not_taken_for_a_refusal(
+    server: OpenAIServer,
+) -> None:
+    with grader_for(server) as grader:
+        grader.grade(QUERIES["q1"], BEES)  # answered under the schema
+        server.configure(refuse_schema=True)
+        with pytest.raises(GraderHTTPError, match="structured=False turns that off") as info:
+            grader.grade(QUERIES["q1"], BEES)
+    assert info.value.status_code == 400 and info.value.usage is not None
+    assert info.value.usage.requests == 1 and grader.structured_output is True
+
+
+def test_an_echoed_rubric_over_the_wire_is_an_output_error(server: OpenAIServer) -> None:
+    from crag_heuristic._grading.prompts import RUBRIC
+
+    echo = RUBRIC.system.split("\n", 1)[1]  # the four rubric lines (and the last one)
+    four = [*BEES, Chunk(id="x", text=CORPUS["price"], score=0.1, score_kind=ScoreKind.COSINE)]
+    server.program(ServerReply(content=echo), ServerReply(content="1.0 = it is on the question's "
+                                                                  "topic ..."))  # fmt: skip
+    with grader_for(server, prompt="rubric") as grader:
+        with pytest.raises(GraderOutputError, match="echo the prompt"):
+            grader.grade(QUERIES["q1"], four)
+        with pytest.raises(GraderOutputError, match="echo the prompt"):
+            grader.grade(QUERIES["q1"], four[:1])
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_the_model_is_checked_against_the_servers_list(server: OpenAIServer, run: str) -> None:
+    def check(grader: OpenAIGrader) -> tuple[str, ...] | None:
+        with grader:
+            return grader.check_model() if run == "sync" else asyncio.run(grader.acheck_model())
+
+    # no /v1/models route (404): the server is taken at its word
+    assert check(grader_for(server)) is None
+    server.configure(models=["judge", "other"])
+    assert check(grader_for(server)) == ("judge", "other")
+    server.configure(models=["llama3.2:latest", "../models/SmolLM2-135M-Instruct.gguf"])
+    assert check(grader_for(server, model="llama3.2")) is not None  # Ollama's :latest
+    assert check(grader_for(server, model="SmolLM2-135M-Instruct.gguf")) is not None  # a path
+    with pytest.raises(ConfigError, match=r"'llama3.2:latest', '\.\./models/SmolLM2") as info:
+        check(grader_for(server, model="judge"))
+    assert info.value.field == "model"
+    with pytest.raises(GraderHTTPError, match="401"):
+        check(grader_for(server, api_key="sk-wrong-key"))
+    assert server.stats()["requests"] == 0  # no chat request was paid for
+
+
+def test_a_grader_from_a_spec_takes_its_settings() -> None:
+    grader = OpenAIGrader.from_spec(
+        "openai:smol@http://127.0.0.1:8080/v1?timeout=60&max_tokens=64&prompt=rubric"
+        "&max_passage_chars=900&structured=false&temperature=none",
+        api_key=KEY,
+        extra_body={"seed": 3},
+    )
+    assert (grader.model, grader.url, grader.timeout, grader.max_tokens) == (
+        "smol", "http://127.0.0.1:8080/v1", 60.0, 64,
+    )  # fmt: skip
+    assert (grader.prompt.name, grader.max_passage_chars, grader.structured) == (
+        "rubric",
+        900,
+        False,
+    )
+    assert grader.temperature is None and "extra=" in grader.fingerprint
+    plain = OpenAIGrader.from_spec("judge@https://llm.example/v1")  # the prefix may go
+    assert plain.timeout == 30.0 and plain.structured is True
+    custom = OpenAIGrader.from_spec(
+        "openai:m@http://h/v1",
+        prompt={"name": "mine", "version": 2, "system": "", "list_template": "{query} {passages}",
+                "single_template": "{query} {passage}", "grade_schema": {"type": "boolean"}},
+    )  # fmt: skip
+    assert custom.prompt.id == "mine@v2" and custom.prompt.response_schema(None) is not None
+
+
+@pytest.mark.parametrize(
+    ("spec", "settings", "says"),
+    [
+        ("openai:m", {}, "openai:MODEL@BASE_URL"),
+        ("openai:m@ftp://h/v1", {}, "openai:MODEL@BASE_URL"),
+        ("openai:m@http://h/v1?timout=5", {}, "did you mean 'timeout'"),
+        ("openai:m@http://h/v1?timeout=5&timeout=6", {}, "given twice"),
+        ("openai:m@http://h/v1?timeout=soon", {}, "seconds"),
+        ("openai:m@http://h/v1?structured=maybe", {}, "true or false"),
+        ("openai:m@http://h/v1?timeout=-1", {}, "timeout"),
+        ("openai:m@http://h/v1?timeout=5", {"timeout": 6}, "given twice"),
+        ("openai:m@http://h/v1", {"base_url": "http://x"}, "unknown setting"),
+        ("openai:m@http://h/v1", {"prompt": {"name": "x"}}, "needs version"),
+        ("openai:m@http://h/v1", {"prompt": {"nme": "x"}}, "did you mean 'name'"),
+    ],
+)
+def test_a_bad_spec_is_refused_naming_what(spec: str, settings: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        OpenAIGrader.from_spec(spec, **settings)

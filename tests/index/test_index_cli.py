@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +53,20 @@ def test_a_directory_that_does_not_match_exits_2_saying_why(
     code, out = run(["retrieve", "-q", "bees", "--index", str(changed)])
     assert (code, out) == (EXIT_BAD_INPUT, "")
     err = capsys.readouterr().err
-    assert "index directory" in err and "stats.npz with SHA-256" in err and "rebuild it" in err
-    for extra in (["--docs", "d.jsonl"], ["--embedder", "lsa"], ["--normalized", "yes"]):
+    assert (
+        "index directory" in err and "stats.npz of another SHA-256" in err and "rebuild it" in err
+    )
+    for extra in (["--docs", "d.jsonl"], ["--normalized", "yes"]):
         code, _ = run(["retrieve", "-q", "bees", "--index", str(built.path), *extra])
         assert code == EXIT_BAD_INPUT
         assert "does not go with an index directory" in capsys.readouterr().err
+    # --embedder names the directory's embedder: "lsa" is its, another spec is not
+    assert run(["retrieve", "-q", "bees", "--index", str(built.path), "--embedder", "lsa"])[0] == 0
+    capsys.readouterr()
+    code, _ = run(["retrieve", "-q", "bees", "--index", str(built.path), "--embedder", "x:y"])
+    assert (
+        code == EXIT_BAD_INPUT and "embedder is 'a saved LSA projection'" in capsys.readouterr().err
+    )
     code, _ = run(["calibrate", "--index", str(built.path), "--out", str(tmp_path / "p.toml")])
     assert code == EXIT_BAD_INPUT and "goes with --self" in capsys.readouterr().err
 
@@ -128,3 +138,21 @@ def test_every_long_command_takes_quiet() -> None:
     ):
         assert parser.parse_args([*argv, "--quiet"]).quiet is True
         assert parser.parse_args(argv).quiet is False
+
+
+def test_a_long_stage_s_clock_moves_without_a_count() -> None:
+    """A step with nothing to count (fitting) still shows its time going on: the line is
+    rewritten by the progress's own thread until the stage ends."""
+    screen = _Terminal()
+    progress = Progress("crag-heuristic calibrate", stream=screen, tick=0.01)
+    progress("fitting the gate")
+    deadline = time.monotonic() + 60  # a bound on waiting, not a timing claim
+    while screen.getvalue().count("\r") < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    progress.close()
+    rewrites = [part for part in screen.getvalue().split("\r") if part]
+    assert len(rewrites) >= 3 and all("fitting the gate" in part for part in rewrites)
+    assert rewrites[-1].startswith("crag-heuristic calibrate: fitting the gate done in")
+    after = screen.getvalue()
+    time.sleep(0.05)
+    assert screen.getvalue() == after  # closed: the thread has stopped

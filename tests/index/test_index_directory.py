@@ -117,7 +117,7 @@ def test_the_manifest_is_checked_and_a_changed_directory_refused(
     data[data.index(b"honey")] = ord("m")
     (changed / "docs.jsonl").write_bytes(bytes(data))
     error = refused(changed, "file")
-    assert error.found.startswith("docs.jsonl with SHA-256") and "rebuild it" in str(error)
+    assert error.found == "docs.jsonl of another SHA-256" and "rebuild it" in str(error)
     assert IndexDirectory.load(changed, verify=False).manifest.documents == 64
     again = pickle.loads(pickle.dumps(error))  # a worker's error, sent back whole
     assert (type(again), str(again), vars(again)) == (type(error), str(error), vars(error))
@@ -211,8 +211,15 @@ def test_an_embedder_of_ones_own_is_named_by_its_spec(tmp_path: Path) -> None:
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     query = embed("honeybee queen colony")
     best = np.argsort(-(matrix @ (query / np.linalg.norm(query))), kind="stable")[:3]
-    retrieved = CRAG.from_index_dir(built.path).retrieve("honeybee queen colony", 3).retrieved
+    spec = f"{__name__}:HashEmbedder"
+    crag = CRAG.from_index_dir(built.path, embedder=spec)  # named again by the operator
+    retrieved = crag.retrieve("honeybee queen colony", 3).retrieved
     assert {c.id for c in retrieved} == {corpus[i].id for i in best}
+    for options in ({}, {"embedder": "lsa"}, {"embedder": f"{__name__}:Other"}):
+        with pytest.raises(IndexDirectoryError, match="code it would import") as refused:
+            CRAG.from_index_dir(built.path, **options)  # type: ignore[arg-type]
+        assert refused.value.field == "embedder"
+    assert CRAG.from_index_dir(built.path, trust_embedder=True).retriever is not None
     for spec, match in (
         ("no_such_module_x:f", "cannot load embedder"),
         ("json", "'lsa' or 'package.module:attribute'"),
@@ -226,8 +233,8 @@ def test_an_embedder_of_ones_own_is_named_by_its_spec(tmp_path: Path) -> None:
     manifest = json.loads((built.path / "manifest.json").read_text())
     manifest["embedder"]["spec"] = "no_such_module_x:f"
     (built.path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(IndexDirectoryError, match="embedder"):
-        IndexDirectory.load(built.path).retriever()
+    with pytest.raises(IndexDirectoryError, match="cannot load embedder"):
+        IndexDirectory.load(built.path, trust_embedder=True).retriever()
 
 
 def test_lsa_without_scikit_learn_names_its_extra(

@@ -92,3 +92,30 @@ class FixedRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         return list(self.documents)
+
+
+def tenant_qdrant(documents: list[Chunk], lsa: LsaEmbedder) -> Any:
+    """A ``QdrantRetriever`` over a local-mode collection of ``documents``: each point's
+    payload holds its text, its ``tenant`` (from the metadata) and its ``parent_id``."""
+    from qdrant_client import QdrantClient, models
+
+    from crag_heuristic.integrations.qdrant import QdrantRetriever
+
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "docs",
+        vectors_config=models.VectorParams(size=lsa.dimension, distance=models.Distance.COSINE),
+    )
+    vectors = lsa.embed_many([c.text for c in documents])
+    client.upsert(
+        "docs",
+        points=[
+            models.PointStruct(
+                id=i,
+                vector=v.tolist(),
+                payload={"text": c.text, "tenant": c.metadata["tenant"], "parent_id": c.parent_id},
+            )
+            for i, (c, v) in enumerate(zip(documents, vectors, strict=True))
+        ],
+    )
+    return QdrantRetriever(client, "docs", lsa)

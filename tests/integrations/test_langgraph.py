@@ -9,15 +9,21 @@ from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, TypedDict
 
+import numpy as np
 import pytest
-from frameworks_support import ANSWERED, UNANSWERED, lc_documents
+from frameworks_support import ANSWERED, UNANSWERED, langchain_faiss, lc_documents
 from langchain_core.documents import Document
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from crag_heuristic import Chunk, Evaluator, InputError, ScoreKind, Verdict
-from crag_heuristic.integrations.langchain import CRAGGradeNode, CRAGRetriever
+from crag_heuristic.integrations.langchain import CRAGGradeNode, CRAGRetriever, ScoredRetriever
+from crag_heuristic.retrievers import UnknownScoresWarning
+from crag_heuristic.sample import LsaEmbedder, load_sample_queries
 from crag_heuristic.testing import RecordingWebSearcher
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_crag.py"
@@ -104,7 +110,9 @@ def test_node_without_declared_scores_says_the_gate_had_no_similarity(
     memory_store: InMemoryVectorStore,
 ) -> None:
     documents = scored(memory_store, ANSWERED)
-    update = node()({"question": ANSWERED, "documents": documents})
+    grader = node()
+    with pytest.warns(UnknownScoresWarning, match=r"declare what it is, CRAGGradeNode\(score_"):
+        update = grader({"question": ANSWERED, "documents": documents})
     assert update["crag"]["evaluation"]["details"]["score_kinds"] == ["unknown"]
     assert "scores of kind unknown carry no absolute similarity" in update["crag"]["reasoning"]
 
@@ -131,20 +139,19 @@ def test_node_state_errors_and_documents_without_ids(corpus: list[Chunk]) -> Non
     with pytest.raises(InputError, match="unknown metadata\\['crag'\\]\\['score_kind'\\]"):
         grader({"question": ANSWERED, "documents": [foreign]})
     no_ids = [*lc_documents(corpus[:3], ids=False), "a plain string document about roads"]
-    update = grader({"question": ANSWERED, "documents": no_ids + no_ids[:1]})  # a repeat
+    with pytest.warns(UnknownScoresWarning, match="carry no retrieval score"):
+        update = grader({"question": ANSWERED, "documents": no_ids + no_ids[:1]})  # a repeat
     ids = [d.metadata["crag"]["chunk_id"] for d in update["documents"]]
     assert all(i.startswith("lc:") for i in ids)
     assert update["crag"]["kept"] + update["crag"]["dropped"] == 4  # the repeat counted once
     assert grader({"question": ANSWERED})["crag"]["verdict"] == "irrelevant"  # no documents
 
 
-def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> None:
-    grader = node(score_kind="cosine")
+def tutorial_graph(retriever: Any, grader: CRAGGradeNode, checkpointer: Any = None) -> Any:
+    """The LangGraph CRAG tutorial's graph, its LLM steps stubbed: ``retrieve`` calls
+    ``retriever.invoke(question)`` as the tutorial does; ``grade_documents`` is the node."""
     graph = StateGraph(State)
-    graph.add_node(
-        "retrieve",
-        lambda s: {"documents": scored(memory_store, s["question"]), "steps": ["retrieve"]},
-    )
+    graph.add_node("retrieve", lambda s: {"documents": retriever.invoke(s["question"])})
     graph.add_node("grade_documents", lambda s: {**grader(s), "steps": ["grade"]})
     graph.add_node("generate", lambda s: {"steps": ["generate"]})
     graph.add_node("web_search", lambda s: {"steps": ["web"]})
@@ -157,12 +164,18 @@ def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> No
     )
     graph.add_edge("web_search", "generate")
     graph.add_edge("generate", END)
-    app = graph.compile()
+    return graph.compile(checkpointer=checkpointer)
+
+
+def test_node_inside_a_real_state_graph(memory_store: InMemoryVectorStore) -> None:
+    app = tutorial_graph(
+        RunnableLambda(lambda q: scored(memory_store, q)), node(score_kind="cosine")
+    )
     answered = app.invoke({"question": ANSWERED})
-    assert answered["steps"] == ["retrieve", "grade", "generate"]
+    assert answered["steps"] == ["grade", "generate"]
     assert answered["documents"][0].id == "rome-4"
     unanswered = app.invoke({"question": UNANSWERED})
-    assert unanswered["steps"] == ["retrieve", "grade", "web", "generate"]
+    assert unanswered["steps"] == ["grade", "web", "generate"]
     assert unanswered["crag"]["verdict"] == "irrelevant"
 
 
@@ -250,6 +263,54 @@ def test_the_tutorial_state_works_and_the_evaluation_key_is_explicit_and_checked
         web_search: str = ""
         verdict: dict[str, Any] = {}
 
-    checked = CRAGGradeNode(evaluation_key="verdict", state_schema=Checked)
+    checked = CRAGGradeNode(evaluation_key="verdict", state_schema=Checked, score_kind="cosine")
     update = checked({"question": ANSWERED, "documents": scored(memory_store, ANSWERED)})
     assert update["verdict"]["kept"] == len(update["documents"])
+
+
+def test_the_tutorial_retriever_without_scores_is_explained_and_its_fix_routes_as_scores_do(
+    memory_store: InMemoryVectorStore, lsa: LsaEmbedder
+) -> None:
+    """The tutorial's ``vectorstore.as_retriever()`` drops the scores: the node warns,
+    naming ScoredRetriever; with it, every sample query takes the route it takes when
+    the retrieve node puts the store's scores in the documents and the node is told
+    their kind."""
+    queries = [q["text"] for q in load_sample_queries() if np.any(lsa(q["text"]))]
+    scored_graph = tutorial_graph(
+        RunnableLambda(lambda q: scored(memory_store, q)), node(score_kind="cosine")
+    )
+    tutorial = tutorial_graph(memory_store.as_retriever(), node())
+    with pytest.warns(UnknownScoresWarning, match=r"ScoredRetriever\(base=vectorstore\)"):
+        tutorial.invoke({"question": queries[0]})
+    fixed = tutorial_graph(ScoredRetriever(base=memory_store), node())
+    routes: dict[str, list[list[str]]] = {"scored": [], "tutorial": [], "fixed": []}
+    for text in queries:
+        for name, app in (("scored", scored_graph), ("tutorial", tutorial), ("fixed", fixed)):
+            routes[name].append(app.invoke({"question": text})["steps"])
+    assert routes["fixed"] == routes["scored"]
+    assert routes["tutorial"] != routes["scored"]  # without scores, other routes
+
+
+def test_float32_scores_reach_a_checkpointed_graph_as_python_floats(
+    corpus: list[Chunk], lc_embeddings: Any
+) -> None:
+    """LangChain's FAISS store returns NumPy float32 scores, which a checkpointer's
+    msgpack serializer refuses; ScoredRetriever and the node write Python floats."""
+    store = langchain_faiss().from_documents(lc_documents(corpus), lc_embeddings)
+    assert isinstance(store.similarity_search_with_score(ANSWERED, k=1)[0][1], np.float32)
+    app = tutorial_graph(ScoredRetriever(base=store), node(), checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
+    state = app.invoke({"question": ANSWERED}, config)
+    assert state["steps"] == ["grade", "generate"]
+    saved = app.get_state(config).values  # through the serializer and back
+    assert [d.id for d in saved["documents"]] == [d.id for d in state["documents"]]
+    assert type(saved["documents"][0].metadata["crag"]["score"]) is float
+    # a retrieve node of one's own that puts the float32 scores in: the node's
+    # documents (what it writes to the state) hold Python floats
+    raw = [
+        Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": s})
+        for d, s in store.similarity_search_with_score(ANSWERED, k=4)
+    ]
+    update = node(score_kind="squared_l2")({"question": ANSWERED, "documents": raw})
+    JsonPlusSerializer().dumps_typed(update)
+    assert {type(d.metadata["score"]) for d in update["documents"]} == {float}

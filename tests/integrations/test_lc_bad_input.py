@@ -16,6 +16,7 @@ from langchain_core.vectorstores import VectorStore
 
 from crag_heuristic import Chunk, Evaluator, RetrieverError, ScoreKind
 from crag_heuristic.integrations.langchain import CRAGRetriever, LangChainRetriever
+from crag_heuristic.retrievers import UnknownScoresWarning
 
 
 class ListStore(VectorStore):
@@ -50,8 +51,9 @@ def rome(corpus: list[Chunk]) -> list[Document]:
 
 
 async def test_a_store_without_scores_degrades_to_no_scores(rome: list[Document]) -> None:
-    retriever = LangChainRetriever(ListStore(rome))
-    chunks = retriever.search(ANSWERED, 3)
+    with pytest.warns(UnknownScoresWarning, match="Declare them: score_kind='cosine'"):
+        retriever = LangChainRetriever(ListStore(rome))
+    chunks = retriever.search(ANSWERED, 3)  # no second warning: once per retriever
     assert [c.id for c in chunks] == [d.id for d in rome[:3]]
     assert all(c.score is None and c.score_kind is ScoreKind.UNKNOWN for c in chunks)
     assert retriever.score_semantics.startswith("no scores: ListStore.similarity_search_with_")
@@ -63,15 +65,18 @@ async def test_a_store_without_scores_degrades_to_no_scores(rome: list[Document]
 def test_a_store_without_scores_is_an_error_when_scores_are_required(
     rome: list[Document],
 ) -> None:
+    with pytest.warns(UnknownScoresWarning):  # their kind is not known either
+        required = LangChainRetriever(ListStore(rome), require_scores=True)
     with pytest.raises(RetrieverError, match=r"returns no scores .* but scores are required"):
-        LangChainRetriever(ListStore(rome), require_scores=True).search(ANSWERED, 3)
+        required.search(ANSWERED, 3)
     with pytest.raises(RetrieverError, match="returns no scores"):  # declared, then missing
         CRAGRetriever(base=ListStore(rome), score_kind="cosine").invoke(ANSWERED)
 
 
 def test_scores_of_an_unknown_kind_are_kept_raw_as_unknown(rome: list[Document]) -> None:
     store = ListStore(rome, scores=[12.5, 7.0, 3.25, 1.0])  # what scale? nobody says
-    retriever = LangChainRetriever(store)
+    with pytest.warns(UnknownScoresWarning, match="ListStore does not say what its scores are"):
+        retriever = LangChainRetriever(store)
     assert retriever.score_kind is ScoreKind.UNKNOWN
     assert "ListStore does not say what its scores mean" in retriever.score_semantics
     chunks = retriever.search(ANSWERED, 4)
@@ -82,14 +87,16 @@ def test_scores_of_an_unknown_kind_are_kept_raw_as_unknown(rome: list[Document])
     assert evaluation.signals.semantic_coherence is None
     assert "scores of kind unknown carry no absolute similarity" in evaluation.reasoning
     # the documents the retriever returns say it too
-    documents = CRAGRetriever(base=store, k=2).invoke(ANSWERED)
+    with pytest.warns(UnknownScoresWarning, match="score_kind='cosine'"):
+        documents = CRAGRetriever(base=store, k=2).invoke(ANSWERED)
     assert documents[0].metadata["crag"]["score_kind"] == "unknown"
     assert documents[0].metadata["crag"]["grade"]["similarity"] is None
 
 
 def test_declared_scores_are_checked(rome: list[Document]) -> None:
+    nan = LangChainRetriever(ListStore(rome, scores=[float("nan")] * 4), score_kind="cosine")
     with pytest.raises(RetrieverError, match="non-finite score nan"):
-        LangChainRetriever(ListStore(rome, scores=[float("nan")] * 4)).search(ANSWERED, 2)
+        nan.search(ANSWERED, 2)
     negative = ListStore(rome, scores=[-0.5, 0.1, 0.2, 0.3])
     with pytest.raises(RetrieverError, match="a l2 score cannot be negative"):
         LangChainRetriever(negative, score_kind="l2").search(ANSWERED, 2)
@@ -105,13 +112,16 @@ def test_results_that_are_not_documents_are_an_error(rome: list[Document]) -> No
             return [("just text", 0.5)]  # type: ignore[list-item]
 
     with pytest.raises(RetrieverError, match=r"result #0 is a str, not a Document"):
-        LangChainRetriever(Garbage(rome)).search(ANSWERED, 2)
+        LangChainRetriever(Garbage(rome), score_kind="cosine").search(ANSWERED, 2)
 
 
 def test_metadata_scores_must_be_numbers(rome: list[Document]) -> None:
     bad = [Document(page_content="x", metadata={"sim": "high"})]
+    adapter = LangChainRetriever(
+        FixedRetriever(documents=bad), score_key="sim", score_kind="cosine"
+    )
     with pytest.raises(RetrieverError, match=r"metadata\['sim'\] = 'high' is not a number"):
-        LangChainRetriever(FixedRetriever(documents=bad), score_key="sim").search(ANSWERED, 1)
+        adapter.search(ANSWERED, 1)
     missing = [Document(page_content="x", metadata={})]
     declared = LangChainRetriever(
         FixedRetriever(documents=missing), score_key="sim", score_kind="cosine"
@@ -128,12 +138,12 @@ def _expected_id(text: str, source: str) -> str:
 def test_documents_without_ids_get_stable_ids(corpus: list[Chunk]) -> None:
     documents = lc_documents(corpus, ids=False)
     no_ids = ListStore(documents, scores=[0.9 - i / 100 for i in range(len(documents))])
-    chunks = LangChainRetriever(no_ids).search(ANSWERED, 3)
+    chunks = LangChainRetriever(no_ids, score_kind="cosine").search(ANSWERED, 3)
     by_text = {c.text: c for c in corpus}
     for chunk in chunks:
         assert chunk.id == _expected_id(chunk.text, by_text[chunk.text].id)
     # the same id in another query (so fused rankings and caches line up) ...
-    again = LangChainRetriever(no_ids).search("something else entirely", 3)
+    again = LangChainRetriever(no_ids, score_kind="cosine").search("something else entirely", 3)
     assert [c.id for c in again] == [c.id for c in chunks]
     # ... and in another process (no salted hash())
     code = (
@@ -153,8 +163,10 @@ def test_one_document_twice_is_kept_once(rome: list[Document]) -> None:
     for doc in twice:
         doc.id = None
     store = ListStore(twice, scores=[0.9, 0.8, 0.7])
-    chunks = LangChainRetriever(store).search(ANSWERED, 3)
+    chunks = LangChainRetriever(store, score_kind="cosine").search(ANSWERED, 3)
     assert len(chunks) == 2 and chunks[0].score == 0.9  # the best-ranked copy
     same_text_other_source = Document(page_content=rome[0].page_content, metadata={"source": "x"})
     store = ListStore([rome[0], same_text_other_source], scores=[0.9, 0.8])
-    assert len(LangChainRetriever(store).search(ANSWERED, 2)) == 2  # two documents
+    assert (
+        len(LangChainRetriever(store, score_kind="cosine").search(ANSWERED, 2)) == 2
+    )  # two documents

@@ -19,6 +19,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from crag_heuristic import Chunk, InputError, ScoreKind, WebSearchTimeout
 from crag_heuristic.integrations.langchain import CRAGRetriever, LangChainRetriever
+from crag_heuristic.retrievers import UnknownScoresWarning
 from crag_heuristic.sample import sample_retriever
 from crag_heuristic.testing import RecordingWebSearcher
 from crag_heuristic.text import Analyzer
@@ -161,7 +162,10 @@ def test_stores_of_documents_give_analyses_their_chunks_find(
 def test_plain_retriever_has_no_scores_and_the_gate_says_so(corpus: list[Chunk]) -> None:
     rome = [c for c in corpus if c.id.startswith("rome")][:5]
     base = FixedRetriever(documents=lc_documents(rome))
-    retriever = CRAGRetriever(base=base, k=3)
+    with pytest.warns(
+        UnknownScoresWarning, match=r"Pass the vector store itself \(base=vectorstore"
+    ):
+        retriever = CRAGRetriever(base=base, k=3)
     assert retriever.score_semantics.startswith("no scores (a plain retriever)")
     result = retriever.router.retrieve(ANSWERED, 3)
     assert [c.id for c in result.retrieved] == [c.id for c in rome[:3]]
@@ -182,7 +186,8 @@ def test_plain_retriever_with_a_named_metadata_score(corpus: list[Chunk]) -> Non
     chunks = declared.retriever.search(ANSWERED, 3)  # type: ignore[union-attr]
     assert [c.score for c in chunks] == pytest.approx([0.9, 0.8, 0.7])
     assert {c.score_kind for c in chunks} == {ScoreKind.COSINE}
-    undeclared = LangChainRetriever(base, score_key="sim")
+    with pytest.warns(UnknownScoresWarning, match=r"Declare its kind: score_kind='cosine'"):
+        undeclared = LangChainRetriever(base, score_key="sim")
     assert {c.score_kind for c in undeclared.search(ANSWERED, 3)} == {ScoreKind.UNKNOWN}
     assert "of unknown kind" in undeclared.score_semantics
 

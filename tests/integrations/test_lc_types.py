@@ -186,8 +186,11 @@ def test_per_call_keywords_are_merged_over_search_kwargs(faiss_store: Any) -> No
         base=faiss_store, k=4, search_kwargs={"filter": {"source": "rome-1"}}, cache=False
     )
     assert {d.metadata["source"] for d in retriever.invoke(question)} == {"rome-1"}
-    by_call = retriever.invoke(question, filter={"source": "rome-2"})  # the call's wins
-    assert {d.metadata["source"] for d in by_call} == {"rome-2"}
+    # a call's filter narrows the retriever's own (both hold), never replaces it
+    by_call = retriever.invoke(question, filter={"source": "rome-2"})
+    assert [d for d in by_call if d.metadata.get("source") == "rome-2"] == []
+    either = retriever.invoke(question, filter={"source": {"$in": ["rome-1", "rome-2"]}})
+    assert {d.metadata["source"] for d in either} == {"rome-1"}
     assert {d.metadata["source"] for d in retriever.invoke(question)} == {"rome-1"}  # unchanged
     with pytest.raises(InputError, match="k is not a search keyword here"):
         cast(LangChainRetriever, retriever.retriever).with_search_kwargs({"k": 3})
@@ -315,6 +318,8 @@ def test_uuid_ids_in_the_store_and_corpus_ids_in_bm25_fuse_once(
 
 def test_an_adapter_error_names_a_score_that_is_no_number() -> None:
     documents = [Document(page_content="x", metadata={"relevance": "high"})]
-    adapter = LangChainRetriever(FixedRetriever(documents=documents), score_key="relevance")
+    adapter = LangChainRetriever(
+        FixedRetriever(documents=documents), score_key="relevance", score_kind="probability"
+    )
     with pytest.raises(RetrieverError, match="'high' is not a number"):
         adapter.search("q", 1)

@@ -19,6 +19,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from crag_heuristic import Chunk, Evaluator, InputError, ScoreKind
 from crag_heuristic.integrations.llamaindex import CRAGPostprocessor
+from crag_heuristic.retrievers import UnknownScoresWarning
 from crag_heuristic.sample import LsaEmbedder, load_sample_queries
 from crag_heuristic.testing import capture_events
 from crag_heuristic.text import CorpusStats
@@ -45,7 +46,8 @@ def engine(index: VectorStoreIndex, postprocessor: CRAGPostprocessor, k: int = 4
 
 
 def test_usable_with_no_arguments_in_a_query_engine(index: VectorStoreIndex) -> None:
-    postprocessor = CRAGPostprocessor()
+    with pytest.warns(UnknownScoresWarning, match=r"CRAGPostprocessor.for_index\(index\)"):
+        postprocessor = CRAGPostprocessor()
     assert isinstance(postprocessor, BaseNodePostprocessor)
     assert postprocessor.score_kind is ScoreKind.UNKNOWN  # undeclared: not guessed
     response = engine(index, postprocessor).query(ANSWERED)
@@ -113,16 +115,17 @@ def test_all_irrelevant_keeps_all_and_the_verdict_says_so() -> None:
 
 
 def test_bad_input() -> None:
+    gate = CRAGPostprocessor(score_kind="cosine")
     with pytest.raises(InputError, match="needs the query"):
-        CRAGPostprocessor().postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
+        gate.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
     with pytest.raises(InputError):
         CRAGPostprocessor(score_kind="similarity")
     with pytest.raises(InputError, match="has no vector_store"):
         CRAGPostprocessor.for_index(object())
-    assert CRAGPostprocessor().postprocess_nodes([], query_str="anything") == []
+    assert gate.postprocess_nodes([], query_str="anything") == []
     same = TextNode(text="Roman roads had layers of gravel.", id_="r")
     twice = [NodeWithScore(node=same, score=None), NodeWithScore(node=same, score=None)]
-    out = CRAGPostprocessor().postprocess_nodes(twice, query_str=ANSWERED)
+    out = gate.postprocess_nodes(twice, query_str=ANSWERED)
     assert len(out) == 1  # one node twice is graded once
 
 
@@ -158,3 +161,45 @@ def test_for_index_builds_the_statistics_at_construction(
     assert given.corpus_stats is stats
     with pytest.raises(InputError, match="corpus_stats must be a CorpusStats"):
         CRAGPostprocessor(corpus_stats=42)  # type: ignore[arg-type]
+
+
+def test_abstain_returns_no_node_or_the_note_for_an_irrelevant_list(
+    index: VectorStoreIndex,
+) -> None:
+    """LlamaIndex's own SimilarityPostprocessor returns nothing for an off-topic question;
+    by default the gate keeps the least bad nodes (and the LLM never sees the verdict)."""
+    default = engine(index, CRAGPostprocessor.for_index(index)).query(UNANSWERED)
+    assert default.source_nodes  # never empty by default
+    assert default.source_nodes[0].node.metadata["crag_verdict"] == "irrelevant"
+    abstaining = CRAGPostprocessor.for_index(index, abstain=True)
+    response = engine(index, abstaining).query(UNANSWERED)
+    assert str(response) == "Empty Response" and response.source_nodes == []
+    assert engine(index, abstaining).query(ANSWERED).source_nodes  # a relevant list stays
+    note = "No retrieved document is relevant to the question: say so."
+    noting = CRAGPostprocessor.for_index(index, abstain=True, abstain_note=note)
+    response = engine(index, noting).query(UNANSWERED)
+    [only] = response.source_nodes
+    assert only.node.get_content() == note and only.node.metadata["crag_verdict"] == "irrelevant"
+    assert note in str(response)  # the MockLLM echoes its prompt: the LLM read the note
+    assert "crag_verdict" not in str(response)
+    with pytest.raises(InputError, match="abstain_note"):
+        CRAGPostprocessor(score_kind="cosine", abstain=True, abstain_note="")
+
+
+def test_to_dict_and_from_dict_keep_the_statistics_and_the_gate(
+    index: VectorStoreIndex, tmp_path: Any
+) -> None:
+    made = CRAGPostprocessor.for_index(index, "minilm-scifact", abstain=True)
+    assert made.corpus_stats is not None
+    again = CRAGPostprocessor.from_dict(made.to_dict())
+    assert again.corpus_stats is made.corpus_stats
+    assert again.evaluator.config == made.evaluator.config
+    assert (again.score_kind, again.abstain) == (ScoreKind.COSINE, True)
+    with pytest.raises(InputError, match=r"save them .* corpus_stats=path"):
+        made.to_json()
+    path = tmp_path / "stats.npz"
+    made.corpus_stats.save(path)
+    by_path = CRAGPostprocessor.for_index(index, corpus_stats=path)
+    loaded = CRAGPostprocessor.from_json(by_path.to_json())
+    assert loaded.corpus_stats is not None
+    assert loaded.corpus_stats.fingerprint() == made.corpus_stats.fingerprint()

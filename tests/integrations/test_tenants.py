@@ -25,9 +25,9 @@ from typing import Any
 import faiss
 import numpy as np
 import pytest
-from frameworks_support import LsaEmbedding, LsaEmbeddings, langchain_faiss
+from frameworks_support import LsaEmbedding, LsaEmbeddings, langchain_faiss, tenant_qdrant
 from langchain_core.documents import Document
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from crag_heuristic import (
     CRAG,
@@ -181,22 +181,7 @@ def test_faiss_control_the_unfiltered_lexical_retriever_leaks(
 
 @pytest.fixture(scope="module")
 def qdrant(documents: list[Chunk], lsa: LsaEmbedder) -> QdrantRetriever:
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "docs",
-        vectors_config=models.VectorParams(size=lsa.dimension, distance=models.Distance.COSINE),
-    )
-    vectors = lsa.embed_many([c.text for c in documents])
-    client.upsert(
-        "docs",
-        points=[
-            models.PointStruct(
-                id=i, vector=v.tolist(), payload={"text": c.text, "tenant": c.metadata["tenant"]}
-            )
-            for i, (c, v) in enumerate(zip(documents, vectors, strict=True))
-        ],
-    )
-    return QdrantRetriever(client, "docs", lsa)
+    return tenant_qdrant(documents, lsa)  # type: ignore[no-any-return]
 
 
 def tenant_filter(tenant: str) -> models.Filter:

@@ -41,3 +41,13 @@ def load_faults_report() -> ModuleType:
 @pytest.fixture(scope="session")
 def serve_load() -> ModuleType:
     return import_benchmark("serve_load")
+
+
+@pytest.fixture(scope="session")
+def slow_clients() -> ModuleType:
+    return import_benchmark("slow_clients")
+
+
+@pytest.fixture(scope="session")
+def http_fuzz() -> ModuleType:
+    return import_benchmark("http_fuzz")

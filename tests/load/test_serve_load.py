@@ -31,7 +31,9 @@ def test_nothing_is_lost_and_every_failure_is_typed(
     cache = report["cache"]
     assert cache["requests_with_a_failure"] > 0 and cache["unflagged"] == 0
     assert cache["flagged"] == cache["requests_with_a_failure"]
-    assert set(cache["failed_calls_by_kind"]) <= {"connection", "down", "timeout"}
+    # "cancelled": a cache call the router abandoned at its deadline (a slow Redis under
+    # load), flagged on its result as a timeout
+    assert set(cache["failed_calls_by_kind"]) <= {"connection", "down", "timeout", "cancelled"}
     assert set(report["errors"]) <= {"InvalidQueryError", "InputError", "UnauthorizedError"}
     assert report["latency_ms"]["retrieve"]["n"] > 0
     written = json.loads((tmp_path / "serve_load.json").read_text())

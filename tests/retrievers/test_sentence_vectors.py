@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from crag_heuristic import Chunk, Evaluator, EvaluatorConfig, FaissRetriever, InputError
-from crag_heuristic._bench.calibration import GateExample, fit_gate
 from crag_heuristic._cache.keys import evaluation_key
+from crag_heuristic._calibration.gate import GateExample, fit_gate
 from crag_heuristic._sample import load_sample_lsa
 from crag_heuristic._text.analyzer import split_sentences
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries

@@ -204,7 +204,7 @@ def test_the_fingerprint_holds_no_credential(server: str) -> None:
 )
 def test_a_refused_redis_url_never_echoes_its_password(url: str) -> None:
     with pytest.raises(ConfigError) as info:
-        RedisCache(url=url)
+        RedisCache(url=url, unsigned="allow")
     error = info.value
     for shown in (str(error), repr(error.value), repr(error)):
         assert not leaks(shown), shown

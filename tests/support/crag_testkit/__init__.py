@@ -10,6 +10,8 @@
 * :class:`OpenAIServer`, :func:`write_recording`, :class:`ServerReply`: a real
   OpenAI-compatible chat-completions server (Starlette under uvicorn, its own
   process) answering from recorded LLM labels, with programmable faults.
+* :func:`started_or_skip`: a server a test needs, started, or the test skipped
+  (failed under CI) when a package it needs is missing.
 
 Their errors derive from :class:`HelperError` (a ``RuntimeError``), not from
 ``CragError``: see :mod:`crag_testkit._errors`.
@@ -35,6 +37,7 @@ from ._openai_server import STYLES, OpenAIServer, ServerReply, build_app, write_
 from ._redis import ENV_URL, RedisServer, find_redis_server
 from ._searxng import SearxngServer
 from ._searxng_venv import SEARXNG_PACKAGE, ensure_searxng_venv, find_searxng_python
+from ._started import started_or_skip
 
 __all__ = [
     "ENV_URL",
@@ -60,5 +63,6 @@ __all__ = [
     "find_redis_server",
     "find_searxng_python",
     "fixture_item",
+    "started_or_skip",
     "write_recording",
 ]

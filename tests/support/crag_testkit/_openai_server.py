@@ -10,7 +10,14 @@ by :func:`write_recording`), looks up each passage's recorded score and
 answers one grade per passage, in the style a test asks for. A test programs
 faults over a control API, each consumed by the next request:
 :class:`ServerReply` (an HTTP status with ``Retry-After``, a slow answer, a
-raw body, a given answer text, a truncated answer, a wrong count ...).
+raw body, a given answer text, a truncated answer, a wrong count ...), or
+kept for every request about one recorded query (``configure(by_query=...)``).
+It can also refuse structured output as a server without it does
+(``configure(refuse_schema=True)``: a request with ``response_format`` gets
+OpenAI's 400), list its models at ``GET /v1/models`` (``configure(models=
+[...])``; without, the route answers 404 as servers without it do), and die
+(``configure(exit_after=n)``: the process exits on request ``n + 1``, without
+answering it: a server killed mid-run).
 
 The prompt's wording is not read: the question is the longest recorded query
 text found in the messages and the passages are the recorded corpus texts
@@ -171,6 +178,10 @@ class _Judge:
     def reset(self) -> None:
         self.replies: list[ServerReply] = []
         self.default = ServerReply()
+        self.by_query: dict[str, ServerReply] = {}
+        self.refuse_schema = False
+        self.models: list[str] | None = None
+        self.exit_after: int | None = None
         self.relevant_min = 2
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
@@ -242,6 +253,8 @@ def build_app(folder: str | os.PathLike[str], *, labels: str, api_key: str | Non
         judge.in_flight += 1
         judge.max_in_flight = max(judge.max_in_flight, judge.in_flight)
         try:
+            if judge.exit_after is not None and len(judge.requests) >= judge.exit_after:
+                os._exit(17)  # killed mid-run: this request is never answered
             reply = judge.next_reply()
             auth = request.headers.get("authorization")
             try:
@@ -250,11 +263,26 @@ def build_app(folder: str | os.PathLike[str], *, labels: str, api_key: str | Non
                 return error(400, "the body is not JSON", {})
             messages = body.get("messages") or []
             text = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+            shape = body.get("response_format")
             judge.requests.append(
-                {"model": body.get("model"), "authorization": auth, "passages": None}
+                {
+                    "model": body.get("model"),
+                    "authorization": auth,
+                    "passages": None,
+                    "response_format": shape.get("type") if isinstance(shape, dict) else None,
+                }
             )
             if judge.api_key is not None and auth != f"Bearer {judge.api_key}":
                 return error(401, f"Incorrect API key provided: {auth}", {})
+            if judge.refuse_schema and shape is not None:
+                message = (
+                    "Invalid parameter: 'response_format' of type 'json_schema' is not "
+                    "supported with this model."
+                )
+                return error(400, message, {})
+            asked, _ = judge.find(text)
+            if reply is judge.default and asked in judge.by_query:
+                reply = judge.by_query[asked]
             if reply.delay > 0:
                 await asyncio.sleep(reply.delay)
             if reply.body is not None:
@@ -293,6 +321,15 @@ def build_app(folder: str | os.PathLike[str], *, labels: str, api_key: str | Non
         finally:
             judge.in_flight -= 1
 
+    async def models(request: Request) -> Response:
+        auth = request.headers.get("authorization")
+        if judge.api_key is not None and auth != f"Bearer {judge.api_key}":
+            return error(401, "Incorrect API key provided", {})
+        if judge.models is None:
+            return error(404, "File Not Found", {})
+        rows = [{"id": m, "object": "model", "owned_by": "testkit"} for m in judge.models]
+        return JSONResponse({"object": "list", "data": rows})
+
     async def program(request: Request) -> Response:
         data = json.loads(await request.body())
         judge.replies.extend(ServerReply(**r) for r in data.get("replies", []))
@@ -300,6 +337,11 @@ def build_app(folder: str | os.PathLike[str], *, labels: str, api_key: str | Non
             judge.default = ServerReply(**data["default"])
         if "relevant_min" in data:
             judge.relevant_min = int(data["relevant_min"])
+        if "by_query" in data:
+            judge.by_query = {q: ServerReply(**r) for q, r in data["by_query"].items()}
+        for name in ("refuse_schema", "models", "exit_after"):
+            if name in data:
+                setattr(judge, name, data[name])
         return JSONResponse({"queued": len(judge.replies)})
 
     async def reset(request: Request) -> Response:
@@ -324,6 +366,7 @@ def build_app(folder: str | os.PathLike[str], *, labels: str, api_key: str | Non
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
             Route(f"{_CONTROL}/program", program, methods=["POST"]),
             Route(f"{_CONTROL}/reset", reset, methods=["POST"]),
             Route(f"{_CONTROL}/stats", stats, methods=["GET"]),
@@ -432,15 +475,34 @@ class OpenAIServer(ServerProcess):
         self._control("POST", "program", {"replies": [r.to_json() for r in replies]})
 
     def configure(
-        self, *, default: ServerReply | None = None, relevant_min: int | None = None
+        self,
+        *,
+        default: ServerReply | None = None,
+        relevant_min: int | None = None,
+        by_query: Mapping[str, ServerReply] | None = None,
+        refuse_schema: bool | None = None,
+        models: Sequence[str] | None = None,
+        exit_after: int | None = None,
     ) -> None:
-        """How requests without a queued reply are answered (``default``), and the
-        score from which a recorded pair is answered "yes" (default 2)."""
+        """How requests without a queued reply are answered (``default``; those about
+        a recorded query of ``by_query``, by its reply), the score from which a
+        recorded pair is answered "yes" (default 2), whether a request asking for
+        structured output is refused (``refuse_schema``), the models ``GET
+        /v1/models`` lists (``models``; never set: 404), and after how many chat
+        requests the process exits without answering (``exit_after``)."""
         data: dict[str, Any] = {}
         if default is not None:
             data["default"] = default.to_json()
         if relevant_min is not None:
             data["relevant_min"] = relevant_min
+        if by_query is not None:
+            data["by_query"] = {q: r.to_json() for q, r in by_query.items()}
+        if refuse_schema is not None:
+            data["refuse_schema"] = refuse_schema
+        if models is not None:
+            data["models"] = list(models)
+        if exit_after is not None:
+            data["exit_after"] = exit_after
         self._control("POST", "program", data)
 
     def reset(self) -> None:
@@ -449,7 +511,8 @@ class OpenAIServer(ServerProcess):
 
     def stats(self) -> dict[str, Any]:
         """``requests`` (a count), ``seen`` (per request: model, the Authorization
-        header, the passages found and the query id), ``max_in_flight``,
+        header, the ``response_format`` type asked for, the passages found and
+        the query id), ``max_in_flight``,
         ``queued``, ``prompt_tokens`` and ``completion_tokens`` (sent so far)."""
         return self._control("GET", "stats")
 

@@ -2,7 +2,7 @@
 
 The gate the evaluator applies when its configuration has a ``model``
 (``crag_heuristic._evaluator.model``) is fitted here (penalised logistic
-regression, :mod:`crag_heuristic._bench.logistic`; folds and AUC from scikit-learn):
+regression, :mod:`crag_heuristic._calibration.logistic`; folds and AUC from scikit-learn):
 
 1. **Chunk stage.** Every retrieved chunk is labelled relevant or not (qrels,
    or an LLM grader's labels). A logistic regression on standardised chunk
@@ -189,7 +189,7 @@ def _fit_stage(
     coefficients with the fixed strength ``prior_c`` (features standardised
     as the prior did), so a few hundred simulated queries adjust a gate
     instead of replacing it. ``strata``: one intercept per stratum while
-    fitting (fixed effects, :mod:`crag_heuristic._bench.logistic`). ``shrink``:
+    fitting (fixed effects, :mod:`crag_heuristic._calibration.logistic`). ``shrink``:
     the coefficients that share of the way from the fit on the ``anchor``
     features alone to the full fit, each with its own ``C`` chosen by the same
     cross-validation (each fold's fits combined likewise for the out-of-fold
@@ -569,7 +569,7 @@ def fit_gate(
         chunk_features, set_features: the evidence each stage reads.
         target_precision, min_failure_recall, max_good_irrelevant: the band targets.
         prior: a fitted gate to adjust rather than replace (MAP fit, see
-            :func:`crag_heuristic._bench.logistic.fit_logistic`): its coefficients are
+            :func:`crag_heuristic._calibration.logistic.fit_logistic`): its coefficients are
             the prior's centre and ``prior_c`` its inverse strength.
         fallbacks: also fit the gates used when an input lacks similarities,
             corpus statistics, or both.
@@ -583,7 +583,7 @@ def fit_gate(
             fits that differ only in their set stage then share it.
         within_collection: fit the set stage's coefficients within collections
             (``GateExample.collection``: one intercept each while fitting, then
-            one refitted on all; :mod:`crag_heuristic._bench.logistic`).
+            one refitted on all; :mod:`crag_heuristic._calibration.logistic`).
         shrink: the set stage's coefficients that share (in (0, 1]) of the way
             from the fit on the ``anchor`` features alone to the full fit
             (``None``: the full fit).

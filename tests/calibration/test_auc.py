@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from crag_heuristic._bench.auc import auc, failure_auc
+from crag_heuristic._calibration.auc import auc, failure_auc
 from crag_heuristic._exceptions import InputError
 
 

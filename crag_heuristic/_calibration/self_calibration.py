@@ -2,7 +2,7 @@
 
     calibrate_self(retriever, documents)  ->  CalibrationResult (a profile)
 
-1. Simulate queries from the documents (:mod:`crag_heuristic._bench.simulation`):
+1. Simulate queries from the documents (:mod:`crag_heuristic._calibration.simulation`):
    each knows its targets, the documents that answer it.
 2. Run each through the retriever. The natural retrieval (top ``k``) is good
    when a target is in it. The leave-source-out probe is the same search with
@@ -10,7 +10,7 @@
    the targets are dropped, which for an exact index is the search of a
    corpus without them): a realistic gap, failed by construction.
 3. Fit the two-stage gate and its bands on those retrievals
-   (:func:`crag_heuristic._bench.calibration.fit_gate`, folds grouped by query). By
+   (:func:`crag_heuristic._calibration.gate.fit_gate`, folds grouped by query). By
    default the fit starts from the shipped gate and is pulled towards it
    (a maximum a posteriori fit): simulated queries differ from real ones,
    so they adjust the gate to this corpus and retriever rather than replace
@@ -38,7 +38,7 @@ from .._version import __version__
 from .simulation import Neighbours, QuerySimulator, SimulatedQuery
 
 if TYPE_CHECKING:  # calibration is imported when a gate is fitted, not with the package
-    from .calibration import CalibrationResult, GateExample
+    from .gate import CalibrationResult, GateExample
 
 MIN_DOCUMENTS = 50
 """Fewer documents than this cannot be calibrated on (too few distinct queries)."""
@@ -277,7 +277,7 @@ def calibrate_self(
             ``text``, ``title``) or strings (id = position).
         k: the retrieval depth the gate grades.
         queries: how many simulated queries (each also gives a probe).
-        styles: the query styles (see :mod:`crag_heuristic._bench.simulation`).
+        styles: the query styles (see :mod:`crag_heuristic._calibration.simulation`).
         prior: the gate the fit starts from and is pulled towards (a profile
             with a model); ``None`` fits from scratch (base settings: ``synapse``).
         prior_c: the pull's inverse strength (smaller: closer to the prior).
@@ -361,10 +361,10 @@ def fit_simulation(
     :func:`calibrate_self` issues them; ``result.warnings`` lists them).
 
     ``evaluations``: the examples already graded (see
-    :func:`~crag_heuristic._bench.calibration.fit_gate`), when one simulation is fitted
+    :func:`~crag_heuristic._calibration.gate.fit_gate`), when one simulation is fitted
     with several priors.
     """
-    from .calibration import CalibrationResult, fit_gate
+    from .gate import CalibrationResult, fit_gate
 
     prior_config = _prior(prior)
     fitted_on = (
@@ -448,7 +448,7 @@ def _retrievals(
     progress: Progress[Any],
 ) -> tuple[list[GateExample], tuple[int, str] | None]:
     """Natural and probe retrievals; (number of failed searches, first error) or None."""
-    from .calibration import GateExample
+    from .gate import GateExample
 
     naturals: list[GateExample] = []
     probes: list[GateExample] = []
