@@ -14,8 +14,8 @@ Two versions of the answers, each behind its own routes:
   bookkeeping, :data:`BOOKKEEPING`, is v1's); the evaluation's summary
   (verdict, score, signals, reasoning, profile), the first one's (verdict,
   score); the first retrieval as ids; the refinement's context without its
-  strips' texts; every flag, count, note and failure as v1 has them, the
-  timings to the microsecond. ``"view": "grades"`` in the request leaves out
+  strips' texts; every flag, count, note and failure as v1 has them, a learning
+  cascade's decision (``learning``) as v1 has it, the timings to the microsecond. ``"view": "grades"`` in the request leaves out
   every text and metadata (ids, scores and grades only). On SciFact (k = 10) a
   default answer is about 1.1 times the chunks' texts.
 
@@ -152,6 +152,7 @@ def result_answer(result: CRAGResult, view: str = "chunks") -> dict[str, Any]:
         "cascade": None if result.cascade is None else result.cascade.to_dict(),
         "grader_error": result.grader_error,
         "failures": [failure.to_dict() for failure in result.failures],
+        "learning": None if result.learning is None else result.learning.to_dict(),
     }
 
 
