@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from crag_heuristic import CRAG
 from crag_heuristic.bench import LOADS, alternated, background_load, percentiles
@@ -163,8 +164,10 @@ class _Client:
     own time in each figure than httpx's); ``post`` answers (status, body bytes)."""
 
     def __init__(self, base: str) -> None:
-        host, port = base.removeprefix("http://").split(":")
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        address = urlsplit(base)
+        self.connection = http.client.HTTPConnection(
+            address.hostname or "127.0.0.1", address.port, timeout=60
+        )
 
     def post(self, path: str, data: dict[str, Any]) -> tuple[int, bytes]:
         body = json.dumps(data).encode("utf-8")

@@ -15,9 +15,10 @@ Two versions of the answers, each behind its own routes:
   (verdict, score, signals, reasoning, profile), the first one's (verdict,
   score); the first retrieval as ids; the refinement's context without its
   strips' texts; every flag, count, note and failure as v1 has them, a learning
-  cascade's decision (``learning``) as v1 has it, the timings to the microsecond. ``"view": "grades"`` in the request leaves out
-  every text and metadata (ids, scores and grades only). On SciFact (k = 10) a
-  default answer is about 1.1 times the chunks' texts.
+  cascade's decision (``learning``) as v1 has it, the timings to the microsecond.
+  ``"view": "grades"`` in the request leaves out every text and metadata (ids,
+  scores and grades only). On SciFact (k = 10) a default answer is about 1.1
+  times the chunks' texts.
 
 The bytes (:func:`encode`): UTF-8 JSON, compact, by ``orjson`` where it is
 installed (the ``serve`` extra installs it; several times faster than the

@@ -341,9 +341,9 @@ def test_the_band_of_the_refitted_gate_keeps_its_guarantee(monkeypatch: pytest.M
     halves cut by query (as they were) kept a query's lists together on the band's side:
     broken on 0.43 of the halvings. The refit is stood in for by the shipped gate and its
     scores by the lists' own: what is tested is which lists choose the band."""
+    from crag_heuristic._bench.guarantee_section import _windows
     from crag_heuristic._calibration import grader as grader_calibration
     from crag_heuristic._calibration.gate import CalibrationResult
-    from crag_heuristic._bench.guarantee_section import _windows
     from crag_heuristic._grading.guarantee import band_risk
 
     rng = np.random.default_rng(3)
