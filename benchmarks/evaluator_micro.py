@@ -51,7 +51,7 @@ end.
    and analyses, and the first call of a process against its later ones.
 
 Every section runs at each of ``--loads`` (default 0 and 4): idle, then with that many
-busy processes of the benchmark's own (``crag_heuristic.bench.background_load``); the
+busy processes of the benchmark's own (``crag_testkit.background_load``); the
 report gives each run's load average. The SciFact section times the router as the
 README writes it too (see ``crag_heuristic.bench.run_cost``), and the cache section what
 bounding a retrieval costs when the retriever answers at once (the hand-off to a worker
@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import Any
 
 import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
-from crag_testkit import RedisServer
+from crag_testkit import LOADS, RedisServer, background_load
 
 from crag_heuristic import (
     CRAG,
@@ -90,14 +90,7 @@ from crag_heuristic import (
     RedisCache,
     ScoreKind,
 )
-from crag_heuristic.bench import (
-    LOADS,
-    alternated,
-    background_load,
-    percentiles,
-    run_cost,
-    seed_design,
-)
+from crag_heuristic.bench import alternated, percentiles, run_cost, seed_design
 from crag_heuristic.cache import TieredCache, evaluation_key
 from crag_heuristic.sample import load_sample_corpus, load_sample_queries, sample_retriever
 from crag_heuristic.testing import RecordingWebSearcher

@@ -28,7 +28,7 @@ clock around it), each figure a p50 / p99 or a ratio measured in the same run:
    its grades view, v1) against the chunks' texts.
 
 ``retrieve`` and ``serve`` run twice: idle (no load of the benchmark's own) and with
-four busy processes of its own (``crag_heuristic.bench.background_load``); the report
+four busy processes of its own (``crag_testkit.background_load``); the report
 says the load average of each.
 
 The machine is shared with other jobs (its load average is recorded): read the
@@ -56,8 +56,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import LOADS, background_load
+
 from crag_heuristic import CRAG
-from crag_heuristic.bench import LOADS, alternated, background_load, percentiles
+from crag_heuristic.bench import alternated, percentiles
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "own_corpus"

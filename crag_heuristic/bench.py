@@ -27,9 +27,7 @@ harness and, when called, scikit-learn.
 * :data:`BASELINES`: the simple predictors every gate is held against in a
   report; :func:`seed_design` is the first of them, the project's seed design.
 * :func:`alternated` and :func:`percentiles`: timing in one run (cases called
-  in rotated order, so load drift hits each alike; p50 / p99);
-  :func:`background_load`: a fixed load of busy processes while a block runs
-  (every ratio is reported at each of :data:`LOADS`).
+  in rotated order, so load drift hits each alike; p50 / p99).
 * :data:`SHARED_COLLECTIONS`: the folder names of the collections the committed
   reports were made from (``../shared/data``), in their reports' order.
 
@@ -53,7 +51,7 @@ from ._bench.pipeline import HarnessRetriever, Prepared, calibrate, folder_and_s
 from ._bench.retrievals import chunks_of
 from ._bench.self_variants import run_self_calibration
 from ._bench.stream_section import run_stream
-from ._bench.timing import LOADS, alternated, background_load, percentiles
+from ._bench.timing import alternated, percentiles
 from .calibration import (
     CalibrationResult,
     CalibrationWarning,
@@ -75,14 +73,12 @@ __all__ = [
     "GateExample",
     "GraderCalibration",
     "HarnessRetriever",
-    "LOADS",
     "Prepared",
     "QuerySimulator",
     "SECTIONS",
     "SHARED_COLLECTIONS",
     "SimulatedQuery",
     "alternated",
-    "background_load",
     "calibrate",
     "calibrate_on_grader",
     "calibrate_self",

@@ -55,7 +55,7 @@ def test_the_background_load_runs_while_the_block_does_and_ends_with_it() -> Non
     (the report says so), killed when it ends; 0 starts none."""
     import os
 
-    from crag_heuristic.bench import LOADS, background_load
+    from crag_testkit import LOADS, background_load
 
     psutil = pytest.importorskip("psutil")
     me = psutil.Process(os.getpid())
