@@ -9,8 +9,8 @@ with a 1 s request and header timeout, and ``--requests`` requests written as
 raw bytes on new connections (no client library to tidy them), ``--concurrency``
 at a time. Each request is one of (drawn with a seeded ``random.Random``):
 
-* **bodies**: JSON for ``/v1/retrieve``, ``/v1/evaluate`` and ``/v1/stream`` with
-  one mutation: a lone surrogate (``\\ud800`` escaped) in the query, a chunk's
+* **bodies**: JSON for ``/v1/retrieve``, ``/v1/evaluate``, ``/v1/stream`` and their
+  ``/v2`` twins (half of these with a ``view``, valid or not) with one mutation: a lone surrogate (``\\ud800`` escaped) in the query, a chunk's
   id, text or metadata, an option's name; huge numbers (``k`` of 5,000 digits,
   ``1e999``, ``-0``, ``NaN``, floats for integers); wrong types; deep nesting;
   long strings; unknown keys; empty and non-object bodies; bodies that are not
@@ -49,7 +49,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "http_fuzz"
-ROUTES = ("/v1/retrieve", "/v1/evaluate", "/v1/stream")
+ROUTES = (
+    "/v1/retrieve",
+    "/v1/evaluate",
+    "/v1/stream",
+    "/v2/retrieve",
+    "/v2/evaluate",
+    "/v2/stream",
+)
 SURROGATES = ("\\ud800", "\\udfff", "\\udc00", "\\ud83d", "x\\ud800y")
 NUMBERS = (
     "1" + "0" * 5000, "-" + "9" * 4400, "1e999", "-1e999", "-0", "0.5", "1.0", "NaN",
@@ -79,14 +86,18 @@ def _request(path: str, body: bytes, *, method: str = "POST", headers: Sequence[
 
 def _valid_body(rng: random.Random, route: str) -> dict[str, Any]:
     query = rng.choice(["roman roads", "how do honeybees dance", "volcano", "x", "Café ☕"])
-    if route == "/v1/evaluate":
+    if route.endswith("/evaluate"):
         chunks = [
             {"id": f"c{i}", "text": rng.choice(["Roman roads.", "Bees dance.", "Lava."]),
              "score": rng.random(), "score_kind": "cosine"}
             for i in range(rng.randint(1, 4))
         ]  # fmt: skip
-        return {"query": query, "chunks": chunks}
-    return {"query": query, "k": rng.randint(1, 5)}
+        body: dict[str, Any] = {"query": query, "chunks": chunks}
+    else:
+        body = {"query": query, "k": rng.randint(1, 5)}
+    if route.startswith("/v2/") and rng.random() < 0.5:  # a view, now and then not one
+        body["view"] = rng.choice(["chunks", "grades", "ids", "", 1])
+    return body
 
 
 def _raw_json(data: Any, rng: random.Random) -> str:
@@ -107,7 +118,7 @@ def _body(rng: random.Random, route: str) -> tuple[str, bytes]:
     name = BODY_MUTATIONS[mutation]
     if mutation == 0:  # a lone surrogate in the query
         text = text.replace('"query": "', f'"query": "{rng.choice(SURROGATES)}', 1)
-    elif mutation == 1 and route == "/v1/evaluate":  # in a chunk's id, text or metadata
+    elif mutation == 1 and route.endswith("/evaluate"):  # in a chunk's id, text or metadata
         where = rng.choice(['"id": "', '"text": "'])
         text = text.replace(where, where + rng.choice(SURROGATES), 1)
         if rng.random() < 0.3:
@@ -144,7 +155,7 @@ def _body(rng: random.Random, route: str) -> tuple[str, bytes]:
     elif mutation == 8:  # not UTF-8
         return name, text.encode("utf-8")[:-1] + rng.choice([b"\xff}", b"\xc3}", b"\xed\xa0\x80}"])
     elif mutation == 9:  # many chunks, or options for the wrong route
-        if route == "/v1/evaluate":
+        if route.endswith("/evaluate"):
             data["chunks"] = data["chunks"] * rng.choice([50, 60, 300])
         else:
             data["options"] = {"refine": "yes", "token_budget": -1}

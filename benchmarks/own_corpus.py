@@ -19,11 +19,18 @@ clock around it), each figure a p50 / p99 or a ratio measured in the same run:
    collection's queries in turn; two warm-up runs each first. The processes run
    with their bytecode cached (``PYTHONPYCACHEPREFIX`` a folder of the run's,
    ``PYTHONDONTWRITEBYTECODE`` unset), as an installed package has it.
-3. ``serve``: ``crag-heuristic serve --index DIR --port 0`` in a process of its
-   own; ``POST /v1/retrieve`` (k = 10) from this process over one keep-alive
-   connection (httpx) against ``CRAG.from_index_dir(DIR).retrieve(query, 10)``
-   in this process, alternated query by query, each query once on each side
-   (neither router's cache has seen it).
+3. ``serve``: ``crag-heuristic serve --index DIR --port 0`` in a process of its own,
+   and beside it the floor, a minimal Starlette app on the same uvicorn making the
+   same library call and answer (``benchmarks/starlette_floor.py``); ``POST
+   /v2/retrieve`` (k = 10) to each from this process over keep-alive connections,
+   alternated query by query with ``CRAG.from_index_dir(DIR).retrieve(query, 10)``
+   in this process, each query once on each side; throughput at 1 and 8 clients at
+   once, rounds alternated between the two servers; the bytes of the answers (v2,
+   its grades view, v1) against the chunks' texts.
+
+``retrieve`` and ``serve`` run twice: idle (no load of the benchmark's own) and with
+four busy processes of its own (``crag_testkit.background_load``); the report
+says the load average of each.
 
 The machine is shared with other jobs (its load average is recorded): read the
 ratios, which compare calls made in the same run, alternated.
@@ -32,32 +39,40 @@ ratios, which compare calls made in the same run, alternated.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import LOADS, background_load
 
 from crag_heuristic import CRAG
-from crag_heuristic.bench import percentiles
-from crag_heuristic.serve import create_app, serving
+from crag_heuristic.bench import alternated, percentiles
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "own_corpus"
+FLOOR = ROOT / "benchmarks" / "starlette_floor.py"
 GOAL_RETRIEVE_S = 1.0
 GOAL_RETRIEVE_OVER_SAMPLE = 2.0
 GOAL_INDEX_REST_S = 5.0
 GOAL_SERVE_OVERHEAD_MS = 2.0
+GOAL_OVER_FLOOR_MS = 0.3
+GOAL_THROUGHPUT = 0.95
+GOAL_BYTES = 1.2
 
 
 def _command() -> list[str]:
@@ -151,81 +166,167 @@ def retrieve_section(
 # -- 3. serve -------------------------------------------------------------------------------
 
 
-def serve_section(index: Path, queries: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """HTTP to ``crag-heuristic serve`` against the library call, alternated; the
-    server's own time per request read from its access events (``crag.http ... ms=``)."""
-    command = [*_command(), "serve", "--index", str(index), "--port", "0"]
-    lines: list[str] = []
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env) as server:
-        try:
-            assert server.stderr is not None
-            line = server.stderr.readline()
-            while line and " on http" not in line:
-                line = server.stderr.readline()
-            if not line:
-                raise RuntimeError(f"{shlex.join(command)} did not start")
-            base = line.split(" on ")[1].split()[0]
-            stderr = server.stderr
-            reader = threading.Thread(target=lambda: lines.extend(stderr), daemon=True)
-            reader.start()  # drained as it comes: a full pipe would stall the server
-            crag = CRAG.from_index_dir(index)
-            times: dict[str, list[float]] = {"http_ms": [], "library_ms": []}
-            with httpx.Client(base_url=base, timeout=30) as client:
-                for query in queries[:5]:  # warm both: the connection, the code paths
-                    client.post("/v1/retrieve", json={"query": f"{query} warm", "k": 10})
-                    crag.retrieve(f"{query} warm", 10)
+class _Client:
+    """One keep-alive HTTP/1.1 connection (the standard library's: less of the client's
+    own time in each figure than httpx's); ``post`` answers (status, body bytes)."""
 
-                def http(query: str) -> None:
-                    response = client.post("/v1/retrieve", json={"query": query, "k": 10})
-                    response.raise_for_status()
-                    response.json()
+    def __init__(self, base: str) -> None:
+        address = urlsplit(base)
+        self.connection = http.client.HTTPConnection(
+            address.hostname or "127.0.0.1", address.port, timeout=60
+        )
 
-                def library(query: str) -> None:
-                    crag.retrieve(query, 10)
+    def post(self, path: str, data: dict[str, Any]) -> tuple[int, bytes]:
+        body = json.dumps(data).encode("utf-8")
+        self.connection.request(
+            "POST", path, body=body, headers={"Content-Type": "application/json"}
+        )
+        response = self.connection.getresponse()
+        return response.status, response.read()
 
-                calls = [("http_ms", http), ("library_ms", library)]
-                for i, query in enumerate(queries):
-                    for name, call in calls if i % 2 == 0 else calls[::-1]:
-                        started = time.perf_counter()
-                        call(query)
-                        times[name].append((time.perf_counter() - started) * 1e3)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-    in_thread = _in_thread(index, queries)
-    handled = [float(m) for m in re.findall(r" crag\.http .*? ms=([0-9.]+)", "".join(lines))]
-    out: dict[str, Any] = {"queries": len(queries), "k": 10}
-    for name, values in times.items():
-        out[name] = percentiles(values)
-    out["server_ms"] = percentiles(handled[-len(queries) :])  # the timed requests' events
-    out["in_thread"] = in_thread
-    out["server_minus_library_p50_ms"] = out["server_ms"]["p50"] - out["library_ms"]["p50"]
-    out["http_minus_server_p50_ms"] = out["http_ms"]["p50"] - out["server_ms"]["p50"]
-    out["http_minus_library_p50_ms"] = out["http_ms"]["p50"] - out["library_ms"]["p50"]
-    paired = sorted(h - x for h, x in zip(times["http_ms"], times["library_ms"], strict=True))
-    out["paired_difference_median_ms"] = paired[len(paired) // 2]
-    return out
+    def close(self) -> None:
+        self.connection.close()
 
 
-def _in_thread(index: Path, queries: list[str]) -> dict[str, Any]:
-    """The same alternation with the service in a thread of this process (``serving``):
-    no other process to wake, the GIL shared."""
-    crag, served = CRAG.from_index_dir(index), CRAG.from_index_dir(index)
-    times: dict[str, list[float]] = {"http_ms": [], "library_ms": []}
-    with serving(create_app(served)) as base, httpx.Client(base_url=base, timeout=30) as client:
-        for query in queries[:5]:
-            client.post("/v1/retrieve", json={"query": f"{query} warm", "k": 10})
+def _started(command: list[str], env: dict[str, str], said: str, log: Path) -> tuple[Any, str]:
+    """A server process and its base URL (from the stderr line holding ``said``). Its
+    stderr goes to the file ``log`` (read after: a pipe drained by a thread of this
+    process would take the client's interpreter from it at every access event)."""
+    with log.open("w") as sink:
+        server = subprocess.Popen(command, stderr=sink, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and server.poll() is None:
+        found = [line for line in log.read_text().splitlines() if said in line]
+        if found:
+            return server, found[0].split(said)[1].split()[0]
+        time.sleep(0.05)
+    server.kill()
+    raise RuntimeError(f"{shlex.join(command)} did not start: {log.read_text()[-500:]}")
+
+
+def _throughput(base: str, queries: list[str], concurrency: int, requests: int) -> float:
+    """Requests a second: ``requests`` ``POST /v2/retrieve`` (k = 10) by ``concurrency``
+    clients at once, each on its own connection, each request as soon as the last
+    answered."""
+    clients = [_Client(base) for _ in range(concurrency)]
+    counter = iter(range(requests))
+    lock = threading.Lock()
+    failed: list[int] = []
+
+    def work(client: _Client) -> None:
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            status, _ = client.post("/v2/retrieve", {"query": queries[i % len(queries)], "k": 10})
+            if status != 200:
+                failed.append(status)
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in clients]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - started
+    for client in clients:
+        client.close()
+    if failed:
+        raise RuntimeError(f"{len(failed)} requests failed: {sorted(set(failed))}")
+    return requests / seconds
+
+
+def serve_section(
+    index: Path, queries: list[str], env: dict[str, str], concurrency: tuple[int, ...] = (1, 8)
+) -> dict[str, Any]:
+    """The service against its floor and the library, in the same run (see the module doc):
+    p50 latency alternated query by query, throughput alternated round by round, and
+    the bytes of the answers."""
+    service_log, floor_log = index.parent / "service.log", index.parent / "floor.log"
+    service, service_url = _started(
+        [*_command(), "serve", "--index", str(index), "--port", "0"], env, " on ", service_log
+    )
+    floor, floor_url = _started(
+        [sys.executable, str(FLOOR), "--index", str(index), "--port", "0"],
+        env,
+        "floor on ",
+        floor_log,
+    )
+    try:
+        crag = CRAG.from_index_dir(index)
+        clients = {"service_ms": _Client(service_url), "floor_ms": _Client(floor_url)}
+        for query in queries[:10]:  # warm all three: the connections, the code paths
+            for client in clients.values():
+                client.post("/v2/retrieve", {"query": f"{query} warm", "k": 10})
             crag.retrieve(f"{query} warm", 10)
-        for i, query in enumerate(queries):
-            for name in ("http_ms", "library_ms")[:: 1 if i % 2 == 0 else -1]:
-                started = time.perf_counter()
-                if name == "http_ms":
-                    client.post("/v1/retrieve", json={"query": query, "k": 10}).json()
-                else:
-                    crag.retrieve(query, 10)
-                times[name].append((time.perf_counter() - started) * 1e3)
-    out: dict[str, Any] = {name: percentiles(values) for name, values in times.items()}
-    out["http_minus_library_p50_ms"] = out["http_ms"]["p50"] - out["library_ms"]["p50"]
+
+        def over_http(client: _Client) -> Callable[[int], object]:
+            return lambda i: client.post("/v2/retrieve", {"query": queries[i], "k": 10})
+
+        samples = alternated(
+            {
+                "service_ms": over_http(clients["service_ms"]),
+                "floor_ms": over_http(clients["floor_ms"]),
+                "library_ms": lambda i: crag.retrieve(queries[i], 10),
+            },
+            len(queries),
+        )
+        texts, sizes, sizes_v1, grades = [], [], [], []
+        sizer = _Client(service_url)
+        for query in queries[:50]:  # what the answers weigh, against the chunks' own texts
+            result = crag.retrieve(query, 10)
+            texts.append(sum(len(c.text.encode("utf-8")) for c in result.chunks))
+            sizes.append(len(sizer.post("/v2/retrieve", {"query": query, "k": 10})[1]))
+            sizes_v1.append(len(sizer.post("/v1/retrieve", {"query": query, "k": 10})[1]))
+            view = {"query": query, "k": 10, "view": "grades"}
+            grades.append(len(sizer.post("/v2/retrieve", view)[1]))
+        sizer.close()
+        rounds, per_round = 3, max(40, len(queries) // 3)
+        throughput: dict[str, Any] = {}
+        for level in concurrency:
+            rates: dict[str, list[float]] = {"service": [], "floor": []}
+            for r in range(rounds):  # alternated round by round, which first alternating
+                order = [("service", service_url), ("floor", floor_url)]
+                for name, base in order if r % 2 == 0 else order[::-1]:
+                    rates[name].append(_throughput(base, queries, level, per_round))
+            service_rps = statistics.median(rates["service"])
+            floor_rps = statistics.median(rates["floor"])
+            throughput[str(level)] = {
+                "rounds": rounds, "requests_per_round": per_round,
+                "service_rps": service_rps, "floor_rps": floor_rps,
+                "service_over_floor": service_rps / floor_rps, "rates": rates,
+            }  # fmt: skip
+        for client in clients.values():
+            client.close()
+    finally:
+        for process in (service, floor):
+            process.terminate()
+            process.wait(timeout=30)
+    events = service_log.read_text()
+    handled = [float(m) for m in re.findall(r" crag\.http .*? ms=([0-9.]+)", events)]
+    out: dict[str, Any] = {"queries": len(queries), "k": 10}
+    for name, values in samples.items():
+        out[name] = percentiles([v / 1000.0 for v in values])
+    out["server_ms"] = percentiles(handled[10 : 10 + len(queries)])  # the timed requests'
+    out["service_minus_floor_p50_ms"] = out["service_ms"]["p50"] - out["floor_ms"]["p50"]
+    out["service_minus_library_p50_ms"] = out["service_ms"]["p50"] - out["library_ms"]["p50"]
+    out["floor_minus_library_p50_ms"] = out["floor_ms"]["p50"] - out["library_ms"]["p50"]
+    paired = sorted(a - b for a, b in zip(samples["service_ms"], samples["floor_ms"], strict=True))
+    out["service_minus_floor_paired_median_ms"] = paired[len(paired) // 2] / 1000.0
+    out["throughput"] = throughput
+    ratios = sorted(size / text for size, text in zip(sizes, texts, strict=True))
+    out["answer_bytes"] = {
+        "answers": len(sizes),
+        "texts_bytes_p50": statistics.median(texts),
+        "v2_bytes_p50": statistics.median(sizes),
+        "v1_bytes_p50": statistics.median(sizes_v1),
+        "grades_view_bytes_p50": statistics.median(grades),
+        "v2_over_texts_median": ratios[len(ratios) // 2],
+        "v1_over_texts_median": statistics.median(
+            size / text for size, text in zip(sizes_v1, texts, strict=True)
+        ),
+    }
     return out
 
 
@@ -233,13 +334,13 @@ def _in_thread(index: Path, queries: list[str]) -> dict[str, Any]:
 
 
 def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(goal, measured, met) for each goal of issue 27 this benchmark measures."""
-    index, retrieve, serve = report["index"], report["retrieve"], report["serve"]
+    """(goal, measured, met) for each goal this benchmark measures (issues 27 and 34), the
+    service's at each load."""
+    index, retrieve = report["index"], report["retrieve"]
     rest = index["without_embedding_s"]["p50"]
     own = retrieve["index_dir_s"]["p50"]
     ratio = retrieve["index_dir_over_sample_p50"]
-    overhead = serve["http_minus_library_p50_ms"]
-    return [
+    out = [
         (
             f"index <= {GOAL_INDEX_REST_S:g} s plus the embedding's own time",
             f"{rest:.2f} s + {index['embedding_s']['p50']:.2f} s",
@@ -251,12 +352,45 @@ def goals(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
             f"{ratio:.2f}x",
             ratio <= GOAL_RETRIEVE_OVER_SAMPLE,
         ),
-        (
-            f"serve: p50 over HTTP <= the library call + {GOAL_SERVE_OVERHEAD_MS:g} ms",
-            f"+{overhead:.2f} ms",
-            overhead <= GOAL_SERVE_OVERHEAD_MS,
-        ),
     ]
+    for at, serve in _serve_runs(report):
+        over_library = serve["service_minus_library_p50_ms"]
+        over_floor = serve["service_minus_floor_p50_ms"]
+        rate = serve["throughput"]["8"]["service_over_floor"]
+        weight = serve["answer_bytes"]["v2_over_texts_median"]
+        out += [
+            (
+                f"serve ({at}): p50 over HTTP <= the library call + {GOAL_SERVE_OVERHEAD_MS:g} ms",
+                f"{over_library:+.2f} ms",
+                over_library <= GOAL_SERVE_OVERHEAD_MS,
+            ),
+            (
+                f"serve ({at}): p50 <= the minimal Starlette app's + {GOAL_OVER_FLOOR_MS:g} ms",
+                f"{over_floor:+.2f} ms",
+                over_floor <= GOAL_OVER_FLOOR_MS,
+            ),
+            (
+                f"serve ({at}): throughput at concurrency 8 >= {GOAL_THROUGHPUT:g}x the minimal "
+                "app's",
+                f"{rate:.2f}x",
+                rate >= GOAL_THROUGHPUT,
+            ),
+            (
+                f"serve ({at}): answer bytes (v2, k = 10) <= {GOAL_BYTES:g}x the chunks' texts",
+                f"{weight:.2f}x",
+                weight <= GOAL_BYTES,
+            ),
+        ]
+    return out
+
+
+def _serve_runs(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, the serve section) idle and loaded."""
+    runs = [("idle", report["serve"])]
+    loaded = report.get("loaded")
+    if loaded:
+        runs.append((f"load {loaded['load']['busy_processes']}", loaded["serve"]))
+    return runs
 
 
 def _cell(cell: dict[str, float], scale: float = 1.0, digits: int = 2) -> str:
@@ -300,7 +434,21 @@ def to_markdown(report: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v:.2f} s" for k, v in index["stages_s"][-1].items())
         + ".",
         "",
-        f"## retrieve, a process each ({retrieve['runs']} runs each, alternated; s)",
+    ]
+    loaded = report.get("loaded")
+    for at, retrieved in [("idle", retrieve)] + (
+        [(f"load {loaded['load']['busy_processes']}", loaded["retrieve"])] if loaded else []
+    ):
+        lines += _retrieve_lines(at, index, retrieved)
+    for at, serve in _serve_runs(report):
+        lines += _serve_lines(at, serve)
+    return "\n".join(lines) + "\n"
+
+
+def _retrieve_lines(at: str, index: dict[str, Any], retrieve: dict[str, Any]) -> list[str]:
+    return [
+        "",
+        f"## retrieve, a process each, {at} ({retrieve['runs']} runs each, alternated; s)",
         "",
         "| command | p50 / p99 s |",
         "|---|---:|",
@@ -311,30 +459,54 @@ def to_markdown(report: dict[str, Any]) -> str:
         "",
         f"Ratio of the p50s {retrieve['index_dir_over_sample_p50']:.2f}x; median of the paired "
         f"runs' ratios {retrieve['index_dir_over_sample_median']:.2f}x.",
+    ]
+
+
+def _serve_lines(at: str, serve: dict[str, Any]) -> list[str]:
+    weight = serve["answer_bytes"]
+    lines = [
         "",
-        f"## serve ({serve['queries']} queries, k = {serve['k']}, alternated; ms)",
+        f"## serve, {at} ({serve['queries']} queries, k = {serve['k']}, alternated; ms)",
         "",
         "| call | p50 / p99 ms |",
         "|---|---:|",
-        f"| `POST /v1/retrieve` to `crag-heuristic serve --index DIR` (another process) | "
-        f"{_cell(serve['http_ms'])} |",
+        f"| `POST /v2/retrieve` to `crag-heuristic serve --index DIR` (another process) | "
+        f"{_cell(serve['service_ms'])} |",
+        "| `POST /v2/retrieve` to the minimal Starlette app on the same uvicorn, the same "
+        f"call and answer (`benchmarks/starlette_floor.py`, another process) | "
+        f"{_cell(serve['floor_ms'])} |",
         f"| `CRAG.from_index_dir(DIR).retrieve(query, 10)` in this process | "
         f"{_cell(serve['library_ms'])} |",
-        f"| the server's own time per request, arrival to answer (its `crag.http` events) | "
+        f"| the service's own time per request, arrival to answer (its `crag.http` events) | "
         f"{_cell(serve['server_ms'])} |",
         "",
-        f"p50 over HTTP minus the library's p50: {serve['http_minus_library_p50_ms']:+.2f} ms "
-        f"(median of the paired differences {serve['paired_difference_median_ms']:+.2f} ms): "
-        f"{serve['server_minus_library_p50_ms']:+.2f} ms in the server's process (reading "
-        "the body, the async router, writing the JSON) and "
-        f"{serve['http_minus_server_p50_ms']:+.2f} ms on the way (the client, the loopback "
-        "socket, and waking the other process on the shared cores). With the service in a "
-        "thread of the benchmark's process instead (`serving`: no other process to wake): "
-        f"{_cell(serve['in_thread']['http_ms'])} ms over HTTP against "
-        f"{_cell(serve['in_thread']['library_ms'])} ms, "
-        f"{serve['in_thread']['http_minus_library_p50_ms']:+.2f} ms at the p50.",
+        f"The service's p50 minus the minimal app's: {serve['service_minus_floor_p50_ms']:+.2f} "
+        f"ms (median of the paired differences "
+        f"{serve['service_minus_floor_paired_median_ms']:+.2f} ms); minus the library call's: "
+        f"{serve['service_minus_library_p50_ms']:+.2f} ms (the minimal app's: "
+        f"{serve['floor_minus_library_p50_ms']:+.2f} ms).",
+        "",
+        "Throughput (requests a second, `POST /v2/retrieve`, k = 10; each client on its own "
+        "keep-alive connection, a request as soon as the last answered; the median of "
+        "rounds alternated between the two servers):",
+        "",
+        "| clients at once | the service | the minimal app | service / app |",
+        "|---:|---:|---:|---:|",
     ]
-    return "\n".join(lines) + "\n"
+    for level, row in serve["throughput"].items():
+        lines.append(
+            f"| {level} | {row['service_rps']:.0f} | {row['floor_rps']:.0f} | "
+            f"{row['service_over_floor']:.2f}x |"
+        )
+    lines += [
+        "",
+        f"An answer's bytes (k = 10, median of {weight['answers']} queries): `/v2/retrieve` "
+        f'{weight["v2_bytes_p50"]:,.0f} (its `"view": "grades"`: '
+        f"{weight['grades_view_bytes_p50']:,.0f}), `/v1/retrieve` {weight['v1_bytes_p50']:,.0f}, "
+        f"against {weight['texts_bytes_p50']:,.0f} bytes of the chunks' texts: "
+        f"{weight['v2_over_texts_median']:.2f}x and {weight['v1_over_texts_median']:.2f}x.",
+    ]
+    return lines
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -355,8 +527,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         queries = _queries(args.data_dir, args.retrieve_runs)
         samples = [q["text"] for q in _sample_queries()]
         sample_queries = [samples[i % len(samples)] for i in range(args.retrieve_runs)]
-        report["retrieve"] = retrieve_section(index, queries, sample_queries, env)
-        report["serve"] = serve_section(index, _queries(args.data_dir, args.serve_queries), env)
+        serve_queries = _queries(args.data_dir, args.serve_queries)
+        for load in LOADS:  # idle, then with busy processes of this benchmark's own
+            with background_load(load) as said:
+                retrieved = retrieve_section(index, queries, sample_queries, env)
+                served = serve_section(index, serve_queries, env)
+            if load == 0:
+                report["retrieve"], report["serve"] = retrieved, served
+                report["idle"] = {"load": said}
+            else:
+                report["loaded"] = {"load": said, "retrieve": retrieved, "serve": served}
     report["load_average_end"] = os.getloadavg()
     report["goals"] = [{"goal": g, "measured": m, "met": ok} for g, m, ok in goals(report)]
     return report

@@ -25,7 +25,8 @@ python -m research.evidence_probe --data-root "$DATA" --sentences --out benchmar
 python -m research.corrections --data-root "$DATA" --out benchmarks/results/corrections
 # the tokeniser against the analyzer of cab6cc6 and the definition, on every shared text
 python benchmarks/tokens_check.py --data-root "$DATA" --out benchmarks/results/tokens_check
-# the evaluator (synthetic and SciFact) and the cache tiers (a real redis-server)
+# the evaluator (synthetic and SciFact) and the cache tiers (a real redis-server), every
+# section idle and again with four busy processes of its own (--loads 0 4, the default)
 python benchmarks/evaluator_micro.py --data-dir "$DATA/scifact" \
     --out benchmarks/results/evaluator_micro.json > /dev/null
 # the command line's start-up, whole processes against python -c pass
@@ -34,7 +35,8 @@ python benchmarks/startup.py --out benchmarks/results/startup > /dev/null
 nice -n 10 python benchmarks/scale.py --docs 1000000 --out benchmarks/results/scale \
     > /dev/null
 python benchmarks/load_faults.py --queries 1000 --concurrency 50 --out benchmarks/results/load_faults
-# a corpus of one's own: index, retrieve --index DIR (whole processes) and serve (HTTP)
+# a corpus of one's own: index, retrieve --index DIR (whole processes) and serve (HTTP,
+# against a minimal Starlette app on the same uvicorn), idle and with four busy processes
 python benchmarks/own_corpus.py --data-dir "$DATA/scifact" --out benchmarks/results/own_corpus \
     > /dev/null
 # the gate crag-heuristic index self-calibrates, on each collection's real queries and qrels

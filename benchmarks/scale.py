@@ -548,7 +548,8 @@ def evaluator_section(retriever: FaissRetriever, queries: Sequence[str]) -> dict
     assert stats.analyses is not None
     plain = dataclasses.replace(stats, analyses=None)
     retrieved = {q: retriever.search(q, 10) for q in queries}
-    warm, stored, tokenised = Evaluator(), Evaluator(), Evaluator()
+    # each of its own cache (a shared one would serve the cold ones what the warm one read)
+    warm, stored, tokenised = (Evaluator(shared_cache=False) for _ in range(3))
     for query in queries:
         warm.evaluate(query, retrieved[query], stats)
     cases = [

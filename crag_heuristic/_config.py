@@ -55,6 +55,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -571,6 +572,9 @@ class EvaluatorConfig:
             raise ConfigError("profile", name, "must be a string")
         if name in _BUILTIN_PROFILES:
             return _definition(name, _BUILTIN_PROFILES[name])
+        shipped = _shipped(name) if _plain_name(name) else None
+        if shipped is not None:
+            return shipped
         bundled = _bundled_profile_files()
         if name in bundled:
             return _read_bundled(str(bundled[name]))
@@ -866,6 +870,84 @@ def _bundled_profile_files() -> dict[str, Path]:
 def _read_bundled(path: str) -> EvaluatorConfig:
     """A bundled profile, parsed once (configurations are immutable)."""
     return _definition(Path(path).stem, _read_file(Path(path)))
+
+
+# -- the bundled profiles as shipped ---------------------------------------------------------
+#
+# Parsing a profile's TOML file and checking every field costs about 3 ms, more than ten
+# evaluations: too much for the first ``Evaluator()`` of a process. Each bundled profile is
+# also shipped as JSON beside it (``profiles/shipped/NAME.json``, written by ``python
+# tools/ship_profiles.py`` from the TOML file, which stays the source) with its fingerprint, and
+# built from it without checking its fields again (they were checked when it was written, and
+# tests/test_config.py checks that each equals what its TOML file gives, fingerprint too): about
+# 0.2 ms.
+
+_SHIPPED = Path(__file__).parent / "profiles" / "shipped"
+
+
+def _shipped_classes() -> dict[str, type]:
+    """The configuration classes a shipped profile names, by name."""
+    classes = (
+        EvaluatorConfig, SignalWeights, Thresholds, KeywordConfig, CoherenceConfig,
+        LengthConfig, RefineConfig, ModelConfig, LogisticStage, ModelTerm, FallbackModel,
+        Guarantee,
+    )  # fmt: skip
+    return {cls.__name__: cls for cls in classes}
+
+
+def shipped_form(config: EvaluatorConfig) -> dict[str, Any]:
+    """``config`` as its shipped JSON holds it: ``{"fingerprint": ..., "config": ...}``, a
+    section as an object of its fields with its class's name under the key ``""``, a tuple
+    as an array (the configuration holds no list)."""
+
+    def literal(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = _init_fields(type(value))
+            return {"": type(value).__name__, **{n: literal(getattr(value, n)) for n in fields}}
+        if isinstance(value, tuple):
+            return [literal(item) for item in value]
+        return value
+
+    return {"fingerprint": config.fingerprint(), "config": literal(config)}
+
+
+def shipped_text(config: EvaluatorConfig) -> str:
+    """The text of ``config``'s shipped JSON file (what ``tools/ship_profiles.py`` writes)."""
+    return json.dumps(shipped_form(config), separators=(",", ":")) + "\n"
+
+
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` can be a shipped profile's: ASCII letters, digits, ``-`` and ``_``
+    (never a path)."""
+    return name.isascii() and name.replace("-", "a").replace("_", "a").isalnum()
+
+
+@functools.lru_cache(maxsize=16)
+def _shipped(name: str) -> EvaluatorConfig | None:
+    """The bundled profile ``name`` from its shipped JSON, built once; ``None`` when none
+    is shipped (the TOML file is read then). Each section is made as the JSON parser
+    meets it, without its checks (it was made checked)."""
+    try:
+        with open(f"{_SHIPPED}{os.sep}{name}.json", "rb") as file:  # no pathlib: 0.1 ms cold
+            raw = file.read()
+    except OSError:
+        return None
+    classes = _shipped_classes()
+    setter, new = object.__setattr__, object.__new__
+
+    def section(fields: dict[str, Any]) -> Any:
+        kind = fields.pop("", None)
+        if kind is None:  # the top level
+            return fields
+        made: Any = new(classes[kind])
+        for field_name, value in fields.items():
+            setter(made, field_name, tuple(value) if type(value) is list else value)
+        return made
+
+    shipped = json.loads(raw, object_hook=section)
+    config: EvaluatorConfig = shipped["config"]
+    setter(config, "_digest", [shipped["fingerprint"]])
+    return config
 
 
 def available_profiles() -> list[str]:

@@ -106,6 +106,49 @@ def test_crag_profile_uses_the_papers_bands() -> None:
     assert config.name == "crag"
 
 
+def _from_its_file(name: str) -> EvaluatorConfig:
+    """A bundled profile built the slow way: its TOML file parsed, every field checked."""
+    return _config._definition(name, _config._read_file(_config._bundled_profile_files()[name]))
+
+
+def test_each_shipped_profile_is_its_toml_file() -> None:
+    """The shipped JSON (what a process builds its profiles from, unchecked) is each TOML
+    file exactly: field for field, type for type (repr), fingerprint too; one per file, none
+    more (after changing a profile file: python tools/ship_profiles.py)."""
+    files = _config._bundled_profile_files()
+    shipped = {path.stem for path in _config._SHIPPED.glob("*.json")}
+    assert shipped == set(files) and DEFAULT_PROFILE in shipped
+    for name in files:
+        expected = _from_its_file(name)
+        text = (_config._SHIPPED / f"{name}.json").read_text(encoding="utf-8")
+        assert text == _config.shipped_text(expected), f"{name}: python tools/ship_profiles.py"
+        built = _config._shipped(name)
+        assert built is not None and built is EvaluatorConfig.from_profile(name)
+        assert built == expected and repr(built) == repr(expected)
+        assert built.fingerprint() == expected.fingerprint()
+        fresh = built.replace()  # checked again, its fingerprint computed again
+        assert fresh == built and fresh.fingerprint() == built.fingerprint()
+
+
+def test_a_profile_name_never_reaches_outside_the_shipped_folder() -> None:
+    for name in ["../profiles/minilm-multi", "/etc/passwd", "minilm-multi.json", "a b", "é"]:
+        assert not _config._plain_name(name)
+        with pytest.raises(ConfigError, match="unknown profile"):
+            EvaluatorConfig.from_profile(name)
+    assert _config._plain_name("minilm-multi") and _config._plain_name("my_profile2")
+
+
+def test_a_profile_without_shipped_json_is_read_from_its_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(_config, "_SHIPPED", tmp_path)  # nothing shipped
+    _config._shipped.cache_clear()
+    try:
+        assert EvaluatorConfig.from_profile(DEFAULT_PROFILE) == _from_its_file(DEFAULT_PROFILE)
+    finally:
+        _config._shipped.cache_clear()
+
+
 def test_profiles_are_listed() -> None:
     assert {"synapse", "crag"} <= set(available_profiles())
 

@@ -188,6 +188,35 @@ def test_deterministic_and_cache_transparent(solar_chunks: list[Chunk]) -> None:
     assert Evaluator("synapse", cache_size=0).evaluate(QUERY, solar_chunks) == first
 
 
+def test_new_evaluators_share_the_chunks_the_process_analysed(solar_chunks: list[Chunk]) -> None:
+    """Evaluator() per call starts with what the process analysed (its analyzer's settings
+    and cache size alike); an evaluator of its own cache, a subclass's analyzer or another
+    size keeps its own; what is shared never changes a result."""
+    query = "solar panel efficiency in a brand new phrasing"
+    chunks = [c.replace(id=f"shared-{c.id}") for c in solar_chunks]
+    first = Evaluator()
+    expected = first.evaluate(query, chunks)
+    assert (
+        Evaluator()._cache is first._cache and Evaluator(analyzer=Analyzer())._cache is first._cache
+    )
+    assert Evaluator()._cache.get_many([(c.id, c.text) for c in chunks]) == list(
+        first.analyze_chunks(chunks)
+    )
+    own = Evaluator(shared_cache=False)
+    assert own._cache is not first._cache and len(own._cache) == 0
+    assert own.evaluate(query, chunks) == expected == Evaluator().evaluate(query, chunks)
+
+    class Stemless(Analyzer):
+        pass
+
+    assert not Stemless().shares_caches and Analyzer().shares_caches
+    assert Evaluator(analyzer=Stemless())._cache is not first._cache
+    assert Evaluator(cache_size=7)._cache is not first._cache
+    assert len(Evaluator(cache_size=0)._cache) == 0
+    with pytest.raises(ConfigError, match="shared_cache"):
+        Evaluator(shared_cache=1)  # type: ignore[arg-type]
+
+
 def test_cache_keys_on_text_not_only_id(solar_chunks: list[Chunk]) -> None:
     evaluator = Evaluator("synapse")
     evaluator.evaluate("solar", solar_chunks)

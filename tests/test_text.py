@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crag_heuristic import ConfigError
-from crag_heuristic._text.analyzer import TextStats, split_sentences
+from crag_heuristic._text.analyzer import DEFAULT_STOP_WORDS, TextStats, split_sentences
 from crag_heuristic.text import Analyzer
 
 
@@ -66,6 +66,19 @@ def test_custom_stop_words_change_the_fingerprint() -> None:
     assert custom.terms("foo the bar") == ["the", "bar"]
     assert default.fingerprint != custom.fingerprint
     assert default == Analyzer()
+
+
+def test_the_stated_default_fingerprint_is_the_computed_one() -> None:
+    """The default analyzer's settings are stated (the first Analyzer() of a process hashes
+    nothing): they are what hashing the default stop words gives."""
+    from crag_heuristic._text import analyzer as module
+
+    assert module._settings("english", DEFAULT_STOP_WORDS) == (
+        DEFAULT_STOP_WORDS,
+        module._DEFAULT_FINGERPRINT,
+    )
+    assert Analyzer().fingerprint == module._DEFAULT_FINGERPRINT
+    assert Analyzer(stop_words=sorted(DEFAULT_STOP_WORDS)).fingerprint == Analyzer().fingerprint
 
 
 def test_unknown_language_fails_at_construction() -> None:

@@ -112,6 +112,8 @@ def test_wheel_holds_the_synonym_files(wheel: Path) -> None:
         "_text/_native.pyi",  # the C extension's types (the extension itself when a compiler was there)
         "profiles/minilm-multi.toml",
         "profiles/minilm-scifact.toml",
+        "profiles/shipped/minilm-multi.json",  # what a process builds the default from
+        "profiles/shipped/minilm-scifact.json",
         "data/sample_documents.jsonl",
         "data/sample_queries.jsonl",
     ):
@@ -136,7 +138,8 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
         print(",".join(SynonymSet.bundled_names()))
         print(resources.files("crag_heuristic.synonyms").joinpath("english.txt").is_file())
         print(SynonymExpander(["biomedical"]).expand("heart attack").queries[1])
-        print(crag_heuristic.Evaluator().config.name, len(crag_heuristic.sample.load_sample_corpus()))
+        print(crag_heuristic.Evaluator().config.name, len(crag_heuristic.sample.load_sample_corpus()),
+              crag_heuristic._config._shipped("minilm-multi") is not None)
         """
     )
     # the target directory comes first on sys.path, ahead of the editable install
@@ -155,7 +158,9 @@ def test_a_non_editable_install_finds_the_sets(wheel: Path, tmp_path: Path) -> N
     assert names == "biomedical,english,finance,programming"
     assert found == "True"
     assert query == "myocardial infarction"
-    assert default == "minilm-multi 64"  # the default profile and the sample ship too
+    assert (
+        default == "minilm-multi 64 True"
+    )  # the default profile (its JSON) and the sample ship too
 
 
 @pytest.mark.slow

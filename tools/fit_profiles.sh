@@ -25,3 +25,5 @@ crag-heuristic calibrate --name minilm-multi --out crag_heuristic/profiles/minil
 crag-heuristic calibrate --name minilm-scifact --out crag_heuristic/profiles/minilm-scifact.toml \
     --cache-dir "$CACHE" --set-features similarity_top,bm25_top,bm25_scaled_max \
     --data-dir "$DATA/scifact:train" > /dev/null
+# each profile's shipped JSON (what a process builds it from; tests/test_config.py checks it)
+python tools/ship_profiles.py

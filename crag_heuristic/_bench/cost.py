@@ -3,19 +3,26 @@
 All in the same run, on the same machine, with ``time.perf_counter``:
 
 * bare retrieval: encode the query with MiniLM (when the ``bench`` extra is
-  installed) and search the FAISS index for 10 documents;
+  installed) and search the FAISS index for 10 documents (nothing else: no
+  chunk is built);
 * the evaluator alone on those 10 chunks, per query and per passage (chunk
   analysis warm: the chunks were graded once before, as in a service whose
   chunks recur; and cold: a fresh evaluator each time);
-* the router (the library's defaults) on the fast path (RELEVANT) and on the
-  corrected path (PARTIAL and, web off, IRRELEVANT: its correction, BM25
-  re-retrieval, fusion, re-evaluation), each including its own query encoding
-  and search, so the overhead is router minus bare. Bare and router calls
-  alternate query by query, and which of the two goes first alternates too (a
-  call right after an encode runs on colder caches), so load drift and
-  ordering hit both alike. torch runs on one thread for the section
-  (``torch.set_num_threads(1)``, restored after): its default of one thread a
-  core made encoding on two busy cores seven times slower and the ratio noise.
+* the router on the fast path (RELEVANT) and on the corrected path (PARTIAL
+  and, web off, IRRELEVANT: its correction, BM25 re-retrieval, fusion,
+  re-evaluation), each including its own query encoding and search, so the
+  overhead is router minus bare; twice: as this benchmark builds it (a
+  retriever of its own that encodes and searches, the harness's analyzer, no
+  cache) and as the README writes it (``FaissRetriever(index, docstore, embed)``
+  with a plain function as ``embed``, so each search runs on the router's worker
+  thread within ``retriever_timeout``, and ``CRAG(retriever,
+  lexical=BM25Retriever(docstore))`` with every default, its in-process cache
+  among them: each query is asked once, a miss). Bare and router calls
+  alternate query by query, the order rotating too (a call right after an
+  encode runs on colder caches), so load drift and ordering hit all alike.
+  torch runs on one thread for the section (``torch.set_num_threads(1)``,
+  restored after): its default of one thread a core made encoding on two busy
+  cores seven times slower and the ratio noise.
 
 Ratios are against the bare retrieval's median measured in this run; a route's against the
 bare retrieval of the same queries (each route's queries are not the others': their length,
@@ -40,6 +47,7 @@ from .._config import EvaluatorConfig, load_config
 from .._evaluator.evaluator import Evaluator
 from .._exceptions import InputError
 from .._retrievers.bm25 import BM25Retriever
+from .._retrievers.faiss import FaissRetriever
 from .._router.router import CRAG
 from .._text.corpus import CorpusStats
 from .._types import Chunk
@@ -128,7 +136,7 @@ def _cost(
     for r in natural[:5]:  # warm up the model and the index
         retriever.search(r.query, 10)
 
-    evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    evaluator = Evaluator(profile, analyzer=prepared.analyzer, shared_cache=False)
     for r in natural:
         evaluator.evaluate(r.query, r.chunks, prepared.stats)
     warm = [_timed(evaluator.evaluate, r.query, r.chunks, prepared.stats) for r in natural]
@@ -144,19 +152,32 @@ def _cost(
         analyzer=prepared.analyzer,
     )
     crag = CRAG(retriever, evaluator, lexical=bm25, cache=False, config={"k": 10})
-    by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
-    bare_by_route: dict[str, list[float]] = {"fast path": [], "corrected": []}
+    readme, bare_search = _readme_router(prepared, retriever.embed)
+    for r in natural[:5]:  # its first calls (see benchmarks/evaluator_micro.py), then forgotten
+        readme.retrieve(r.query, 10)
+    readme.cache.clear()  # type: ignore[union-attr]  # a MemoryCache
+    routers: dict[str, Callable[[str], tuple[float, Any]]] = {
+        "router": lambda query: _routed(crag, query),
+        "readme": lambda query: _routed(readme, query),
+    }
+    routes = ("fast path", "corrected")
+    by_route = {name: {route: list[float]() for route in routes} for name in routers}
+    bare_by_route = {name: {route: list[float]() for route in routes} for name in routers}
     bare = []
-    for i, r in enumerate(natural):  # interleaved, and which goes first alternates
-        if i % 2:
-            routed, result = _routed(crag, r.query)
-            bare.append(_timed(retriever.search, r.query, 10))
-        else:
-            bare.append(_timed(retriever.search, r.query, 10))
-            routed, result = _routed(crag, r.query)
-        route = "fast path" if result.strategy.value == "none" else "corrected"
-        by_route[route].append(routed)
-        bare_by_route[route].append(bare[-1])
+    for i, r in enumerate(natural):  # interleaved: the order rotates query by query
+        cases = ["bare", *routers]
+        times: dict[str, float] = {}
+        taken: dict[str, str] = {}
+        for name in cases[i % 3 :] + cases[: i % 3]:
+            if name == "bare":
+                times[name] = _timed(bare_search, r.query)
+            else:
+                times[name], result = routers[name](r.query)
+                taken[name] = routes[0] if result.strategy.value == "none" else routes[1]
+        bare.append(times["bare"])
+        for name, route in taken.items():
+            by_route[name][route].append(times[name])
+            bare_by_route[name][route].append(times["bare"])
 
     base = percentiles(bare)["p50"]
     out: dict[str, Any] = {
@@ -167,29 +188,66 @@ def _cost(
         "evaluator_cold_ms": percentiles(cold),
         "evaluator_per_passage_warm_ms": percentiles([t / k for t in warm]),
         "evaluator_warm_over_bare_p50": percentiles(warm)["p50"] / base,
-        "router_ms": {},
     }
-    for route, samples in by_route.items():
-        if samples:
+    for name, key in (("router", "router_ms"), ("readme", "readme_router_ms")):
+        out[key] = {}
+        for route in routes:
+            samples = by_route[name][route]
+            if not samples:
+                continue
             stats = percentiles(samples)
             # against the bare retrieval of the same queries (a route's queries differ from
             # the others, in length for one: the query encoder's time follows it)
-            paired = percentiles(bare_by_route[route])["p50"]
+            paired = percentiles(bare_by_route[name][route])["p50"]
             stats["bare_same_queries_p50_ms"] = paired
             stats["over_bare_p50"] = stats["p50"] / paired
             stats["overhead_p50_ms"] = stats["p50"] - paired
             stats["over_all_bare_p50"] = stats["p50"] / base
-            out["router_ms"][route] = stats
-    out["samples_ms"] = {"bare": bare, "evaluator_warm": warm, "evaluator_cold": cold, **by_route}
+            out[key][route] = stats
+    readme.close()
+    out["samples_ms"] = {
+        "bare": bare,
+        "evaluator_warm": warm,
+        "evaluator_cold": cold,
+        **by_route["router"],
+        **{f"readme {route}": values for route, values in by_route["readme"].items()},
+    }
     return out
+
+
+def _readme_router(
+    prepared: Prepared, embed: Callable[[str], Any]
+) -> tuple[CRAG, Callable[[str], object]]:
+    """The router as the README writes it, over the collection's FAISS index: a
+    ``FaissRetriever(index, docstore, embed)`` (its documents by FAISS position, its
+    statistics built from them; ``embed`` a plain function, so each search runs on
+    the router's worker thread within ``retriever_timeout``) and ``CRAG(retriever,
+    lexical=BM25Retriever(docstore))`` with every default (the in-process cache
+    among them); and the bare retrieval it is measured against: ``embed`` and the
+    FAISS search alone, at the depth the router asks for (10)."""
+    collection = prepared.collection
+    index = prepared.index.index
+    docstore = [{"id": d, "text": collection.doc_text(d)} for d in collection.doc_ids]
+
+    def encode(query: str) -> Any:  # the user's embedder: a plain function
+        return embed(query)
+
+    retriever = FaissRetriever(index, docstore, encode)
+    readme = CRAG(retriever, lexical=BM25Retriever(docstore), config={"k": 10})
+
+    def bare(query: str) -> object:
+        return index.search(np.asarray(encode(query), dtype=np.float32)[None, :], 10)
+
+    return readme, bare
 
 
 def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
     """The evaluator and the router on one BEIR folder's natural test retrievals (k = 10).
 
     The evaluator warm (the chunks graded before), cold from the analyses the
-    corpus statistics were built with, and cold by tokenising (statistics
-    without analyses), alternated call by call over three rounds; then
+    corpus statistics were built with, cold by tokenising (statistics without
+    analyses), and the README's call, a new ``Evaluator()`` each time, against
+    one ``Evaluator()`` reused, alternated call by call over three rounds; then
     :func:`cost_section` (the router's fast and corrected paths against the
     bare retrieval, alternated query by query) without its samples.
     Milliseconds; ``limit`` retrievals at most.
@@ -212,10 +270,15 @@ def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
     with_store = prepared.stats
     without = dataclasses.replace(with_store, analyses=None)
     profile = load_config(None)
-    warm_evaluator = Evaluator(profile, analyzer=prepared.analyzer)
+    # each of its own cache: a cold one's clear_cache() must not empty the warm one's
+    warm_evaluator = Evaluator(profile, analyzer=prepared.analyzer, shared_cache=False)
     for r in natural:
         warm_evaluator.evaluate(r.query, r.chunks, with_store)
-    stored, tokenised = Evaluator(profile), Evaluator(profile)
+    stored = Evaluator(profile, shared_cache=False)
+    tokenised = Evaluator(profile, shared_cache=False)
+    reused = Evaluator(profile)  # the README's call, a new Evaluator each time, shares its cache
+    for r in natural:
+        reused.evaluate(r.query, r.chunks, with_store)
 
     def cold(evaluator: Evaluator, stats: CorpusStats) -> Callable[[int], object]:
         def run(i: int) -> object:
@@ -233,6 +296,12 @@ def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
             ),
             "cold_corpus_ms": lambda i: cold_corpus(i % len(natural)),
             "cold_tokenised_ms": lambda i: cold_tokenised(i % len(natural)),
+            "reused_ms": lambda i: reused.evaluate(
+                natural[i % len(natural)].query, natural[i % len(natural)].chunks, with_store
+            ),
+            "fresh_ms": lambda i: Evaluator(profile).evaluate(
+                natural[i % len(natural)].query, natural[i % len(natural)].chunks, with_store
+            ),
         },
         rounds * len(natural),
     )
@@ -250,6 +319,7 @@ def run_cost(data_dir: str | Path, *, limit: int = 300) -> dict[str, Any]:
     out["cold_tokenised_over_cold_corpus_p50"] = (
         out["cold_tokenised_ms"]["p50"] / out["cold_corpus_ms"]["p50"]
     )
+    out["fresh_over_reused_p50"] = out["fresh_ms"]["p50"] / out["reused_ms"]["p50"]
     cost = cost_section(prepared, profile, natural, limit=limit)
     cost.pop("samples_ms", None)
     out["cost"] = cost

@@ -624,11 +624,12 @@ def render_report(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {label} | {_f(row['p50'], 4)} | {_f(row['p99'], 4)} | {_f(row['p50'] / base)} |"
             )
-        for route, row in c["router_ms"].items():
-            lines.append(
-                f"| router, {route} | {_f(row['p50'], 4)} | {_f(row['p99'], 4)} | "
-                f"{_f(row['over_bare_p50'])} |"
-            )
+        for key, what in (("router_ms", "router"), ("readme_router_ms", "the README's router")):
+            for route, row in c.get(key, {}).items():
+                lines.append(
+                    f"| {what}, {route} | {_f(row['p50'], 4)} | {_f(row['p99'], 4)} | "
+                    f"{_f(row['over_bare_p50'])} |"
+                )
     if "context" in s:
         lines += _context_lines(s["context"])
     if results["plots"]:

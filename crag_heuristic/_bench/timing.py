@@ -3,7 +3,9 @@
 Speed is a ratio against a baseline timed in the same run: :func:`alternated`
 calls every case once a round, the order rotated round by round, so that drift
 in the machine's load hits every case alike; :func:`percentiles` sums samples
-up as p50, p99, mean and count.
+up as p50, p99, mean and count. (The fixed background load the benchmark scripts
+run each ratio under, ``background_load``, is the test kit's: the library starts no
+process.)
 """
 
 from __future__ import annotations

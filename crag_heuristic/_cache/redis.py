@@ -156,7 +156,9 @@ class RedisCache:
         self.retry_interval = check_seconds("retry_interval", retry_interval)
         self._clock = clock
         self._signer = signer_of(secret, "secret")
-        self._parsed: dict[str, str] = {}  # key -> the last text found JSON under it
+        # key -> the last payload found JSON (or opened) under it, its text and, signed,
+        # the envelope that was verified
+        self._parsed: dict[str, tuple[Any, str, str]] = {}
         self._window = DownWindow(self.retry_interval, clock)
         self._counters = Counters(_BACKEND)
         self._errors = redis_errors()
@@ -339,12 +341,7 @@ class RedisCache:
         text = None
         if raw is not None:
             try:
-                if self._signer is None:
-                    text = self._checked(key, raw)
-                else:  # signed here: JSON text when set (checked then), not parsed again
-                    text = self._signer.open(
-                        self._store_key(key), decode_text(raw, backend=_BACKEND), backend=_BACKEND
-                    )
+                text = self._checked(key, raw) if self._signer is None else self._opened(key, raw)
             except CacheError as exc:  # stored by someone else: refused, and said so
                 self._counters.error(exc.kind)
                 self._counters.add("misses")
@@ -355,20 +352,49 @@ class RedisCache:
         return text
 
     def _checked(self, key: str, raw: Any) -> str:
-        """The JSON text of ``raw``, parsed once per text: a value read again as the
-        same text (a repeated hit) is not parsed again (the parse cost as much as
-        the evaluation a hit saves). Bounded: emptied at ``_CHECKED_SIZE`` keys.
+        """The JSON text of ``raw``, decoded and parsed once per payload: the same bytes
+        read again under a key (a repeated hit) give the text made the first time, the
+        same object (neither decoded nor parsed again, and known as the same text by
+        what compares it after: the parse cost as much as the evaluation a hit saves).
+        Bounded: emptied at ``_CHECKED_SIZE`` keys.
 
         Raises:
             CacheError: ``kind="payload"`` when it is not UTF-8 JSON text.
         """
-        text = decode_text(raw, backend=_BACKEND)
-        if self._parsed.get(key) != text:
-            decode_value(text, backend=_BACKEND)
+        seen = self._parsed.get(key)
+        if seen is not None and type(raw) is type(seen[0]) and raw == seen[0]:
+            return seen[1]
+        text = decode_value(raw, backend=_BACKEND)
+        self._remember(key, raw, text)
+        return text
+
+    def _opened(self, key: str, raw: Any) -> str:
+        """The text signed in ``raw`` for ``key``, its signature checked once per payload:
+        the same bytes read again under a key give the text opened the first time (the
+        bytes that were verified, compared whole; not parsed: JSON text when set, checked
+        then). Its expiry is read again on every hit, so an expired value is refused.
+
+        Raises:
+            CacheError: ``kind="signature"`` (not signed, not with this secret for this
+                key, or expired) or ``kind="payload"`` (not UTF-8).
+        """
+        signer = self._signer
+        assert signer is not None
+        seen = self._parsed.get(key)
+        if seen is not None and type(raw) is type(seen[0]) and raw == seen[0]:
+            left = signer.remaining(seen[2])
+            if left is None or left >= 0:
+                return seen[1]
+        stored = decode_text(raw, backend=_BACKEND)
+        text = signer.open(self._store_key(key), stored, backend=_BACKEND)
+        self._remember(key, raw, text, stored)
+        return text
+
+    def _remember(self, key: str, raw: Any, text: str, stored: str = "") -> None:
+        if type(raw) is bytes or type(raw) is str:  # immutable: safe to compare with later
             if len(self._parsed) >= _CHECKED_SIZE:
                 self._parsed.clear()
-            self._parsed[key] = text
-        return text
+            self._parsed[key] = (raw, text, stored)
 
     def _finish_set(self, key: str, px: int | None) -> None:
         self._counters.add("sets")

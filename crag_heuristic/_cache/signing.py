@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigError, UnsignedStoreWarning
 from .._logging import get_logger
-from .codec import refusal
+from .codec import JsonText, refusal
 
 MIN_SECRET_BYTES = 16
 _DOMAIN = b"crag-heuristic signed 2\x00"
@@ -138,9 +138,12 @@ class Signer:
 
     def sign(self, key: str, text: str, ttl: float | None = None) -> str:
         """``text`` (JSON text) signed for ``key``, as stored: it expires ``ttl``
-        seconds from now (``None``: never)."""
+        seconds from now (``None``: never). JSON text made here when ``text`` was
+        (:class:`~crag_heuristic._cache.codec.JsonText`), so it is not parsed again
+        on its way into the cache."""
         expires = "null" if ttl is None else str(math.ceil(self._clock() + ttl))
-        return f"{_PREFIX}{self._mac(key, expires, text)}{_EXP}{expires}{_MIDDLE}{text}}}"
+        signed = f"{_PREFIX}{self._mac(key, expires, text)}{_EXP}{expires}{_MIDDLE}{text}}}"
+        return JsonText(signed) if type(text) is JsonText else signed
 
     def unseal(self, key: str, stored: Any) -> str:
         """The text signed in ``stored`` for ``key``, checked (see :meth:`open`).

@@ -196,9 +196,11 @@ def register(commands: Any) -> None:
         help="serve the gate over HTTP (the serve extra): retrieve, evaluate, stream",
         description=(
             "Serve the router over an index directory (crag-heuristic index) as an HTTP "
-            "service: POST /v1/retrieve {query, k, options} -> the result as JSON; POST "
-            "/v1/evaluate {query, chunks} -> the evaluation of your own chunks; POST /v1/stream "
-            "-> the stages as Server-Sent Events; GET /healthz; GET /metrics (Prometheus, the "
+            "service: POST /v2/retrieve {query, k, options, view} -> the result as JSON, each "
+            "chunk's text once (view grades: ids and grades only); POST /v2/evaluate {query, "
+            "chunks} -> the evaluation of your own chunks; POST /v2/stream -> the stages as "
+            "Server-Sent Events; /v1/... the same with everything the library's objects say; "
+            "GET /healthz; GET /metrics (Prometheus, the "
             "metrics extra). Errors are JSON naming their type. Without an API key the "
             f"service listens on 127.0.0.1 only; keys come from --api-key-file and the "
             f"{KEYS_VARIABLE} variable (comma-separated), sent in the X-API-Key header. "

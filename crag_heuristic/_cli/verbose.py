@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,10 +32,19 @@ _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | 
 
 
 def _value(value: Any) -> str:
-    if isinstance(value, str):
-        safe = value and not any(c.isspace() or c in "\"'=" for c in value)
+    kind = type(value)
+    if kind is str:
+        safe = value and _UNSAFE.search(value) is None
         return value if safe else json.dumps(value, ensure_ascii=False)
+    if kind is int or (kind is float and math.isfinite(value)):
+        return repr(value)  # what json.dumps writes, at a tenth of its cost (the access log)
+    if value is None or kind is bool:
+        return _JSON_CONSTANTS[value]
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_JSON_CONSTANTS = {None: "null", True: "true", False: "false"}
+_UNSAFE = re.compile(r"[\s\"'=]")  # what a bare value cannot hold: it is quoted
 
 
 def fields_text(fields: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ most ``k`` numbers.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -103,6 +104,13 @@ class _LRU:
         return len(self._data)
 
 
+@functools.lru_cache(maxsize=8)
+def _shared_cache(fingerprint: str, size: int) -> _LRU:
+    """The analysed chunks the evaluators of one analyzer fingerprint and cache size share
+    in this process (the last few such pairs kept)."""
+    return _LRU(size)
+
+
 class Evaluator:
     """Grades retrieved chunks against a query without a model.
 
@@ -117,10 +125,17 @@ class Evaluator:
             ``crag_heuristic._evidence``) in each evaluation, as
             calibration and the benchmarks need; by default only what the
             named signals and the configured gate read.
+        shared_cache: share the analysed chunks with the other evaluators of this
+            process whose analyzer has the same settings (a plain
+            :class:`~crag_heuristic.text.Analyzer`, whose own caches are shared so)
+            and whose ``cache_size`` is the same: a new ``Evaluator()`` per call
+            starts with what the process analysed already (it cost 1.3 times a
+            reused one on SciFact's lists, whose documents recur). ``False``: a
+            cache of its own (a cold-start measurement's).
 
     Raises:
         ConfigError: a bad configuration, ``cache_size`` (not an integer
-            >= 0), ``all_evidence`` (not a bool) or ``analyzer``.
+            >= 0), ``all_evidence`` or ``shared_cache`` (not a bool) or ``analyzer``.
 
     An evaluator is thread-safe and keeps no state between calls except the
     analysis cache, which never changes a result.
@@ -133,17 +148,23 @@ class Evaluator:
         analyzer: Analyzer | None = None,
         cache_size: int = 4096,
         all_evidence: bool = False,
+        shared_cache: bool = True,
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ConfigError("cache_size", cache_size, "must be an integer >= 0 (0: no cache)")
         if not isinstance(all_evidence, bool):
             raise ConfigError("all_evidence", all_evidence, "must be true or false")
+        if not isinstance(shared_cache, bool):
+            raise ConfigError("shared_cache", shared_cache, "must be true or false")
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             raise ConfigError("analyzer", analyzer, "must be an Analyzer or None")
         self.config = load_config(config)
         self.all_evidence = all_evidence
         self.analyzer = analyzer or Analyzer()
-        self._cache = _LRU(cache_size)
+        shares = shared_cache and cache_size > 0 and self.analyzer.shares_caches
+        self._cache = (
+            _shared_cache(self.analyzer.fingerprint, cache_size) if shares else _LRU(cache_size)
+        )
         self._told: set[tuple[int, str]] = set()  # (statistics, reason) said once
 
     def __repr__(self) -> str:
@@ -157,7 +178,8 @@ class Evaluator:
         return self.config.fingerprint()
 
     def clear_cache(self) -> None:
-        """Forget the analysed chunks (for cold-start measurements)."""
+        """Forget the analysed chunks (for cold-start measurements; with a shared cache,
+        the other evaluators sharing it forget them too)."""
         self._cache.clear()
 
     def analyze_chunk(self, chunk: Chunk, corpus_stats: CorpusStats | None = None) -> TextStats:

@@ -91,11 +91,13 @@ from .._exceptions import (
     RetrieverError,
     ServiceError,
     UnauthorizedError,
+    _short,
 )
 from .._logging import get_logger
 from .._optional import requires
 from .._redact import redact
 from .._version import __version__
+from .answers import VIEWS, answer_of, encode, evaluation_answer, refinement_answer
 from .metrics import HttpMetrics, metrics_for
 from .requests import EvaluateRequest, RetrieveRequest, parse_object, read_body
 from .settings import ServeSettings
@@ -105,7 +107,10 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from .._evaluator.refine import Refinement
+    from .._router.result import CRAGResult
     from .._router.router import CRAG
+    from .._types import Evaluation
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CLIENT_GONE = 499  # logged for a request whose client left before its answer (nginx's code)
@@ -247,6 +252,26 @@ async def within(deadline: float, work: Awaitable[_T], what: str, timeout: float
 
 
 _TIMEOUT: Any = getattr(asyncio, "timeout", None)  # Python 3.11+
+# Chunks of at most this many characters in all are graded on the event loop, the rest on a
+# thread: a hop costs more than grading a few chunks, and on two busy cores far more.
+_INLINE_CHARS = 65_536
+
+
+def _view(data: dict[str, Any], version: int) -> str:
+    """The ``view`` a v2 body asks for (:data:`~.answers.VIEWS`; taken out of it), and
+    ``chunks`` for v1, which has no such key.
+
+    Raises:
+        InputError: an unknown view.
+    """
+    if version == 1:
+        return "chunks"
+    view = data.pop("view", "chunks")
+    if not isinstance(view, str) or view not in VIEWS:
+        raise InputError(f"view must be one of {', '.join(VIEWS)}, got {_short(view)}")
+    return view
+
+
 _T = TypeVar("_T")
 
 
@@ -264,6 +289,7 @@ class _Call:
     chunks: int | None = None
     bytes_in: int = 0
     bytes_out: int = 0
+    seconds: float | None = None  # the time to the answer, when it was stopped before sending
     has_body: bool = False  # the request says a body follows
     body_read: bool = False  # ... and it was read whole
 
@@ -341,9 +367,7 @@ class GateService:
     def _answer(self, call: _Call, data: Any, status: int = 200) -> Response:
         from starlette.responses import Response
 
-        body = json.dumps(
-            data, ensure_ascii=False, separators=(",", ":"), check_circular=False
-        ).encode("utf-8")
+        body = encode(data)  # orjson where installed
         call.status, call.bytes_out = status, len(body)
         return Response(
             body,
@@ -370,10 +394,42 @@ class GateService:
             response.headers["Connection"] = "close"
         return response
 
-    def _done(self, call: _Call) -> None:
-        seconds = time.perf_counter() - call.started
+    def _later(self, call: _Call, response: Response) -> Response:
+        """``response``, its request counted in the metrics now and its access event
+        logged once it is sent (off the request's path: formatting and writing the
+        event cost a third of a millisecond a request)."""
+        from starlette.background import BackgroundTask
+
+        call.seconds = time.perf_counter() - call.started
+        self._observe(call)
+        logged = BackgroundTask(self._log_later, call)  # async: on the loop, no thread
+        if response.background is not None:  # never one of ours: both run, ours last
+            first = response.background
+
+            async def both() -> None:
+                await first()
+                await logged()
+
+            response.background = BackgroundTask(both)
+        else:
+            response.background = logged
+        return response
+
+    def _observe(self, call: _Call) -> None:
+        if call.seconds is None:
+            call.seconds = time.perf_counter() - call.started
         if self.metrics is not None:
-            self.metrics.observe(call.route, call.status, call.error, seconds)
+            self.metrics.observe(call.route, call.status, call.error, call.seconds)
+
+    def _done(self, call: _Call) -> None:
+        """The request's metrics and access event, now (a stream's, as it ends)."""
+        self._observe(call)
+        self._log_access(call)
+
+    async def _log_later(self, call: _Call) -> None:
+        self._log_access(call)
+
+    def _log_access(self, call: _Call) -> None:
         self.log.info(
             "crag.http",
             request_id=call.request_id,
@@ -381,7 +437,7 @@ class GateService:
             route=call.route,
             status=call.status,
             error=call.error or None,
-            ms=round(seconds * 1000.0, 3),
+            ms=round((call.seconds or 0.0) * 1000.0, 3),
             k=call.k,
             chunks=call.chunks,
             bytes_in=call.bytes_in,
@@ -407,8 +463,7 @@ class GateService:
             response = await work(call, deadline)
         except Exception as error:  # noqa: BLE001 - every failure is answered as JSON
             response = self._failed(call, error)
-        self._done(call)
-        return response
+        return self._later(call, response)
 
     async def _within(self, deadline: float, work: Awaitable[_T]) -> _T:
         return await within(deadline, work, "no answer", self.settings.request_timeout)
@@ -416,48 +471,87 @@ class GateService:
     # -- the routes ----------------------------------------------------------------------
 
     async def retrieve(self, request: Request) -> Response:
+        return await self._retrieve(request, 1)
+
+    async def retrieve_v2(self, request: Request) -> Response:
+        return await self._retrieve(request, 2)
+
+    async def _retrieve(self, request: Request, version: int) -> Response:
         async def work(call: _Call, deadline: float) -> Response:
-            asked = RetrieveRequest.parse(await self._body(request, call, deadline), self.settings)
+            data = await self._body(request, call, deadline)
+            view = _view(data, version)
+            asked = RetrieveRequest.parse(data, self.settings)
             call.k = asked.k
             router = self._router(asked.options)
             async with self.admission.slot(deadline, self.settings.request_timeout):
                 result = await self._within(deadline, router.aretrieve(asked.query, asked.k))
             call.chunks = len(result.chunks)
-            return self._answer(call, result.to_dict())
+            return self._answer(call, answer_of(version, view)(result))
 
-        return await self._handle(request, "/v1/retrieve", work)
+        return await self._handle(request, f"/v{version}/retrieve", work)
 
     async def evaluate(self, request: Request) -> Response:
+        return await self._evaluate_route(request, 1)
+
+    async def evaluate_v2(self, request: Request) -> Response:
+        return await self._evaluate_route(request, 2)
+
+    async def _evaluate_route(self, request: Request, version: int) -> Response:
         async def work(call: _Call, deadline: float) -> Response:
-            asked = EvaluateRequest.parse(await self._body(request, call, deadline), self.settings)
+            data = await self._body(request, call, deadline)
+            view = _view(data, version)
+            asked = EvaluateRequest.parse(data, self.settings)
             call.chunks = len(asked.chunks)
             async with self.admission.slot(deadline, self.settings.request_timeout):
-                payload = await self._within(deadline, asyncio.to_thread(self._evaluate, asked))
+                if sum(len(chunk.text) for chunk in asked.chunks) <= _INLINE_CHARS:
+                    evaluated = self._evaluate(asked)  # no thread: a few hundred microseconds
+                else:
+                    evaluated = await self._within(
+                        deadline, asyncio.to_thread(self._evaluate, asked)
+                    )
+            evaluation, refinement = evaluated
+            if version == 1:
+                payload = evaluation.to_dict()
+                if refinement is not None:
+                    payload["refinement"] = refinement.to_dict()
+            else:
+                payload = evaluation_answer(evaluation, view)
+                if refinement is not None:
+                    payload["refinement"] = refinement_answer(refinement, view)
             return self._answer(call, payload)
 
-        return await self._handle(request, "/v1/evaluate", work)
+        return await self._handle(request, f"/v{version}/evaluate", work)
 
-    def _evaluate(self, asked: EvaluateRequest) -> dict[str, Any]:
+    def _evaluate(self, asked: EvaluateRequest) -> tuple[Evaluation, Refinement | None]:
         evaluator, stats = self.crag.evaluator, self.crag.corpus_stats()
-        payload: dict[str, Any] = evaluator.evaluate(asked.query, asked.chunks, stats).to_dict()
+        evaluation = evaluator.evaluate(asked.query, asked.chunks, stats)
+        refinement = None
         if asked.refine:
             refinement = evaluator.refine(
                 asked.query, asked.chunks, stats, token_budget=asked.token_budget
             )
-            payload["refinement"] = refinement.to_dict()
-        return payload
+        return evaluation, refinement
 
     async def stream(self, request: Request) -> Response:
+        return await self._stream(request, 1)
+
+    async def stream_v2(self, request: Request) -> Response:
+        return await self._stream(request, 2)
+
+    async def _stream(self, request: Request, version: int) -> Response:
         from starlette.responses import StreamingResponse
 
         async def work(call: _Call, deadline: float) -> Response:
-            asked = RetrieveRequest.parse(await self._body(request, call, deadline), self.settings)
+            data = await self._body(request, call, deadline)
+            view = _view(data, version)
+            asked = RetrieveRequest.parse(data, self.settings)
             call.k = asked.k
             events = self._router(asked.options).astream(asked.query, asked.k)
             self.admission.check()  # refused at once (503) rather than in the stream
             call.status = 200
+            answer = answer_of(version, view)
             return StreamingResponse(
-                self._events(call, deadline, events),
+                self._events(call, deadline, events, answer),
                 media_type="text/event-stream",
                 headers={
                     "Cache-Control": "no-cache",
@@ -466,28 +560,34 @@ class GateService:
                 },
             )
 
-        return await self._handle_stream(request, work)
+        return await self._handle_stream(request, work, f"/v{version}/stream")
 
     async def _handle_stream(
-        self, request: Request, work: Callable[[_Call, float], Awaitable[Response]]
+        self,
+        request: Request,
+        work: Callable[[_Call, float], Awaitable[Response]],
+        route: str,
     ) -> Response:
         """:meth:`_handle` for a stream: its access event is logged when it ends."""
-        call = self._call(request, "/v1/stream")
+        call = self._call(request, route)
         deadline = _now() + self.settings.request_timeout
         try:
             self._authorize(request)
             return await work(call, deadline)
         except Exception as error:  # noqa: BLE001 - answered as JSON before the stream
-            response = self._failed(call, error)
-            self._done(call)
-            return response
+            return self._later(call, self._failed(call, error))
 
     async def _events(
-        self, call: _Call, deadline: float, events: AsyncIterator[Any]
+        self,
+        call: _Call,
+        deadline: float,
+        events: AsyncIterator[Any],
+        answer: Callable[[CRAGResult], Mapping[str, Any]],
     ) -> AsyncIterator[str]:
         """The stage events as SSE, within the deadline; an error as ``event: error``;
-        a stream that did not reach its end (the client went away: the task was
-        cancelled, or the generator closed) is logged with ``error="StreamAborted"``."""
+        the ``done`` event's result as ``answer`` writes it (v1 or v2); a stream that
+        did not reach its end (the client went away: the task was cancelled, or the
+        generator closed) is logged with ``error="StreamAborted"``."""
         stages = events.__aiter__()
         ended = False
         try:
@@ -497,7 +597,16 @@ class GateService:
                         event = await self._within(deadline, stages.__anext__())
                     except StopAsyncIteration:
                         break
-                    text = sse(event.stage.value, event.to_dict())
+                    data = (
+                        event.to_dict()
+                        if event.stage.value != "done"
+                        else {
+                            "stage": "done",
+                            "elapsed_ms": event.elapsed_ms,
+                            "result": answer(event.result),
+                        }
+                    )
+                    text = sse(event.stage.value, data)
                     call.bytes_out += len(text.encode("utf-8"))
                     if event.stage.value == "done":
                         call.chunks = len(event.result.chunks)
@@ -559,9 +668,7 @@ class GateService:
     async def internal(self, request: Request, exc: Exception) -> Response:
         """What escaped a route (a bug): answered as a JSON ``InternalError`` too."""
         call = self._call(request, request.url.path)
-        response = self._failed(call, exc)
-        self._done(call)
-        return response
+        return self._later(call, self._failed(call, exc))
 
     async def not_found(self, request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
@@ -570,8 +677,7 @@ class GateService:
         response = self._failed(
             call, ServiceError(f"{what}: {request.method} {request.url.path}", status=status)
         )
-        self._done(call)
-        return response
+        return self._later(call, response)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -624,6 +730,9 @@ def create_app(
             Route("/v1/retrieve", service.retrieve, methods=["POST"]),
             Route("/v1/evaluate", service.evaluate, methods=["POST"]),
             Route("/v1/stream", service.stream, methods=["POST"]),
+            Route("/v2/retrieve", service.retrieve_v2, methods=["POST"]),
+            Route("/v2/evaluate", service.evaluate_v2, methods=["POST"]),
+            Route("/v2/stream", service.stream_v2, methods=["POST"]),
             Route("/healthz", service.healthz, methods=["GET"]),
             Route("/metrics", service.metrics_text, methods=["GET"]),
             Route("/v1/learning", service.learning, methods=["GET"]),

@@ -105,10 +105,17 @@ def _shared_caches(fingerprint: str, native: bool, limit: int) -> _TermCaches:
     return _TermCaches(native)
 
 
+# The default analyzer's fingerprint (English, the default stop words): stated, so that the
+# first Analyzer() of a process hashes nothing (tests/test_text.py checks it is _settings's).
+_DEFAULT_FINGERPRINT = "english:2b7df730808eb377"
+
+
 @functools.lru_cache(maxsize=8)
 def _default_settings(language: str) -> tuple[frozenset[str], str]:
     """The default stop words and the fingerprint of an analyzer of ``language`` with
     them (the language checked), made once per language."""
+    if language == "english":  # the default: known, its words case-folded already
+        return DEFAULT_STOP_WORDS, _DEFAULT_FINGERPRINT
     return _settings(language, DEFAULT_STOP_WORDS)
 
 
@@ -329,6 +336,13 @@ class Analyzer:
         # the same cache in C, for analyze(): None without the extension
         self._counter: TermCounter | None = caches.counter
         self._char_folds: dict[str, str] = caches.char_folds  # character -> _fold_of
+
+    @property
+    def shares_caches(self) -> bool:
+        """Whether its caches are the ones every analyzer of its settings shares in this
+        process (a plain ``Analyzer``; a subclass, which may stem otherwise, keeps its
+        own): what it computes for a text, any of them computes."""
+        return self._shares
 
     @property
     def native(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,29 @@ def test_torch_runs_on_the_pinned_threads_and_gets_its_own_back(
     monkeypatch.delitem(sys.modules, "torch")
     with pinned_torch_threads(1) as threads:  # no torch loaded: nothing to pin
         assert threads is None
+
+
+def test_the_background_load_runs_while_the_block_does_and_ends_with_it() -> None:
+    """``background_load(n)``: n busy processes of the benchmark's own while the block runs
+    (the report says so), killed when it ends; 0 starts none."""
+    import os
+
+    from crag_testkit import LOADS, background_load
+
+    psutil = pytest.importorskip("psutil")
+    me = psutil.Process(os.getpid())
+
+    def busy() -> list[Any]:
+        return [p for p in me.children() if "while True: pass" in " ".join(p.cmdline())]
+
+    with background_load(2) as said:
+        started = busy()
+        assert len(started) == 2 and said["busy_processes"] == 2
+        assert isinstance(said["load_average"], float)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in started)
+    with background_load(0) as said:
+        assert said["busy_processes"] == 0 and busy() == []
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError, match="processes"), background_load(bad):  # type: ignore[arg-type]
+            pass
+    assert LOADS == (0, 4)

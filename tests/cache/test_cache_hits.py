@@ -102,3 +102,37 @@ def test_a_value_read_again_as_another_text_is_checked_again(
     assert info.value.kind == "payload"
     admin.set(f"{namespace}:k", b'{"a": 2}')
     assert cache.get("k") == '{"a": 2}'
+
+
+def test_a_signed_value_read_again_is_the_text_verified_and_never_a_forged_one(
+    redis_server: RedisServer, admin: redis.Redis, namespace: str
+) -> None:
+    """A signed Redis cache opens a payload once: the same bytes read again give the text
+    it verified (the same object), never another payload's (a forged one under the same
+    key, or the genuine one under another key), and an expired one is refused."""
+    from crag_heuristic._cache.signing import Signer
+
+    now = [1_700_000_000.0]
+    signer = Signer("a-secret-of-32-characters-long!!", clock=lambda: now[0])
+    cache = RedisCache(url=redis_server.url, namespace=namespace, secret=signer)  # type: ignore[arg-type]
+    cache.set("k", '{"a": 1}', ttl=60)
+    first = cache.get("k")
+    assert first == '{"a": 1}' and cache.get("k") is first  # opened once, reused
+    genuine = admin.get(f"{namespace}:k")
+    assert isinstance(genuine, bytes)
+    forged = genuine.replace(b'{"a": 1}', b'{"a": 2}')
+    admin.set(f"{namespace}:k", forged)
+    with pytest.raises(CacheError, match="does not match") as info:
+        cache.get("k")
+    assert info.value.kind == "signature"
+    admin.set(f"{namespace}:other", genuine)  # moved to another key: signed for "k" only
+    with pytest.raises(CacheError, match="does not match"):
+        cache.get("other")
+    admin.set(f"{namespace}:k", genuine)
+    assert cache.get("k") == '{"a": 1}'
+    assert cache.get("k") is cache.get("k")
+    now[0] += 61  # past its expiry: the same bytes, remembered, are refused
+    with pytest.raises(CacheError, match="expired"):
+        cache.get("k")
+    with pytest.raises(CacheError, match="expired"):
+        asyncio.run(cache.aget("k"))

@@ -206,6 +206,35 @@ def test_async_search_equals_sync(unit_vectors: np.ndarray, docs: list[dict[str,
     assert asyncio.run(retriever.asearch("q", 5)) == retriever.search("q", 5)
 
 
+def test_async_search_of_in_process_work_needs_no_thread(
+    unit_vectors: np.ndarray, docs: list[dict[str, Any]]
+) -> None:
+    """An embedder that says it is bounded (in-process) over a small index: asearch runs
+    in the calling coroutine (a hop to a thread cost more than the search); any other
+    embedder, in a worker thread (it may hang, or wait on a network)."""
+    import threading
+
+    seen: list[str] = []
+
+    class Embed:
+        def __init__(self, bounded: bool) -> None:
+            self.bounded = bounded
+
+        def __call__(self, query: str) -> Any:
+            seen.append(threading.current_thread().name)
+            return unit_vectors[0]
+
+    index = faiss.IndexFlatIP(16)
+    index.add(unit_vectors)
+    slow = FaissRetriever(index, docs, Embed(False))
+    asyncio.run(slow.asearch("q", 3))
+    quick = FaissRetriever(index, docs, Embed(True))
+    assert quick.bounded and not slow.bounded
+    assert asyncio.run(quick.asearch("q", 3)) == quick.search("q", 3)
+    main = threading.current_thread().name
+    assert seen[0] != main and seen[1:] == [main, main]
+
+
 def test_corpus_stats_come_from_the_docstore(
     unit_vectors: np.ndarray, docs: list[dict[str, Any]]
 ) -> None:

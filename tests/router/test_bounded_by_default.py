@@ -326,8 +326,9 @@ def test_a_late_answer_is_dropped_and_a_queued_call_never_runs(gate: Gate) -> No
 
 
 def test_two_calls_that_find_one_idle_thread_both_start(gate: Gate) -> None:
-    """The idle thread is counted off when it is woken: the second call starts a
-    thread of its own (it waited forever behind a hung one: a lost wake-up)."""
+    """The idle thread is handed the first call (taken off the idle list as it is): the
+    second starts a thread of its own (it once waited forever behind a hung one: a lost
+    wake-up)."""
     workers = Workers(4, share=1.0, name="crag-test-wake")
     assert workers.call(lambda: 1, 5, "a") == 1  # one thread, idle now
     started = threading.Semaphore(0)
@@ -337,12 +338,38 @@ def test_two_calls_that_find_one_idle_thread_both_start(gate: Gate) -> None:
         gate.hang()
 
     jobs = [_Job(hang, "a", None), _Job(hang, "a", None)]
-    with workers._cond:  # both submitted before the woken thread can run
-        for job in jobs:
-            workers._submit(job)
+    for job in jobs:  # the second before the woken thread can run
+        workers._submit(job)
     assert started.acquire(timeout=5) and started.acquire(timeout=5)
+    assert workers.threads == 2
     gate.release.set()
-    assert all(job.done.wait(5) for job in jobs)
+    assert all(job.wait(5) for job in jobs)
+    workers.close()
+
+
+def test_the_thread_that_went_idle_last_takes_the_next_call() -> None:
+    """Calls one after the other run on one thread (its caches, and the OpenMP team a
+    model started on it, stay warm), and the pool's threads end when it closes."""
+    workers = Workers(4, share=1.0, name="crag-test-lifo")
+    names = [workers.call(lambda: threading.current_thread().name, 5, "a") for _ in range(20)]
+    assert len(set(names)) == 1 and workers.threads == 1
+    workers.close()
+    deadline = time.monotonic() + 5
+    while workers.threads and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert workers.threads == 0
+    assert workers.call(lambda: 2, 5, "a") == 2  # threads again after a close
+    workers.close()
+
+
+def test_an_idle_thread_ends_after_its_idle_time() -> None:
+    workers = Workers(2, idle=0.05, name="crag-test-idle")
+    assert workers.call(lambda: 1, 5, "a") == 1
+    deadline = time.monotonic() + 5
+    while workers.threads and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert workers.threads == 0
+    assert workers.call(lambda: 3, 5, "a") == 3
     workers.close()
 
 

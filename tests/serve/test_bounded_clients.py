@@ -99,11 +99,14 @@ def test_a_kept_alive_connection_gets_a_new_header_deadline(url: str) -> None:
         assert b"HTTP/1.1" not in rest  # closed without a second answer
 
 
-def test_a_trickling_body_is_a_504_within_the_request_deadline_and_closes(url: str) -> None:
+@pytest.mark.parametrize("route", ["/v1/retrieve", "/v2/retrieve", "/v2/evaluate", "/v2/stream"])
+def test_a_trickling_body_is_a_504_within_the_request_deadline_and_closes(
+    url: str, route: str
+) -> None:
     with socket.create_connection(_address(url)) as sock:
         sock.sendall(
-            b"POST /v1/retrieve HTTP/1.1\r\nHost: gate\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 500\r\n\r\n{"
+            b"POST %s HTTP/1.1\r\nHost: gate\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 500\r\n\r\n{" % route.encode()
         )
         sock.settimeout(30)
         raw = b""
@@ -155,6 +158,11 @@ def test_broken_framing_gets_a_json_error(url: str, raw: bytes) -> None:
         ("/v1/evaluate", b'{"query": "roads", "chunks": [{"id": "a", "text": "x \\udc00"}]}',
          "InvalidChunkError", "text"),
         ("/v1/retrieve", b'{"query": "roads", "options": {"\\ud800": 1}}', "InputError", None),
+        ("/v2/retrieve", b'{"query": "roman \\ud800 roads"}', "InvalidQueryError", None),
+        ("/v2/stream", b'{"query": "\\udfff"}', "InvalidQueryError", None),
+        ("/v2/evaluate", b'{"query": "roads", "chunks": [{"id": "\\ud800", "text": "x"}]}',
+         "InvalidChunkError", "id"),
+        ("/v2/retrieve", b'{"query": "roads", "view": "\\ud800"}', "InputError", None),
     ],
 )  # fmt: skip
 def test_a_lone_surrogate_is_a_typed_400(

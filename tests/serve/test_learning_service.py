@@ -95,6 +95,8 @@ def test_every_answer_is_kept_and_a_restart_goes_on_from_the_log(
         assert httpx.get(f"{base}/v1/learning", timeout=30).json()["labels"] == 6
         answer = httpx.post(f"{base}/v1/retrieve", json={"query": questions[6], "k": 3}, timeout=60)
         assert answer.json()["learning"]["labels"] == 7
+        answer = httpx.post(f"{base}/v2/retrieve", json={"query": questions[7], "k": 3}, timeout=60)
+        assert answer.json()["learning"]["labels"] == 8  # v2 answers carry the decision too
     finally:
         _stop(process)
 

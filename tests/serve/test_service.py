@@ -20,12 +20,25 @@ import httpx
 import pytest
 
 from crag_heuristic import CRAG, Chunk, Evaluator, RetrieverError
+from crag_heuristic._serve.answers import BOOKKEEPING
 from crag_heuristic.index import IndexDirectory
 from crag_heuristic.metrics import PrometheusMetrics
-from crag_heuristic.serve import ServeSettings, create_app, serving
+from crag_heuristic.serve import (
+    VIEWS,
+    ServeSettings,
+    create_app,
+    evaluation_answer,
+    result_answer,
+    serving,
+)
 from crag_heuristic.testing import ListRetriever
 
 KEY = "k" * 20
+MINE = (
+    Chunk(id="mine-1", text="Honeybees dance to show the way to flowers.", score=0.8,
+          score_kind="cosine"),
+    Chunk(id="mine-2", text="Espresso is brewed under pressure.", score=0.3, score_kind="cosine"),
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +85,7 @@ def test_retrieve_answers_what_the_library_answers(url: str, crag: CRAG) -> None
 
 
 def test_evaluate_grades_the_callers_own_chunks(url: str, crag: CRAG) -> None:
-    chunks = [
-        Chunk(id="mine-1", text="Honeybees dance to show the way to flowers.", score=0.8,
-              score_kind="cosine"),
-        Chunk(id="mine-2", text="Espresso is brewed under pressure.", score=0.3,
-              score_kind="cosine"),
-    ]  # fmt: skip
+    chunks = list(MINE)
     body = {"query": "bee dance", "chunks": [c.to_dict() for c in chunks]}
     answer = httpx.post(f"{url}/v1/evaluate", json=body)
     assert answer.status_code == 200
@@ -162,7 +170,7 @@ def test_the_limits_hold_at_their_bounds(url: str) -> None:
 
     _error(httpx.post(f"{url}/v1/retrieve", content=chunked()), 413, "RequestTooLargeError")
     _error(httpx.get(f"{url}/v1/retrieve"), 405, "ServiceError")
-    _error(httpx.post(f"{url}/v2/retrieve", json={}), 404, "ServiceError")
+    _error(httpx.post(f"{url}/v3/retrieve", json={}), 404, "ServiceError")
 
 
 def test_the_service_errors_pickle_whole() -> None:
@@ -299,12 +307,23 @@ def test_a_request_in_flight_finishes_when_the_server_stops() -> None:
         httpx.post(f"{base}/v1/retrieve", json={"query": "x"})
 
 
+def _access_events(caplog: pytest.LogCaptureFixture, count: int) -> list[logging.LogRecord]:
+    """The ``crag.http`` events, once ``count`` of them came (each is logged after its
+    answer is sent: off the request's path)."""
+    deadline = time.monotonic() + 10
+    while True:
+        events = [r for r in caplog.records if r.getMessage() == "crag.http"]
+        if len(events) >= count or time.monotonic() > deadline:
+            return events
+        time.sleep(0.01)
+
+
 def test_access_events_never_hold_the_query(url: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="crag_heuristic")
     secret = "my very private question about zebras"
     httpx.post(f"{url}/v1/retrieve", json={"query": secret, "k": 2})
     httpx.post(f"{url}/v1/retrieve", json={"query": secret, "k": 99})
-    events = [r for r in caplog.records if r.getMessage() == "crag.http"]
+    events = _access_events(caplog, 2)
     assert [(e.status, e.error, e.route) for e in events] == [  # type: ignore[attr-defined]
         (200, None, "/v1/retrieve"), (400, "InputError", "/v1/retrieve"),
     ]  # fmt: skip
@@ -353,3 +372,154 @@ def _serve_then_stop(process: subprocess.Popen[str]) -> str:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+# -- v2: each chunk's text once; the JSON's bytes ------------------------------------------
+
+PARTIAL = "How do honeybees communicate the distance to food?"  # corrected: fused with BM25
+
+
+def _texts(data: Any) -> list[str]:
+    """Every string of ``data`` longer than 60 characters (a chunk's text, say)."""
+    if isinstance(data, dict):
+        return [t for value in data.values() for t in _texts(value)]
+    if isinstance(data, list):
+        return [t for value in data for t in _texts(value)]
+    return [data] if isinstance(data, str) and len(data) > 60 else []
+
+
+@pytest.mark.parametrize("query", [PARTIAL, "Which chess openings suit beginners?"])
+def test_a_v2_answer_carries_each_text_once(url: str, crag: CRAG, query: str) -> None:
+    result = crag.retrieve(query, 5)
+    answer = httpx.post(f"{url}/v2/retrieve", json={"query": query, "k": 5}).json()
+    v1 = httpx.post(f"{url}/v1/retrieve", json={"query": query, "k": 5}).json()
+    texts = [chunk.text for chunk in result.chunks]
+    found = _texts(answer)
+    assert sorted(t for t in found if t in texts) == sorted(texts)  # each final text, once
+    assert all(found.count(text) == 1 for text in texts)
+    assert sum(v1_text in texts for v1_text in _texts(v1)) > len(texts)  # v1 repeats them
+    assert [c["id"] for c in answer["chunks"]] == [c.id for c in result.chunks]
+    grades = {g.chunk_id: g for g in result.evaluation.chunks}
+    for chunk, entry in zip(result.chunks, answer["chunks"], strict=True):
+        whole = chunk.to_dict()  # v2: the fields set, the document's own metadata
+        whole["metadata"] = {k: v for k, v in whole["metadata"].items() if k not in BOOKKEEPING}
+        assert {k: v for k, v in entry.items() if k != "grade"} == {
+            k: v for k, v in whole.items() if v not in (None, {})
+        }
+        grade = grades[chunk.id]
+        assert entry["grade"] == {"score": grade.score, "verdict": grade.verdict.value}
+    assert answer["retrieved"] == [chunk.id for chunk in result.retrieved]
+    assert answer["evaluation"] == {
+        "verdict": result.evaluation.verdict.value,
+        "score": result.evaluation.score,
+        "signals": result.evaluation.signals.as_dict(),
+        "reasoning": result.evaluation.reasoning,
+        "profile": result.evaluation.profile,
+    }
+    assert answer["initial_evaluation"] == {
+        "verdict": result.initial_evaluation.verdict.value,
+        "score": result.initial_evaluation.score,
+    }
+    same = ("verdict", "strategy", "corrected", "retries", "notes", "failures", "counts")
+    assert {k: answer[k] for k in same} == {k: v1[k] for k in same}
+
+
+def test_the_grades_view_holds_no_text(url: str, crag: CRAG) -> None:
+    answer = httpx.post(
+        f"{url}/v2/retrieve", json={"query": PARTIAL, "k": 5, "view": "grades"}
+    ).json()
+    result = crag.retrieve(PARTIAL, 5)
+    assert _texts(answer) == [] and answer["evaluation"].keys() == {"verdict", "score"}
+    assert [set(c) for c in answer["chunks"]] == [{"id", "score", "grade"}] * len(result.chunks)
+    expected = json.loads(json.dumps(result_answer(result, "grades")))
+    assert {k: v for k, v in answer.items() if k != "timings_ms"} == {
+        k: v for k, v in expected.items() if k != "timings_ms"
+    }
+    assert set(VIEWS) == {"chunks", "grades"}
+
+
+def test_v2_evaluate_and_stream(url: str, crag: CRAG) -> None:
+    chunks = list(MINE)
+    body = {"query": "bee dance", "chunks": [c.to_dict() for c in chunks]}
+    answer = httpx.post(f"{url}/v2/evaluate", json=body).json()
+    evaluation = crag.evaluator.evaluate("bee dance", chunks, crag.corpus_stats())
+    assert answer == json.loads(json.dumps(evaluation_answer(evaluation)))
+    assert [c["id"] for c in answer["chunks"]] == ["mine-1", "mine-2"]
+    grades = httpx.post(f"{url}/v2/evaluate", json={**body, "view": "grades"}).json()
+    assert set(grades) == {"verdict", "score", "chunks"}
+    refined = httpx.post(
+        f"{url}/v2/evaluate", json={**body, "options": {"refine": True, "token_budget": 20}}
+    ).json()
+    assert refined["refinement"]["tokens"] <= 20 and "chunks" not in refined["refinement"]
+    with httpx.stream("POST", f"{url}/v2/stream", json={"query": PARTIAL, "k": 5}) as response:
+        events = read_events(response)
+    assert events[-1][0] == "done"
+    expected = json.loads(json.dumps(result_answer(crag.retrieve(PARTIAL, 5))))
+    got = events[-1][1]["result"]
+    assert {k: v for k, v in got.items() if k != "timings_ms"} == {
+        k: v for k, v in expected.items() if k != "timings_ms"
+    }
+
+
+def test_a_bad_view_is_refused_and_v1_takes_none(url: str) -> None:
+    for route in ("/v2/retrieve", "/v2/stream"):
+        bad = httpx.post(f"{url}{route}", json={"query": "bees", "view": "texts"})
+        assert bad.status_code == 400 and "view must be one of chunks, grades" in bad.text
+    old = httpx.post(f"{url}/v1/retrieve", json={"query": "bees", "view": "grades"})
+    assert old.status_code == 400 and "unknown key 'view'" in old.text
+    with pytest.raises(ValueError, match="view must be one of"):
+        result_answer(None, "texts")  # type: ignore[arg-type]
+
+
+def _answers(crag: CRAG) -> list[Any]:
+    result = crag.retrieve(PARTIAL, 5)
+    return [
+        result.to_dict(),
+        result_answer(result),
+        result_answer(result, "grades"),
+        evaluation_answer(result.evaluation),
+        {"non-ascii": "naïve café – “quoted” ±3 µm", "tiny": 1e-05, "big": 1.5e300, "n": -7},
+        {1: "an integer key", "nested": [{"x": None, "y": True}]},
+    ]
+
+
+def test_orjson_and_the_standard_library_write_the_same_json(
+    crag: CRAG, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crag_heuristic._serve import answers
+
+    pytest.importorskip("orjson")
+    data = _answers(crag)
+    answers._encoder.cache_clear()
+    fast = [answers.encode(item) for item in data]
+    monkeypatch.setitem(sys.modules, "orjson", None)  # as without it
+    answers._encoder.cache_clear()
+    try:
+        slow = [answers.encode(item) for item in data]
+        assert answers._encoder() is answers._stdlib
+    finally:
+        monkeypatch.undo()
+        answers._encoder.cache_clear()
+    assert answers._encoder() is not answers._stdlib
+    for quick, plain in zip(fast, slow, strict=True):
+        assert json.loads(quick) == json.loads(plain)
+        assert quick.decode("utf-8") and b"\\u" not in quick and b"\\u" not in plain  # UTF-8
+    huge = {"past 64 bits": 2**70}  # orjson refuses it: the standard library writes it
+    assert json.loads(answers.encode(huge)) == huge
+
+
+def test_the_access_event_is_logged_after_the_answer(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="crag_heuristic")
+    before = len([r for r in caplog.records if r.getMessage() == "crag.http"])
+    started = time.monotonic()
+    httpx.post(f"{url}/v2/retrieve", json={"query": "roman roads", "k": 2})
+    while time.monotonic() - started < 10:
+        events = [r for r in caplog.records if r.getMessage() == "crag.http"]
+        if len(events) > before:
+            break
+        time.sleep(0.01)
+    event = events[-1]
+    assert (event.route, event.status, event.chunks) == ("/v2/retrieve", 200, 2)  # type: ignore[attr-defined]
+    assert event.ms > 0 and event.bytes_out > 0  # type: ignore[attr-defined]

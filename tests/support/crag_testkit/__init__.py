@@ -10,6 +10,8 @@
 * :class:`OpenAIServer`, :func:`write_recording`, :class:`ServerReply`: a real
   OpenAI-compatible chat-completions server (Starlette under uvicorn, its own
   process) answering from recorded LLM labels, with programmable faults.
+* :func:`background_load`, :data:`LOADS`: busy processes of a benchmark's own while
+  a block runs (every ratio reported idle and loaded).
 * :func:`started_or_skip`: a server a test needs, started, or the test skipped
   (failed under CI) when a package it needs is missing.
 
@@ -33,6 +35,7 @@ from ._errors import (
 )
 from ._faulty_engine import FAULT_KINDS, OK, FaultyEngine
 from ._fixture_engine import FixtureEngine, FixtureReply, fixture_item
+from ._load import LOADS, background_load
 from ._openai_server import STYLES, OpenAIServer, ServerReply, build_app, write_recording
 from ._redis import ENV_URL, RedisServer, find_redis_server
 from ._searxng import SearxngServer
@@ -46,6 +49,7 @@ __all__ = [
     "FixtureEngine",
     "FixtureReply",
     "HelperError",
+    "LOADS",
     "OK",
     "OpenAIServer",
     "OpenAIServerError",
@@ -58,6 +62,7 @@ __all__ = [
     "SearxngStartError",
     "SearxngUnavailable",
     "ServerReply",
+    "background_load",
     "build_app",
     "ensure_searxng_venv",
     "find_redis_server",
