@@ -10,11 +10,12 @@ the user's (their queries, a folder's, or simulated ones) and a grader:
    good when one of its chunks is: the grader's list decision everywhere
    (:func:`~crag_heuristic._grading.guarantee.list_decision`: what a monitor
    counts and a grade log records).
-2. **Spend the labels on the band first.** With a guarantee asked for
-   (``target``) and fewer than ``min_refit`` labelled queries, the gate is not
-   refitted: every label goes to the band (the shipped gate's scores,
-   :func:`~crag_heuristic.grading.guaranteed_band`). With at least
-   ``min_refit``, the lists are split at random (``seed``) into a half that
+2. **Spend the labels on the band first.** With fewer than ``min_refit``
+   labelled queries the gate is not refitted: every label goes to its bands (the
+   shipped gate's scores: the verdict bands, and with a guarantee asked for
+   (``target``) the escalation band, :func:`~crag_heuristic.grading.guaranteed_band`).
+   With at least ``min_refit`` and no guarantee, every label refits; with a
+   guarantee, the lists are split at random (``seed``) into a half that
    refits the gate and a half that chooses the band: a band chosen on the lists
    the gate was fitted on would not keep its guarantee (and a split of queries
    rather than lists would not either: :func:`_split`).
@@ -335,7 +336,9 @@ def fit_on_grader(
         raise InputError("calibration on a grader needs labelled retrievals")
     prior_config = load_config(prior)
     queries = len({ex.group for ex in examples})
-    refit = not targets or queries >= min_refit
+    # labels are scarce: below min_refit labelled queries they choose the bands of the
+    # gate as it is (a refit chosen by cross-validation on a few dozen lists is noise)
+    refit = queries >= min_refit
     everything = list(range(len(examples)))
     short: list[str] = []
     if targets and refit:
@@ -395,7 +398,7 @@ def fit_on_grader(
         report["cv_auc"] = aucs
         report["chosen"] = chosen
     else:
-        report["chosen"] = "the shipped gate, unchanged (the labels go to the band)"
+        report["chosen"] = f"the prior ({prior_config.name}), unchanged (the labels go to the band)"
     config = config.replace(name=name)
     warnings: tuple[str, ...] = ()
     held_out = band_at if targets else []
@@ -494,7 +497,8 @@ def calibrate_on_grader(
         eps, delta: the guarantee's bound and confidence.
         window: a guarantee on the realised risk of the next ``window`` lists
             counted (:func:`~crag_heuristic.grading.guaranteed_band`).
-        min_refit: labelled queries needed to refit when a band is asked for.
+        min_refit: labelled queries needed to refit the gate (below it, every label
+            chooses the bands of the gate as it is).
         seed: the split of the lists (refit half, band half).
         name: the profile's name; ``labels``: how the lists were made (recorded).
         candidates: the refits compared.

@@ -473,8 +473,9 @@ def register(commands: Any) -> None:
         "--prior",
         default=None,
         help=(
-            "with --self: the profile the fit starts from and is pulled towards (default: the "
-            "library default; 'none' fits from scratch)"
+            "with --self or --grader: the profile the fit starts from and is pulled towards "
+            "(default: the library default, or with --grader --index DIR the directory's own "
+            "gate; 'none' fits from scratch with --self)"
         ),
     )
     calibrate.add_argument("--seed", type=int, default=0, help="with --self: the random seed")
@@ -583,8 +584,8 @@ def register(commands: Any) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="with --grader --guarantee: labelled queries needed before the gate is refitted "
-        "(default 100); fewer, every label goes to the band",
+        help="with --grader: labelled queries needed before the gate is refitted (default "
+        "100); fewer, every label chooses the bands of the gate as shipped",
     )
     calibrate.add_argument(
         "--max-queries",

@@ -277,10 +277,11 @@ def read_query_file(path: str) -> list[str]:
 
 def _grader_lists(
     args: argparse.Namespace, progress: Progress
-) -> tuple[list[Any], Any, str, Grader]:
-    """The natural retrievals to grade, the corpus statistics, what they are, and the
-    grader: a folder's queries, a query file or simulated queries, through a folder's
-    vectors or an index directory."""
+) -> tuple[list[Any], Any, str, Grader, EvaluatorConfig | None]:
+    """The natural retrievals to grade, the corpus statistics, what they are, the
+    grader and the index directory's own gate (``None``: a folder, or the shipped gate
+    decides there): a folder's queries, a query file or simulated queries, through a
+    folder's vectors or an index directory."""
     from .._calibration.gate import GateExample
     from .._calibration.self_calibration import simulate
     from ..bench import HarnessRetriever, chunks_of, folder_and_split, prepare
@@ -304,6 +305,7 @@ def _grader_lists(
         index = open_index(args.index, progress, None, args)
         with progress.stage("loading its parts"):
             retriever: Any = index.retriever()
+            own_gate = index.gate
         stats, analyzer, docs, folder, split = (
             index.corpus_stats,
             index.analyzer,
@@ -325,6 +327,7 @@ def _grader_lists(
             )
         folder = prepared.collection
         retriever = HarnessRetriever(prepared)
+        own_gate = None
         stats, analyzer, name = prepared.stats, prepared.analyzer, folder.name
         neighbours = retriever.neighbours
         docs = list(chunks_of(folder, [(d, 0.0) for d in folder.doc_ids]))
@@ -387,7 +390,7 @@ def _grader_lists(
         args.grader, folder=folder, split=split or "test", queries=texts,
         api_key_env=args.api_key_env, settings=grader_settings(args.grader_config),
     )  # fmt: skip
-    return lists, stats, what, grader
+    return lists, stats, what, grader, own_gate
 
 
 def grade_log_path(args: argparse.Namespace) -> str | None:
@@ -434,8 +437,10 @@ def calibrate_grader(
     """The gate refitted on a grader's labels of a folder's queries, with a band
     (the module doc: the labels kept, resumed, failures counted, the budget)."""
     chosen = parse_guarantee(args.guarantee)
-    prior = load_config(args.prior or DEFAULT_PROFILE)
-    lists, stats, what, grader = _grader_lists(args, progress)
+    lists, stats, what, grader, own_gate = _grader_lists(args, progress)
+    # an index directory's own gate (calibrated for its corpus and embedder) is the
+    # prior unless one is named
+    prior = load_config(args.prior) if args.prior else own_gate or load_config(DEFAULT_PROFILE)
     try:
         return _calibrate_on(
             grader, lists, stats, what, prior, chosen, args, out, command, progress

@@ -93,6 +93,11 @@ def test_labels_go_to_the_band_before_the_gate_is_refitted(
     assert made.report["refit_lists"] + made.report["band_lists"] == 64
     assert set(made.report["cv_auc"]) == {c.label for c in CANDIDATES}
     assert made.report["chosen"] in made.report["cv_auc"]
+    # without a band asked for, the same: labels choose the bands before they refit
+    made = fit_on_grader(examples, grader="titles:v1")
+    assert made.report["refit"] is False and made.config.model == EvaluatorConfig().model
+    assert made.report["verdict_bands"]["lists"] == 64
+    assert fit_on_grader(examples, grader="titles:v1", min_refit=50).report["refit"] is True
     # too few failed lists for recall: refused, naming how many are needed
     with pytest.raises(InsufficientLabelsError, match="at least 22 failed lists"):
         calibrate_on_grader(examples, grader="titles:v1", target="recall", eps=0.1)

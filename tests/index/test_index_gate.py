@@ -371,3 +371,45 @@ class Counted(WordHash):
 
     def __init__(self) -> None:
         Counted.made += 1
+
+
+GRADER = """
+class Words:
+    fingerprint = "words:v1"
+
+    def grade(self, query, chunks):
+        words = set(query.lower().split())
+        return [1.0 if words & set(c.text.lower().split()) else 0.0 for c in chunks]
+"""
+
+
+def test_calibrate_on_a_grader_starts_from_the_directory_s_gate(
+    gated: IndexDirectory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's own gate is the prior of ``calibrate --grader --index DIR`` (its
+    bands kept where the labels are too few to choose them), unless ``--prior`` names
+    another."""
+    (tmp_path / "words_grader.py").write_text(GRADER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    queries = tmp_path / "queries.txt"
+    queries.write_text("queen honeybee colony\nsolar panel efficiency\n")
+    base = ["calibrate", "--grader", "words_grader:Words", "--index", str(gated.path)]
+    out = io.StringIO()
+    assert (
+        main([*base, "--query-file", str(queries), "--out", str(tmp_path / "a.toml")], out=out) == 0
+    )
+    assert json.loads(out.getvalue())["prior"] == "own-gate"
+    made = EvaluatorConfig.from_file(tmp_path / "a.toml")
+    assert made.thresholds == OWN.thresholds  # two labels: the prior's bands, as it was
+    argv = [
+        *base,
+        "--query-file",
+        str(queries),
+        "--prior",
+        "crag",
+        "--out",
+        str(tmp_path / "b.toml"),
+    ]
+    out = io.StringIO()
+    assert main(argv, out=out) == EXIT_OK
+    assert json.loads(out.getvalue())["prior"] == "crag"
