@@ -45,6 +45,8 @@ FILES = {
     "serve_load": RESULTS / "serve_load" / "serve_load.json",
     "cascade": RESULTS / "llmjudge" / "results.json",
     "vs_ref": RESULTS / "evaluator_vs_ref.md",  # Markdown: read as {"text": ...}
+    "stream": RESULTS / "stream" / "scifact.md",  # the ledger benchmarks/stream_variants.py wrote
+    "stream_5pct": RESULTS / "stream" / "scifact-5pct.md",
 }
 
 
@@ -547,7 +549,7 @@ def _loco_means(r: dict[str, Any]) -> str:
         (FIXED, "best simple predictor, chosen on the others"),
         (TOP1, "top-1 cosine"),
         (SEED, "seed design (as written)"),
-        (SEED004, "seed 004 design: (mean of the top-3 + keyword coverage) / 2"),
+        (SEED004, "mean top-3 + coverage: (mean of the top-3 + keyword coverage) / 2"),
         (GAP, "score gap"),
     )
     for gate, label in shown:
@@ -605,7 +607,7 @@ def _readme_table(r: dict[str, Any]) -> str:
     """The README's compact transfer table: the nested gate against the top-1 cosine."""
     lines = [
         "| collection | queries (failed) | nested gate | top-1 cosine | gain over top-1 (95 % "
-        "interval) | seed 004 design | oracle: best simple predictor there | self-calibrated |",
+        "interval) | mean top-3 + coverage | oracle: best simple predictor there | self-calibrated |",
         "|---|---|---|---|---|---|---|---|",
     ]
     gains = []
@@ -639,13 +641,13 @@ def _readme_floor(r: dict[str, Any]) -> str:
 
 
 PREVIOUS_SEVEN = ("cacm", "cranfield", "llmjudge", "med", "nfcorpus", "npl", "scifact")
-"""The collections of the previous round's nested run (its report: git show cada510:benchmarks/results/loco/loco.md)."""
+"""The collections of an earlier nested run (its report: git show cada510:benchmarks/results/loco/loco.md)."""
 
 
 def _readme_seven(r: dict[str, Any]) -> str:
     rows = r["collections"]
     mean = sum(rows[n]["auc"][LOCO]["mix"] for n in PREVIOUS_SEVEN) / len(PREVIOUS_SEVEN)
-    return f"on the seven collections of the previous round this gate's mean is {f(mean)}"
+    return f"on the seven collections of the earlier nested run this gate's mean is {f(mean)}"
 
 
 def _readme_natural(r: dict[str, Any]) -> str:
@@ -687,7 +689,7 @@ def _learning_row(name: str) -> Quote:
 
 
 def _learning_goal(r: dict[str, Any]) -> str:
-    """Issue 25's goal: the gate refitted on 200 labelled queries against the best simple
+    """The labels goal: the gate refitted on 200 labelled queries against the best simple
     predictor chosen on the same labels, averaged over the collections with a curve."""
     ours, theirs = [], []
     for name in COLLECTIONS:
@@ -806,12 +808,28 @@ def _set_cascade(r: dict[str, Any]) -> str:
     )
 
 
+def _stream_table(r: dict[str, Any]) -> str:
+    """The stream ledger's table, as benchmarks/stream_variants.py wrote it."""
+    lines = r["text"].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| variant |"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def _stream_lists(r: dict[str, Any]) -> str:
+    """The ledger's sentence on the traffic it replayed."""
+    found = re.search(r"^(\d+) natural lists, failure rate ([0-9.]+)", r["text"], re.M)
+    if found is None:
+        raise ValueError("the stream ledger has no 'N natural lists, failure rate F' line")
+    return f"{found.group(1)} natural lists, failure rate {found.group(2)}"
+
+
 def _vs_ref(r: dict[str, Any]) -> str:
     found = re.search(r"Ratio: \*\*([0-9.]+) x\*\*", r["text"])
     if found is None:
         raise ValueError("evaluator_vs_ref.md has no 'Ratio: **N x**' line")
     return (
-        f"count on the same inputs is {float(found.group(1)):.2f} x that of the commit this round"
+        f"count on the same inputs is {float(found.group(1)):.2f} x that of the commit the analyzer was rewritten from"
     )
 
 
@@ -1038,6 +1056,10 @@ QUOTES: list[Quote] = [
     # the cascade on llmjudge
     Quote("cascade", _cascade_curve),
     Quote("vs_ref", _vs_ref),
+    Quote("stream", _stream_table),
+    Quote("stream", _stream_lists),
+    Quote("stream_5pct", _stream_table),
+    Quote("stream_5pct", _stream_lists),
     # which correction pays
     Quote("corrections", _shipped),
     *(_held_out_row(name) for name in COLLECTIONS),
