@@ -154,7 +154,15 @@ def _judged(root: Path) -> dict[str, set[str]]:
 
 def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, Any], float]:
     """``crag-heuristic index`` as a user runs it: (its JSON summary, wall seconds)."""
-    command = [_crag(), "index", "--docs", str(root / "corpus.jsonl"), "--out", str(out), "--quiet"]
+    command = [
+        *_crag(),
+        "index",
+        "--docs",
+        str(root / "corpus.jsonl"),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     env = dict(os.environ)
     if embedder == "minilm":
         module = work / f"minilm_{root.name.replace('-', '_')}.py"
@@ -164,7 +172,8 @@ def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, 
             encoding="utf-8",
         )
         command += ["--embedder", f"{module.stem}:Embedder"]
-        env["PYTHONPATH"] = os.pathsep.join([str(work), str(Path(__file__).parent)])
+        inherited = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join([str(work), str(Path(__file__).parent), *inherited])
         if str(work) not in sys.path:  # where CRAG.from_index_dir imports it again
             sys.path.insert(0, str(work))
     started = time.perf_counter()
@@ -175,8 +184,10 @@ def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, 
     return json.loads(done.stdout), seconds
 
 
-def _crag() -> str:
-    return shutil.which("crag-heuristic") or f"{sys.executable} -m crag_heuristic"
+def _crag() -> list[str]:
+    """The command line: the installed script, else this interpreter's module."""
+    script = shutil.which("crag-heuristic")
+    return [script] if script else [sys.executable, "-m", "crag_heuristic"]
 
 
 def measure(root: Path, embedder: str, work: Path) -> dict[str, Any]:
