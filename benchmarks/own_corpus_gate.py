@@ -152,6 +152,11 @@ def _judged(root: Path) -> dict[str, set[str]]:
     return out
 
 
+def _minilm_module(root: Path) -> str:
+    """The module the MiniLM directory's embedder spec names (written beside the index)."""
+    return f"minilm_{root.name.replace('-', '_')}"
+
+
 def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, Any], float]:
     """``crag-heuristic index`` as a user runs it: (its JSON summary, wall seconds)."""
     command = [
@@ -165,7 +170,7 @@ def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, 
     ]
     env = dict(os.environ)
     if embedder == "minilm":
-        module = work / f"minilm_{root.name.replace('-', '_')}.py"
+        module = work / f"{_minilm_module(root)}.py"
         module.write_text(
             "from own_corpus_gate import FolderMiniLM\n\n\n"
             f"class Embedder(FolderMiniLM):\n    folder = {str(root)!r}\n",
@@ -194,8 +199,11 @@ def measure(root: Path, embedder: str, work: Path) -> dict[str, Any]:
     """One collection with one embedder: index it, decide its judged queries, score."""
     index_dir = work / f"{root.name}-{embedder}"
     summary, index_seconds = _index(root, index_dir, embedder, work)
-    crag = CRAG.from_index_dir(index_dir, config={"max_retries": 0})
-    index = IndexDirectory.load(index_dir)
+    # the MiniLM directory names an embedder module of this script's: named again when
+    # loading, as an operator does (an index directory's spec is never imported on its own)
+    spec = f"{_minilm_module(root)}:Embedder" if embedder == "minilm" else None
+    crag = CRAG.from_index_dir(index_dir, config={"max_retries": 0}, embedder=spec)
+    index = IndexDirectory.load(index_dir, embedder=spec)
     retriever = index.retriever()  # the router's retriever: the probes' searches
     shipped = Evaluator(analyzer=crag.evaluator.analyzer)
     stats = crag.corpus_stats()
