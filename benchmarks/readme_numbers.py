@@ -310,7 +310,7 @@ def _own_gate_cost(r: dict[str, Any]) -> str:
     return (
         f"on SciFact {f(scifact['lsa']['stage_seconds']['calibrating'], 1)} s with LSA and "
         f"{f(scifact['minilm']['stage_seconds']['calibrating'], 1)} s over its MiniLM vectors, "
-        f"on {r['cpus']} busy cores"
+        f"on {r['cpus']} cores at a load average of {r['load_average_start'][0]:.1f}"
     )
 
 
