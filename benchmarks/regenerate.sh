@@ -40,7 +40,7 @@ python benchmarks/load_faults.py --queries 1000 --concurrency 50 --out benchmark
 python benchmarks/own_corpus.py --data-dir "$DATA/scifact" --out benchmarks/results/own_corpus \
     > /dev/null
 # the gate crag-heuristic index self-calibrates, on each collection's real queries and qrels
-# (LSA and the folder's MiniLM vectors; about an hour on 2 cores)
+# (LSA and the folder's MiniLM vectors; about 3 minutes on 2 idle cores)
 python benchmarks/own_corpus_gate.py --data-root "$DATA" --out benchmarks/results/own_corpus_gate \
     > /dev/null
 # the service under load while its Redis is killed: nothing lost, every failure typed
