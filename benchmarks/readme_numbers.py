@@ -824,12 +824,32 @@ def _stream_lists(r: dict[str, Any]) -> str:
     return f"{found.group(1)} natural lists, failure rate {found.group(2)}"
 
 
+def _stream_kappa(r: dict[str, Any]) -> str:
+    """The stream section's chunk agreement on llmjudge: the chunk stage refitted on a
+    grader's chunk grades of half the queries, against people on the other half."""
+    kappa = _s(r)["stream"]["chunk_kappa"]
+    llm = {name: row for name, row in kappa.items() if name.startswith("llm:")}
+    learned = sorted(row["learned"] for row in llm.values())
+    graders = sorted(row["grader"] for row in llm.values())
+    best = max(llm, key=lambda name: llm[name]["grader"])
+    return (
+        f"refitted on an LLM label set's chunk grades of half the queries, the chunk stage "
+        f"agrees with people on the other half at a median kappa of "
+        f"{f(learned[len(learned) // 2], 2)} over the {len(llm)} label sets (at most "
+        f"{f(learned[-1], 2)}; on the qrels {f(kappa['qrels']['learned'], 2)}), where the label "
+        f"sets themselves reach a median {f(graders[len(graders) // 2], 2)} and at best "
+        f"{f(llm[best]['grader'], 2)} ({best[4:]})"
+    )
+
+
 def _vs_ref(r: dict[str, Any]) -> str:
     found = re.search(r"Ratio: \*\*([0-9.]+) x\*\*", r["text"])
     if found is None:
         raise ValueError("evaluator_vs_ref.md has no 'Ratio: **N x**' line")
+    ratio = float(found.group(1))
     return (
-        f"count on the same inputs is {float(found.group(1)):.2f} x that of the commit the analyzer was rewritten from"
+        f"count on the same inputs is {ratio:.2f} x that of the commit the analyzer was "
+        "rewritten from"
     )
 
 
@@ -1057,6 +1077,7 @@ QUOTES: list[Quote] = [
     Quote("cascade", _cascade_curve),
     Quote("vs_ref", _vs_ref),
     Quote("stream", _stream_table),
+    Quote("llmjudge", _stream_kappa),
     Quote("stream", _stream_lists),
     Quote("stream_5pct", _stream_table),
     Quote("stream_5pct", _stream_lists),
