@@ -77,6 +77,18 @@ DEFAULT_CHUNK_FEATURES = (
     "rank",
 )
 DEFAULT_SET_FEATURES = ("similarity_top", "keyword_coverage", "lexical_coherence")
+WIDER_SET_FEATURES = (
+    "similarity_top",
+    "similarity_mean",
+    "similarity_gap",
+    "bm25_top",
+    "bm25_scaled_max",
+    "keyword_coverage",
+    "lexical_coherence",
+)
+"""Wider set evidence a refit on the user's labels may read beside the shipped gate's
+(none of it reads the chunk stage): a grader calibration's "wider evidence" candidate
+and the learning cascade's refits."""
 DEFAULT_ANCHOR = ("similarity_top",)
 _C_GRID = (0.01, 0.1, 1.0, 10.0)
 

@@ -63,6 +63,7 @@ from .._protocols import Grader
 from .._text.corpus import CorpusStats
 from .auc import failure_auc
 from .gate import (
+    WIDER_SET_FEATURES,
     CalibrationResult,
     GateExample,
     bands_on_labels,
@@ -96,18 +97,7 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate(label="the shipped gate's evidence, pulled hard (C 0.01)", prior_c=0.01),
     Candidate(label="the shipped gate's evidence, pulled (C 0.1)", prior_c=0.1),
     Candidate(label="the shipped gate's evidence, pulled lightly (C 1)", prior_c=1.0),
-    Candidate(
-        label="wider evidence, pulled (C 0.1)",
-        set_features=(
-            "similarity_top",
-            "similarity_mean",
-            "similarity_gap",
-            "bm25_top",
-            "bm25_scaled_max",
-            "keyword_coverage",
-            "lexical_coherence",
-        ),
-    ),
+    Candidate(label="wider evidence, pulled (C 0.1)", set_features=WIDER_SET_FEATURES),
     *(
         Candidate(label=f"{name} alone", set_features=(name,), prior_c=None)
         for name in (

@@ -85,18 +85,10 @@ from .._grading.monitor import GuaranteeMonitor, check_record
 from .._logging import get_logger
 from .._optional import requires
 from .._text.analyzer import Analyzer
-from .gate import _bands, _chunk_bands
+from .gate import WIDER_SET_FEATURES, _bands, _chunk_bands
 from .refit import refit_stage
 
-LEARNED_FEATURES: tuple[str, ...] = (
-    "similarity_top",
-    "similarity_mean",
-    "similarity_gap",
-    "bm25_top",
-    "bm25_scaled_max",
-    "keyword_coverage",
-    "lexical_coherence",
-)
+LEARNED_FEATURES: tuple[str, ...] = WIDER_SET_FEATURES
 """The set evidence a refit reads beside the shipped gate's own (none of it reads the
 chunk stage, so a list's evidence is the same under every refit)."""
 
