@@ -45,7 +45,6 @@ import os
 import platform
 import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -58,7 +57,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
-from crag_testkit import LOADS, background_load
+from crag_testkit import LOADS, background_load, crag_cli
 
 from crag_heuristic import CRAG
 from crag_heuristic.bench import alternated, percentiles
@@ -73,11 +72,6 @@ GOAL_SERVE_OVERHEAD_MS = 2.0
 GOAL_OVER_FLOOR_MS = 0.3
 GOAL_THROUGHPUT = 0.95
 GOAL_BYTES = 1.2
-
-
-def _command() -> list[str]:
-    script = shutil.which("crag-heuristic")
-    return [script] if script else [sys.executable, "-m", "crag_heuristic"]
 
 
 def _environment(cache: Path) -> dict[str, str]:
@@ -110,7 +104,7 @@ def index_section(data_dir: Path, out: Path, runs: int, env: dict[str, str]) -> 
     wall, own, rest, stages, calibrating = [], [], [], [], []
     for _ in range(runs):
         seconds, stdout = _timed(
-            [*_command(), "index", "--docs", str(data_dir / "corpus.jsonl"), "--out", str(out),
+            [*crag_cli(), "index", "--docs", str(data_dir / "corpus.jsonl"), "--out", str(out),
              "--quiet"],
             env,
         )  # fmt: skip
@@ -141,8 +135,8 @@ def retrieve_section(
     index: Path, queries: list[str], sample_queries: list[str], env: dict[str, str]
 ) -> dict[str, Any]:
     """``retrieve --index DIR`` against ``retrieve`` on the bundled sample, alternated."""
-    own = [*_command(), "retrieve", "--index", str(index), "--quiet", "--query"]
-    sample = [*_command(), "retrieve", "--quiet", "--query"]
+    own = [*crag_cli(), "retrieve", "--index", str(index), "--quiet", "--query"]
+    sample = [*crag_cli(), "retrieve", "--quiet", "--query"]
     for i in range(2):  # warm the file cache and write the bytecode
         _timed([*own, queries[i]], env)
         _timed([*sample, sample_queries[i]], env)
@@ -245,7 +239,7 @@ def serve_section(
     the bytes of the answers."""
     service_log, floor_log = index.parent / "service.log", index.parent / "floor.log"
     service, service_url = _started(
-        [*_command(), "serve", "--index", str(index), "--port", "0"], env, " on ", service_log
+        [*crag_cli(), "serve", "--index", str(index), "--port", "0"], env, " on ", service_log
     )
     floor, floor_url = _started(
         [sys.executable, str(FLOOR), "--index", str(index), "--port", "0"],

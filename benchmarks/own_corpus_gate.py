@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import crag_cli
 
 from crag_heuristic import CRAG, Evaluator, Verdict
 from crag_heuristic.bench import SHARED_COLLECTIONS, paired_bootstrap
@@ -160,7 +161,7 @@ def _minilm_module(root: Path) -> str:
 def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, Any], float]:
     """``crag-heuristic index`` as a user runs it: (its JSON summary, wall seconds)."""
     command = [
-        *_crag(),
+        *crag_cli(),
         "index",
         "--docs",
         str(root / "corpus.jsonl"),
@@ -187,12 +188,6 @@ def _index(root: Path, out: Path, embedder: str, work: Path) -> tuple[dict[str, 
     if done.returncode != 0:
         raise RuntimeError(f"{shlex.join(command)} exited {done.returncode}: {done.stderr[-800:]}")
     return json.loads(done.stdout), seconds
-
-
-def _crag() -> list[str]:
-    """The command line: the installed script, else this interpreter's module."""
-    script = shutil.which("crag-heuristic")
-    return [script] if script else [sys.executable, "-m", "crag_heuristic"]
 
 
 def measure(root: Path, embedder: str, work: Path) -> dict[str, Any]:

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,16 +30,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import testkit_path  # noqa: F401 - puts tests/support (crag_testkit) on sys.path
+from crag_testkit import crag_cli
+
 QUERY = "How do honeybees tell each other where food is?"
 HEAVY = ("structlog", "rich", "httpx", "dask", "distributed", "sklearn", "torch", "redis")
 
 
 def commands() -> dict[str, list[str]]:
     """The two commands timed: the CLI (its installed script, else ``-m``) and the yardstick."""
-    script = shutil.which("crag-heuristic")
-    cli = [script] if script else [sys.executable, "-m", "crag_heuristic"]
     return {
-        "retrieve": [*cli, "retrieve", "--query", QUERY],
+        "retrieve": [*crag_cli(), "retrieve", "--query", QUERY],
         "python": [sys.executable, "-c", "pass"],
     }
 

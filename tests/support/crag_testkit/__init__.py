@@ -12,6 +12,7 @@
   process) answering from recorded LLM labels, with programmable faults.
 * :func:`background_load`, :data:`LOADS`: busy processes of a benchmark's own while
   a block runs (every ratio reported idle and loaded).
+* :func:`crag_cli`: the command line as a benchmark starts it (its script, else ``-m``).
 * :func:`started_or_skip`: a server a test needs, started, or the test skipped
   (failed under CI) when a package it needs is missing.
 
@@ -25,6 +26,7 @@ want (``ListRetriever``, ``RecordingWebSearcher``, ``capture_events``, call
 tracing) ship in :mod:`crag_heuristic.testing`.
 """
 
+from ._cli import crag_cli
 from ._errors import (
     HelperError,
     OpenAIServerError,
@@ -64,6 +66,7 @@ __all__ = [
     "ServerReply",
     "background_load",
     "build_app",
+    "crag_cli",
     "ensure_searxng_venv",
     "find_redis_server",
     "find_searxng_python",
